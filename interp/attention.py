@@ -1,0 +1,140 @@
+"""Causal self-attention with TransformerLens hook points and a pluggable score scale.
+
+The paper's layer (SPEC section 2) is ``u_t <- u_t + sum_{j<=t} softmax_j((W_K u_j).(W_Q u_t)) W_V u_j``:
+no biases, no ``1/sqrt(d)`` scale, a token may attend to itself, and no separate output projection.
+``W_O`` is kept as a fixed (non-trainable) identity so that weights and hooks have TransformerLens
+shapes (``W_O [n_heads, d_head, d_model]``).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from einops import einsum
+from jaxtyping import Float
+from torch import Tensor, nn
+from transformer_lens.hook_points import HookPoint
+
+from interp.positional import PositionalEncoding
+
+__all__ = ["Attention", "ATTN_SCALES", "attention_scale"]
+
+ATTN_SCALES = ("none", "sqrt", "log_n")
+
+
+def attention_scale(
+    kind: str, n_keys: Tensor, d_head: int, n_train: int
+) -> Float[Tensor, "query_pos 1"] | float:
+    """Multiplier of the attention scores of each query row.
+
+    Args:
+        kind: ``"none"`` (the paper: 1), ``"sqrt"`` (``1/sqrt(d_head)``) or ``"log_n"``, the
+            entropy-invariant ``log_{n_train}(n_i) / sqrt(d_head)`` with ``n_i`` the keys row ``i``
+            sees (Su's log-n scaling). It equals ``1/sqrt(d_head)`` when ``n_i = n_train``.
+        n_keys: visible keys per query row, ``[query_pos]``.
+        d_head: head width.
+        n_train: training sequence length (keys visible to the last query at training length).
+    """
+    if kind == "none":
+        return 1.0
+    if kind == "sqrt":
+        return 1.0 / math.sqrt(d_head)
+    if kind == "log_n":
+        # Row 0 sees one key: log(1) = 0 makes its (single-entry) softmax unaffected anyway.
+        scale = torch.log(n_keys.float()) / math.log(n_train) / math.sqrt(d_head)
+        return scale[:, None]
+    raise ValueError(f"attn_scale={kind!r} is invalid: allowed values are {ATTN_SCALES}")
+
+
+class Attention(nn.Module):
+    """One causal attention layer of ``n_heads`` heads.
+
+    Args:
+        d_model: residual width.
+        n_heads: heads (the paper: 1).
+        d_head: head width (the paper: ``d_model``).
+        attn_scale: one of :data:`ATTN_SCALES`.
+        n_train: training sequence length, used by the ``log_n`` scale.
+        positional: the model's positional encoding (for RoPE-like rotations of q and k).
+        init_std: standard deviation of the ``W_Q, W_K, W_V`` entries (the paper: ``1/sqrt(D)``).
+    """
+
+    def __init__(
+        self,
+        *,
+        d_model: int,
+        n_heads: int,
+        d_head: int,
+        attn_scale: str,
+        n_train: int,
+        positional: PositionalEncoding,
+        init_std: float,
+    ) -> None:
+        super().__init__()
+        self.n_heads, self.d_head, self.attn_scale, self.n_train = (
+            n_heads,
+            d_head,
+            attn_scale,
+            n_train,
+        )
+        self.W_Q = nn.Parameter(torch.randn(n_heads, d_model, d_head) * init_std)
+        self.W_K = nn.Parameter(torch.randn(n_heads, d_model, d_head) * init_std)
+        self.W_V = nn.Parameter(torch.randn(n_heads, d_model, d_head) * init_std)
+        # Fixed output map: identity for one head of width d_model (the paper); heads are summed.
+        W_O = torch.zeros(n_heads, d_head, d_model)
+        W_O[:, : min(d_head, d_model), : min(d_head, d_model)] = torch.eye(min(d_head, d_model))
+        self.register_buffer("W_O", W_O)
+        # Kept outside the module tree so the positional parameters are registered once.
+        self._positional = [positional]
+
+        self.hook_q = HookPoint()  # [batch, pos, head_index, d_head]
+        self.hook_k = HookPoint()  # [batch, pos, head_index, d_head]
+        self.hook_v = HookPoint()  # [batch, pos, head_index, d_head]
+        self.hook_attn_scores = HookPoint()  # [batch, head_index, query_pos, key_pos]
+        self.hook_pattern = HookPoint()  # [batch, head_index, query_pos, key_pos]
+        self.hook_z = HookPoint()  # [batch, pos, head_index, d_head]
+
+    def forward(
+        self, resid: Float[Tensor, "batch pos d_model"], positions: Tensor
+    ) -> Float[Tensor, "batch pos d_model"]:
+        q = einsum(
+            resid,
+            self.W_Q,
+            "batch pos d_model, head_index d_model d_head -> batch pos head_index d_head",
+        )
+        k = einsum(
+            resid,
+            self.W_K,
+            "batch pos d_model, head_index d_model d_head -> batch pos head_index d_head",
+        )
+        v = einsum(
+            resid,
+            self.W_V,
+            "batch pos d_model, head_index d_model d_head -> batch pos head_index d_head",
+        )
+        q, k = self._positional[0].rotate(q, k, positions)
+        q, k, v = self.hook_q(q), self.hook_k(k), self.hook_v(v)
+        scores = einsum(
+            q,
+            k,
+            "batch query_pos head_index d_head, batch key_pos head_index d_head -> batch head_index query_pos key_pos",
+        )
+        n_pos = resid.shape[1]
+        n_keys = torch.arange(1, n_pos + 1, device=resid.device)
+        scores = scores * attention_scale(self.attn_scale, n_keys, self.d_head, self.n_train)
+        causal = torch.ones(n_pos, n_pos, dtype=torch.bool, device=resid.device).tril()
+        scores = self.hook_attn_scores(scores.masked_fill(~causal, float("-inf")))
+        pattern = self.hook_pattern(torch.softmax(scores, dim=-1))
+        z = self.hook_z(
+            einsum(
+                pattern,
+                v,
+                "batch head_index query_pos key_pos, batch key_pos head_index d_head -> batch query_pos head_index d_head",
+            )
+        )
+        return einsum(
+            z,
+            self.W_O,
+            "batch pos head_index d_head, head_index d_head d_model -> batch pos d_model",
+        )

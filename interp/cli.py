@@ -1,0 +1,263 @@
+"""Command line: ``induction-cliff {train,measures,transition,fit,figures,presets}``.
+
+Examples::
+
+    induction-cliff train --preset demo --out runs/demo
+    induction-cliff train --preset paper-fig3 --set steps=60000 --seed 1 --out runs/fig3-s1
+    induction-cliff train --preset paper-fig3 --set intervention=clamp_prev_token --out runs/clamp
+    induction-cliff train --resume --out runs/fig3-s1          # continue an interrupted run
+    induction-cliff fit runs/fig3-s1                            # writes runs/fig3-s1/fit.json
+    induction-cliff figures runs/demo --out runs/demo/figures
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+from pathlib import Path
+
+__all__ = ["main", "parse_overrides", "build_configs"]
+
+
+def _convert(value: str, current):
+    """Parse ``value`` to the type of a config field's current value."""
+    if value.lower() in ("none", "null"):
+        return None
+    if isinstance(current, bool):
+        if value.lower() in ("true", "1", "yes"):
+            return True
+        if value.lower() in ("false", "0", "no"):
+            return False
+        raise ValueError(f"expected true or false, got {value!r}")
+    if isinstance(current, int):
+        as_float = float(value)
+        if as_float != int(as_float):
+            raise ValueError(f"expected an integer, got {value!r}")
+        return int(as_float)
+    if isinstance(current, float):
+        return float(value)
+    if current is None:
+        for cast in (int, float):
+            try:
+                return cast(value)
+            except ValueError:
+                pass
+    return value
+
+
+def parse_overrides(pairs: list[str]) -> dict[str, str]:
+    """``["K=512", "lr=0.1"]`` -> ``{"K": "512", "lr": "0.1"}`` with a clear error if malformed."""
+    out = {}
+    for pair in pairs:
+        if "=" not in pair:
+            raise ValueError(f"--set {pair!r} is invalid: expected key=value")
+        key, value = pair.split("=", 1)
+        out[key.strip()] = value.strip()
+    return out
+
+
+def build_configs(preset_name: str, overrides: dict[str, str], seed: int | None):
+    """The task, model and train configs of a preset with ``--set`` overrides applied.
+
+    A key is a field name of ``TaskConfig``, ``TrainConfig`` or ``ModelConfig`` (optionally
+    prefixed ``task.``, ``train.`` or ``model.``). The model's ``D``, ``L``, ``n_positions`` and
+    ``n_ctx_train`` follow the task and cannot be set.
+    """
+    from interp.model import ModelConfig
+    from interp.presets import get_preset
+
+    preset = get_preset(preset_name)
+    task_f = {f.name: getattr(preset.task, f.name) for f in dataclasses.fields(preset.task)}
+    train_f = {f.name: getattr(preset.train, f.name) for f in dataclasses.fields(preset.train)}
+    derived = {"D", "L", "n_positions", "n_ctx_train"}
+    model_defaults = ModelConfig()
+    model_f = {
+        f.name: preset.model.get(f.name, getattr(model_defaults, f.name))
+        for f in dataclasses.fields(ModelConfig)
+        if f.name not in derived
+    }
+    groups = {"task": task_f, "train": train_f, "model": model_f}
+    allowed = sorted(set(task_f) | set(train_f) | set(model_f))
+    for key, value in overrides.items():
+        group_name, _, name = key.rpartition(".")
+        targets = (
+            [groups[group_name]]
+            if group_name in groups
+            else [g for g in groups.values() if name in g]
+        )
+        if group_name and group_name not in groups:
+            targets = []
+        if not targets or name not in targets[0]:
+            raise ValueError(f"--set key {key!r} is unknown: allowed keys are {allowed}")
+        try:
+            targets[0][name] = _convert(value, targets[0][name])
+        except ValueError as err:
+            raise ValueError(f"--set {key}={value!r} is invalid: {err}") from err
+    if seed is not None:
+        train_f["seed"] = seed
+    from interp.task import TaskConfig
+    from interp.training import TrainConfig
+
+    task = TaskConfig(**task_f)
+    return task, ModelConfig.from_task(task, **model_f), TrainConfig(**train_f), preset
+
+
+def _cmd_train(args) -> int:
+    from interp.training import RunDirectoryError, TrainingDiverged, load_run, train
+
+    if (
+        args.resume
+        and args.out
+        and (Path(args.out) / "config.json").exists()
+        and not args.set
+        and args.preset is None
+    ):
+        run = load_run(args.out)
+        task, model_cfg, train_cfg = run.task, run.model_config, run.train_config
+        note = ""
+    else:
+        task, model_cfg, train_cfg, preset = build_configs(
+            args.preset or "demo", parse_overrides(args.set or []), args.seed
+        )
+        note = preset.note
+    out = Path(args.out or f"runs/{args.preset or 'demo'}-seed{train_cfg.seed}")
+    print(f"run directory: {out}", file=sys.stderr)
+    if note:
+        print(f"preset: {note}", file=sys.stderr)
+    if train_cfg.deviation_note():
+        print(f"DEVIATION from the paper: {train_cfg.deviation_note()}", file=sys.stderr)
+    try:
+        metrics = train(
+            task,
+            model_cfg,
+            train_cfg,
+            out,
+            resume=args.resume,
+            overwrite=args.overwrite,
+            progress=not args.quiet,
+        )
+    except (TrainingDiverged, RunDirectoryError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 3
+    except KeyboardInterrupt:
+        return 130
+    last = metrics.iloc[-1]
+    print(
+        f"done: step {int(last['step'])}  IC acc {last['ic_acc']:.3f}  IC2 acc {last['ic2_acc']:.3f}  "
+        f"IW acc {last['iw_acc']:.3f}  -> {out}"
+    )
+    return 0
+
+
+def _cmd_measures(args) -> int:
+    from interp.over_training import measures_over_checkpoints
+
+    for run_dir in args.run_dirs:
+        df = measures_over_checkpoints(run_dir, n=args.n)
+        path = Path(run_dir) / "checkpoint_measures.csv"
+        df.to_csv(path, index=False)
+        print(f"wrote {path} ({len(df)} rows)")
+    return 0
+
+
+def _cmd_transition(args) -> int:
+    from interp.transition import transition_report
+
+    report = transition_report(args.run_dirs, measure=args.measure)
+    print(report.to_string(index=False))
+    if args.out:
+        report.to_csv(args.out, index=False)
+        print(f"wrote {args.out}")
+    return 0
+
+
+def _cmd_fit(args) -> int:
+    from phenomenology.fit import fit_run
+
+    for run_dir in args.run_dirs:
+        result = fit_run(run_dir)
+        print(json.dumps({k: result[k] for k in ("r2", "transition_step") if k in result}))
+        print(f"wrote {Path(run_dir) / 'fit.json'}")
+    return 0
+
+
+def _cmd_figures(args) -> int:
+    from interp.figures import write_standard_figures
+
+    paths = write_standard_figures(
+        [Path(p) for p in args.run_dirs], Path(args.out), formats=tuple(args.formats.split(","))
+    )
+    print(f"wrote {len(paths)} files to {args.out}:")
+    for p in paths:
+        print(f"  {p}")
+    return 0
+
+
+def _cmd_presets(args) -> int:
+    from interp.presets import PRESETS
+
+    for name, preset in PRESETS.items():
+        print(f"{name:12s} {preset.note}")
+    return 0
+
+
+def make_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="induction-cliff", description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser(
+        "train", help="train the network (a run directory with metrics and checkpoints)"
+    )
+    p.add_argument("--preset", default=None, help="demo (default), paper-fig1d, paper-fig3, tiny")
+    p.add_argument(
+        "--set", action="append", metavar="KEY=VALUE", help="override a config field (repeatable)"
+    )
+    p.add_argument("--seed", type=int, default=None)
+    p.add_argument("--out", default=None, help="run directory (default runs/PRESET-seedS)")
+    p.add_argument("--resume", action="store_true", help="continue the run in --out")
+    p.add_argument("--overwrite", action="store_true", help="delete --out and start again")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=_cmd_train)
+
+    p = sub.add_parser(
+        "measures", help="recompute the progress measures at every checkpoint of runs"
+    )
+    p.add_argument("run_dirs", nargs="+")
+    p.add_argument("--n", type=int, default=None, help="IC sequences (default: the run's n_eval)")
+    p.set_defaults(func=_cmd_measures)
+
+    p = sub.add_parser("transition", help="plateau and transition report for one or more runs")
+    p.add_argument("run_dirs", nargs="+")
+    p.add_argument("--measure", default="ic_acc")
+    p.add_argument("--out", default=None, help="also write the report as CSV")
+    p.set_defaults(func=_cmd_transition)
+
+    p = sub.add_parser("fit", help="fit the nested-logit model to runs (writes RUN_DIR/fit.json)")
+    p.add_argument("run_dirs", nargs="+")
+    p.set_defaults(func=_cmd_fit)
+
+    p = sub.add_parser("figures", help="write the standard figure set of runs")
+    p.add_argument("run_dirs", nargs="+")
+    p.add_argument("--out", required=True)
+    p.add_argument("--formats", default="pdf,png", help="comma-separated: pdf,png,svg,html")
+    p.set_defaults(func=_cmd_figures)
+
+    p = sub.add_parser("presets", help="list the presets")
+    p.set_defaults(func=_cmd_presets)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``induction-cliff`` command."""
+    args = make_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except ValueError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,496 @@
+"""Training runs: one readable loop that samples fresh batches, trains, evaluates and checkpoints.
+
+A run directory holds everything needed to analyse or resume a run::
+
+    run/
+      config.json          task, model and train configs (and the format version)
+      metrics.csv          one row per evaluation (accuracies, losses, progress measures)
+      checkpoints/
+        step_00001000.safetensors   weights, on a log-spaced + regular + "where things happen" schedule
+        resume.pt                   model, optimizer, RNG state, step: written atomically at every
+                                    evaluation and on Ctrl-C
+
+``train`` returns the metrics as a pandas DataFrame; :func:`load_run` reopens a finished run.
+
+The paper's setting is plain SGD, lr 0.01, weight decay 1e-6, batch 128 of fresh sequences.
+Adam (or another lr) is allowed and is recorded in ``config.json``; label it as a deviation.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+import shutil
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+import torch.nn.functional as F
+from tqdm.auto import tqdm
+
+from interp import checkpoints
+from interp.evaluation import evaluate
+from interp.interventions import INTERVENTIONS, intervention_hooks
+from interp.model import InductionNet, ModelConfig
+from interp.task import TaskConfig, TaskGenerator
+
+__all__ = [
+    "TrainConfig",
+    "train",
+    "load_run",
+    "Run",
+    "TrainingDiverged",
+    "RunDirectoryError",
+    "checkpoint_schedule",
+    "derive_seed",
+    "FORMAT_VERSION",
+]
+
+FORMAT_VERSION = 1
+OPTIMIZERS = ("sgd", "adam")
+
+
+class TrainingDiverged(RuntimeError):
+    """The training loss became NaN or infinite. The last good checkpoint is kept."""
+
+
+class RunDirectoryError(RuntimeError):
+    """The run directory holds a different run (or no run, when resuming)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class TrainConfig:
+    """How to train.
+
+    Attributes:
+        optimizer: ``sgd`` (the paper) or ``adam`` (a deviation that moves the transition earlier).
+        lr: learning rate (the paper: 0.01 with SGD).
+        weight_decay: L2 weight decay (the paper: 1e-6).
+        momentum: SGD momentum (the paper: 0).
+        batch_size: fresh sequences per step (the paper: 128).
+        steps: optimisation steps (the paper: 1e5).
+        eval_every: steps between evaluations (each writes a row of ``metrics.csv``).
+        checkpoint_every: steps between regular weight checkpoints.
+        n_log_checkpoints: extra weight checkpoints, log-spaced between step 1 and ``steps``.
+        checkpoint_on_jump: also checkpoint at any evaluation where IC accuracy moved by more than
+            this since the previous one (dense checkpoints around the transition); ``None`` disables.
+        seed: the run's seed; class means, initial weights, the training stream and the evaluation
+            sets each get their own stream derived from it (:func:`derive_seed`).
+        device: torch device for training (``cpu`` by default).
+        num_threads: torch CPU threads (``None`` leaves torch's default).
+        intervention: a training-time intervention from :data:`interp.interventions.INTERVENTIONS`
+            (``None``: plain training).
+    """
+
+    optimizer: str = "sgd"
+    lr: float = 0.01
+    weight_decay: float = 1e-6
+    momentum: float = 0.0
+    batch_size: int = 128
+    steps: int = 100_000
+    eval_every: int = 500
+    checkpoint_every: int = 5000
+    n_log_checkpoints: int = 20
+    checkpoint_on_jump: float | None = 0.02
+    seed: int = 0
+    device: str = "cpu"
+    num_threads: int | None = None
+    intervention: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.optimizer not in OPTIMIZERS:
+            raise ValueError(
+                f"TrainConfig.optimizer={self.optimizer!r} is invalid: allowed values are {OPTIMIZERS}"
+            )
+        for name in ("batch_size", "steps", "eval_every", "checkpoint_every"):
+            value = getattr(self, name)
+            if not (isinstance(value, int) and value > 0):
+                raise ValueError(
+                    f"TrainConfig.{name}={value!r} is invalid: must be a positive integer"
+                )
+        if not (isinstance(self.n_log_checkpoints, int) and self.n_log_checkpoints >= 0):
+            raise ValueError(
+                f"TrainConfig.n_log_checkpoints={self.n_log_checkpoints!r} is invalid: must be >= 0"
+            )
+        if not (math.isfinite(self.lr) and self.lr > 0):
+            raise ValueError(f"TrainConfig.lr={self.lr!r} is invalid: must be a positive number")
+        for name in ("weight_decay", "momentum"):
+            value = getattr(self, name)
+            if not (math.isfinite(value) and value >= 0):
+                raise ValueError(f"TrainConfig.{name}={value!r} is invalid: must be >= 0")
+        if self.num_threads is not None and self.num_threads < 1:
+            raise ValueError(
+                f"TrainConfig.num_threads={self.num_threads!r} is invalid: >= 1 or None"
+            )
+        if self.intervention is not None and self.intervention not in INTERVENTIONS:
+            raise ValueError(
+                f"TrainConfig.intervention={self.intervention!r} is invalid: allowed values are "
+                f"None or one of {tuple(INTERVENTIONS)}"
+            )
+
+    @property
+    def is_paper_optimizer(self) -> bool:
+        """True for the paper's optimiser: plain SGD, lr 0.01, weight decay 1e-6, no momentum."""
+        return (
+            self.optimizer == "sgd"
+            and self.lr == 0.01
+            and self.weight_decay == 1e-6
+            and self.momentum == 0
+        )
+
+    def deviation_note(self) -> str:
+        """A short label of how the optimiser differs from the paper's ('' if it does not)."""
+        if self.is_paper_optimizer:
+            return ""
+        return f"{self.optimizer} lr {self.lr:g} (paper: SGD lr 0.01)"
+
+
+def derive_seed(seed: int, purpose: str) -> int:
+    """An independent 63-bit seed for one purpose (``"task"``, ``"init"``, ``"stream"``, ``"eval"``)."""
+    purposes = {"task": 0, "init": 1, "stream": 2, "eval": 3}
+    state = np.random.SeedSequence([int(seed), purposes[purpose]]).generate_state(2, np.uint32)
+    return int((int(state[0]) << 31) ^ int(state[1]))
+
+
+def checkpoint_schedule(cfg: TrainConfig) -> set[int]:
+    """Steps at which weights are saved: 0, log-spaced, every ``checkpoint_every``, and the last."""
+    steps = {0, cfg.steps}
+    steps.update(range(cfg.checkpoint_every, cfg.steps + 1, cfg.checkpoint_every))
+    if cfg.n_log_checkpoints:
+        steps.update(int(round(s)) for s in np.geomspace(1, cfg.steps, cfg.n_log_checkpoints))
+    return steps
+
+
+def _configs_dict(task: TaskConfig, model: ModelConfig, train_cfg: TrainConfig) -> dict:
+    return {
+        "format_version": FORMAT_VERSION,
+        "task": task.to_dict(),
+        "model": model.to_dict(),
+        "train": dataclasses.asdict(train_cfg),
+    }
+
+
+# Fields that may change when resuming without changing the mathematics of the run.
+_RESUMABLE_TRAIN_FIELDS = {"steps", "device", "num_threads"}
+
+
+def _same_run(a: dict, b: dict) -> bool:
+    if a.get("task") != b.get("task") or a.get("model") != b.get("model"):
+        return False
+    ta = {k: v for k, v in a.get("train", {}).items() if k not in _RESUMABLE_TRAIN_FIELDS}
+    tb = {k: v for k, v in b.get("train", {}).items() if k not in _RESUMABLE_TRAIN_FIELDS}
+    return ta == tb
+
+
+def _prepare_run_dir(out_dir: Path, configs: dict, resume: bool, overwrite: bool) -> bool:
+    """Create or check the run directory. Returns True if there is a run to resume."""
+    config_path = out_dir / "config.json"
+    if config_path.exists():
+        try:
+            existing = json.loads(config_path.read_text())
+        except json.JSONDecodeError as err:
+            raise RunDirectoryError(f"{config_path} is not valid JSON ({err})") from err
+        if overwrite:
+            shutil.rmtree(out_dir)
+        elif not resume:
+            same = "the same" if _same_run(existing, configs) else "a different"
+            raise RunDirectoryError(
+                f"{out_dir} already holds a run with {same} config: pass resume=True (--resume) "
+                "to continue it or overwrite=True (--overwrite) to start again"
+            )
+        elif not _same_run(existing, configs):
+            raise RunDirectoryError(
+                f"{out_dir} holds a run with a different config; only "
+                f"{sorted(_RESUMABLE_TRAIN_FIELDS)} may change when resuming (use --overwrite to "
+                "start again)"
+            )
+        else:
+            return (out_dir / "checkpoints" / checkpoints.RESUME_NAME).exists()
+    elif overwrite and out_dir.exists():
+        shutil.rmtree(out_dir)
+    (out_dir / "checkpoints").mkdir(parents=True, exist_ok=True)
+    checkpoints.write_json_atomic(config_path, configs)
+    return False
+
+
+def _make_optimizer(model: torch.nn.Module, cfg: TrainConfig) -> torch.optim.Optimizer:
+    params = [p for p in model.parameters() if p.requires_grad]
+    if cfg.optimizer == "sgd":
+        return torch.optim.SGD(
+            params, lr=cfg.lr, weight_decay=cfg.weight_decay, momentum=cfg.momentum
+        )
+    return torch.optim.Adam(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
+
+
+def train(
+    task: TaskConfig,
+    model_config: ModelConfig | None = None,
+    train_config: TrainConfig | None = None,
+    out_dir: str | os.PathLike | None = None,
+    *,
+    resume: bool = False,
+    overwrite: bool = False,
+    progress: bool = True,
+    stop_after: int | None = None,
+) -> pd.DataFrame:
+    """Train the network on fresh batches of the task; evaluate, checkpoint and resume.
+
+    Args:
+        task: the task.
+        model_config: the network (default: the paper's network for ``task``).
+        train_config: optimiser and schedule (default: the paper's SGD, 1e5 steps).
+        out_dir: run directory; ``None`` trains in memory without writing anything.
+        resume: continue the run in ``out_dir`` from its last resume state. The result is the same
+            as an uninterrupted run, bit for bit, on the same machine.
+        overwrite: delete whatever ``out_dir`` holds and start again.
+        progress: show a progress bar with the step, losses and accuracies.
+        stop_after: stop (as if interrupted, state saved) once this many steps are done; for tests
+            and for splitting a long run over sessions.
+
+    Returns:
+        The metrics, one row per evaluation (also in ``out_dir/metrics.csv``).
+
+    Raises:
+        TrainingDiverged: the training loss became NaN or infinite (metrics and the last good
+            checkpoint are kept).
+        RunDirectoryError: ``out_dir`` holds a different run and neither resume nor overwrite
+            was asked for.
+    """
+    model_config = model_config or ModelConfig.from_task(task)
+    train_config = train_config or TrainConfig()
+    cfg = train_config
+    if (model_config.D, model_config.L) != (task.D, task.L):
+        raise ValueError(
+            f"model_config (D={model_config.D}, L={model_config.L}) does not match task "
+            f"(D={task.D}, L={task.L}); build it with ModelConfig.from_task(task)"
+        )
+    if model_config.n_positions < task.seq_len and model_config.positional != "none":
+        raise ValueError(
+            f"model_config.n_positions={model_config.n_positions} is too small for sequences of "
+            f"{task.seq_len} tokens"
+        )
+    if cfg.num_threads:
+        torch.set_num_threads(cfg.num_threads)
+    device = torch.device(cfg.device)
+    configs = _configs_dict(task, model_config, cfg)
+
+    out = Path(out_dir) if out_dir is not None else None
+    can_resume = _prepare_run_dir(out, configs, resume, overwrite) if out is not None else False
+    if resume and out is not None and not can_resume:
+        # A directory with a config but no resume state yet: start from scratch.
+        pass
+
+    generator = TaskGenerator(task, seed=derive_seed(cfg.seed, "task"))
+    eval_sets = {
+        k: v.to(device) for k, v in generator.eval_sets(derive_seed(cfg.seed, "eval")).items()
+    }
+    model = InductionNet(model_config, seed=derive_seed(cfg.seed, "init") % 2**63).to(device)
+    optimizer = _make_optimizer(model, cfg)
+    stream = torch.Generator().manual_seed(derive_seed(cfg.seed, "stream"))
+    hooks = intervention_hooks(cfg.intervention, model, task) if cfg.intervention else []
+
+    step, loss_sum, loss_count, last_ic_acc = 0, 0.0, 0, None
+    rows: list[dict] = []
+    if can_resume:
+        state = checkpoints.load_resume(
+            out / "checkpoints" / checkpoints.RESUME_NAME, map_location=device
+        )
+        model.load_state_dict(state["model"])
+        optimizer.load_state_dict(state["optimizer"])
+        stream.set_state(state["stream"])
+        generator._novel_counter = state["novel_counter"]
+        step, loss_sum, loss_count = state["step"], state["loss_sum"], state["loss_count"]
+        last_ic_acc = state["last_ic_acc"]
+        rows = _read_metrics(out / "metrics.csv", up_to=state["last_eval_step"])
+    ckpt_steps = checkpoint_schedule(cfg)
+
+    def save_resume(last_eval_step: int) -> None:
+        if out is None:
+            return
+        checkpoints.save_resume(
+            out / "checkpoints" / checkpoints.RESUME_NAME,
+            {
+                "model": model.state_dict(),
+                "optimizer": optimizer.state_dict(),
+                "stream": stream.get_state(),
+                "novel_counter": generator._novel_counter,
+                "step": step,
+                "loss_sum": loss_sum,
+                "loss_count": loss_count,
+                "last_ic_acc": last_ic_acc,
+                "last_eval_step": last_eval_step,
+            },
+        )
+
+    last_eval_step = rows[-1]["step"] if rows else -1
+    bar = tqdm(
+        total=cfg.steps,
+        initial=step,
+        disable=not progress,
+        desc="train",
+        unit="step",
+        file=sys.stderr,
+    )
+    try:
+        with model.hooks(fwd_hooks=hooks):
+            while True:
+                if (step % cfg.eval_every == 0 or step == cfg.steps) and step > last_eval_step:
+                    row = {
+                        "step": step,
+                        "train_loss": loss_sum / loss_count if loss_count else float("nan"),
+                    }
+                    row.update(evaluate(model, eval_sets))
+                    rows.append(row)
+                    loss_sum, loss_count = 0.0, 0
+                    jumped = (
+                        cfg.checkpoint_on_jump is not None
+                        and last_ic_acc is not None
+                        and abs(row["ic_acc"] - last_ic_acc) > cfg.checkpoint_on_jump
+                    )
+                    last_ic_acc, last_eval_step = row["ic_acc"], step
+                    if out is not None:
+                        _write_metrics(out / "metrics.csv", rows)
+                        if step in ckpt_steps or jumped:
+                            checkpoints.save_weights(out / "checkpoints", step, model)
+                    save_resume(last_eval_step)
+                    bar.set_postfix(
+                        loss=f"{row['train_loss']:.3f}",
+                        ic=f"{row['ic_acc']:.3f}",
+                        iw=f"{row['iw_acc']:.3f}",
+                    )
+                elif out is not None and step in ckpt_steps:
+                    checkpoints.save_weights(out / "checkpoints", step, model)
+                if step >= cfg.steps:
+                    break
+                if stop_after is not None and step >= stop_after:
+                    save_resume(last_eval_step)
+                    break
+                batch = generator.sample(cfg.batch_size, stream).to(device)
+                loss = F.cross_entropy(model(batch.tokens, batch.positions), batch.target)
+                if not torch.isfinite(loss):
+                    last = checkpoints.list_steps(out / "checkpoints") if out is not None else []
+                    raise TrainingDiverged(
+                        f"training loss became {loss.item()} at step {step + 1}; stopped. "
+                        + (
+                            f"Metrics are in {out / 'metrics.csv'}; the last good checkpoint is step "
+                            f"{last[-1] if last else 'none'} (resume state at step {last_eval_step})."
+                            if out is not None
+                            else ""
+                        )
+                        + " Try a smaller lr."
+                    )
+                optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                optimizer.step()
+                loss_sum += loss.item()
+                loss_count += 1
+                step += 1
+                bar.update(1)
+    except KeyboardInterrupt:
+        save_resume(last_eval_step)
+        bar.close()
+        if out is not None:
+            print(
+                f"\ninterrupted at step {step}; state saved. Resume with: induction-cliff train "
+                f"--resume --out {out}",
+                file=sys.stderr,
+            )
+        raise
+    finally:
+        bar.close()
+    return pd.DataFrame(rows)
+
+
+def _write_metrics(path: Path, rows: list[dict]) -> None:
+    checkpoints.write_text_atomic(path, pd.DataFrame(rows).to_csv(index=False))
+
+
+def _read_metrics(path: Path, up_to: int) -> list[dict]:
+    if not path.exists():
+        return []
+    df = pd.read_csv(path)
+    return df[df["step"] <= up_to].to_dict("records")
+
+
+@dataclass
+class Run:
+    """A finished (or interrupted) run, reopened from its directory.
+
+    Attributes:
+        path: the run directory.
+        task: its :class:`TaskConfig`.
+        model_config: its :class:`ModelConfig`.
+        train_config: its :class:`TrainConfig`.
+        metrics: ``metrics.csv`` as a DataFrame.
+    """
+
+    path: Path
+    task: TaskConfig
+    model_config: ModelConfig
+    train_config: TrainConfig
+    metrics: pd.DataFrame
+    _generator: TaskGenerator | None = field(default=None, repr=False)
+
+    @property
+    def checkpoint_steps(self) -> list[int]:
+        """Steps with saved weights, ascending."""
+        return checkpoints.list_steps(self.path / "checkpoints")
+
+    def load_model(self, step: int | None = None, device: str = "cpu") -> InductionNet:
+        """The network with the weights of checkpoint ``step`` (default: the last one)."""
+        steps = self.checkpoint_steps
+        if not steps:
+            raise FileNotFoundError(f"{self.path / 'checkpoints'} holds no weight checkpoints")
+        if step is None:
+            step = steps[-1]
+        if step not in steps:
+            raise ValueError(f"step={step} has no checkpoint; available steps: {steps}")
+        model = InductionNet(self.model_config, seed=None)
+        checkpoints.load_weights(self.path / "checkpoints", step, model)
+        return model.to(device)
+
+    def generator(self) -> TaskGenerator:
+        """The run's task generator (same class means and label vectors)."""
+        if self._generator is None:
+            self._generator = TaskGenerator(
+                self.task, seed=derive_seed(self.train_config.seed, "task")
+            )
+        return self._generator
+
+    def eval_sets(self, n: int | None = None, n_pairs: int | None = None) -> dict:
+        """The run's IC, IC2 and IW evaluation sets (the same ones training used, by default)."""
+        seed = derive_seed(self.train_config.seed, "eval")
+        return self.generator().eval_sets(seed, n=n, n_pairs=n_pairs)
+
+    def deviation_note(self) -> str:
+        """How this run's optimiser differs from the paper's ('' if it does not)."""
+        return self.train_config.deviation_note()
+
+
+def load_run(path: str | os.PathLike) -> Run:
+    """Reopen a run directory written by :func:`train`."""
+    path = Path(path)
+    config_path = path / "config.json"
+    if not config_path.exists():
+        raise RunDirectoryError(f"{path} is not a run directory (no config.json)")
+    cfg = json.loads(config_path.read_text())
+    metrics_path = path / "metrics.csv"
+    metrics = pd.read_csv(metrics_path) if metrics_path.exists() else pd.DataFrame()
+    return Run(
+        path=path,
+        task=TaskConfig(**cfg["task"]),
+        model_config=ModelConfig(**cfg["model"]),
+        train_config=TrainConfig(**cfg["train"]),
+        metrics=metrics,
+    )
+
+
+def load_runs(paths: Sequence[str | os.PathLike]) -> list[Run]:
+    """:func:`load_run` for several directories."""
+    return [load_run(p) for p in paths]

@@ -1,0 +1,248 @@
+"""Plateau and transition detection on training curves, for one run or across seeds.
+
+A curve (IC accuracy by default) is summarised by a four-parameter logistic in step,
+``y = low + (high - low) * sigmoid((step - step_mid) / scale)``, fitted by least squares from a start
+found on a rolling-median-smoothed copy (the steepest smoothed rise). From the fit:
+
+- ``step``: the transition step, the logistic's midpoint;
+- ``width``: 10%-to-90% rise time, ``2 ln 9 * scale``;
+- ``plateau_level``: ``low``; ``plateau_end``: the 10% point; ``plateau_length``: from the first
+  recorded step to the 10% point;
+- ``final_level``: ``high``.
+
+A curve counts as transitioned when its fitted rise ``high - low`` is at least ``min_rise``, the
+midpoint lies inside the recorded steps, and the fit explains the curve (R^2 >= ``min_r2``).
+Otherwise the report says so (``transitioned=False``, ``step=None``) instead of inventing a step.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import warnings
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from scipy.optimize import OptimizeWarning, curve_fit
+
+__all__ = [
+    "TransitionResult",
+    "detect_transition",
+    "event_order",
+    "transition_report",
+    "summarize_seeds",
+    "logistic",
+    "smooth",
+]
+
+_LN9 = math.log(9.0)
+
+
+def logistic(step, low, high, step_mid, scale):
+    """``low + (high - low) * sigmoid((step - step_mid) / scale)``."""
+    z = np.clip((np.asarray(step, float) - step_mid) / scale, -60, 60)
+    return low + (high - low) / (1.0 + np.exp(-z))
+
+
+def smooth(values: np.ndarray, window: int) -> np.ndarray:
+    """Centred rolling median (robust to outliers), same length as ``values``."""
+    if window <= 1:
+        return np.asarray(values, float)
+    return pd.Series(values).rolling(window, center=True, min_periods=1).median().to_numpy()
+
+
+@dataclass(frozen=True)
+class TransitionResult:
+    """What :func:`detect_transition` found.
+
+    Attributes:
+        transitioned: whether the curve has an abrupt rise.
+        step: transition step (logistic midpoint), or None.
+        width: 10%-90% rise time in steps, or None.
+        plateau_level: level before the rise (the fitted ``low``; the curve's start if no rise).
+        plateau_end: step of the 10% point (None if no transition).
+        plateau_length: ``plateau_end`` minus the first recorded step (None if no transition).
+        final_level: level after the rise (fitted ``high``; the curve's end if no rise).
+        r2: R^2 of the logistic fit on the raw curve.
+        reason: why a curve did not count as transitioned ('' when it did).
+    """
+
+    transitioned: bool
+    step: float | None
+    width: float | None
+    plateau_level: float
+    plateau_end: float | None
+    plateau_length: float | None
+    final_level: float
+    r2: float
+    reason: str = ""
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def detect_transition(
+    steps: Sequence[float],
+    values: Sequence[float],
+    *,
+    min_rise: float = 0.3,
+    min_r2: float = 0.8,
+    smooth_window: int | None = None,
+) -> TransitionResult:
+    """Find the plateau and the abrupt rise of a training curve.
+
+    Args:
+        steps: training steps, ascending.
+        values: the measure at those steps (IC accuracy, ILA1, ...). NaNs are dropped.
+        min_rise: smallest fitted rise that counts as a transition (in the measure's units).
+        min_r2: smallest R^2 of the logistic fit that counts.
+        smooth_window: rolling-median window for the starting guess (default ~5% of the points).
+
+    Returns:
+        A :class:`TransitionResult`.
+    """
+    steps = np.asarray(steps, float)
+    values = np.asarray(values, float)
+    if steps.shape != values.shape:
+        raise ValueError(
+            f"steps and values must have the same shape, got {steps.shape} and {values.shape}"
+        )
+    ok = np.isfinite(steps) & np.isfinite(values)
+    steps, values = steps[ok], values[ok]
+    if len(steps) < 5:
+        raise ValueError(f"need at least 5 finite points to detect a transition, got {len(steps)}")
+    order = np.argsort(steps)
+    steps, values = steps[order], values[order]
+    window = smooth_window or max(3, len(steps) // 20)
+    s = smooth(values, window)
+
+    def no_transition(reason: str, r2: float = float("nan")) -> TransitionResult:
+        head = s[: max(1, len(s) // 10)].mean()
+        tail = s[-max(1, len(s) // 10) :].mean()
+        return TransitionResult(False, None, None, float(head), None, None, float(tail), r2, reason)
+
+    span = steps[-1] - steps[0]
+    # Start: the steepest rise of the smoothed curve, levels from its two ends.
+    grad = np.gradient(s, steps)
+    i_mid = int(np.argmax(grad))
+    low0, high0 = float(np.min(s[: i_mid + 1])), float(np.max(s[i_mid:]))
+    if high0 - low0 < min_rise:
+        return no_transition(f"rise {high0 - low0:.3g} < min_rise {min_rise}")
+    slope = grad[i_mid]
+    scale0 = max((high0 - low0) / (4 * slope) if slope > 0 else span / 10, span / len(steps) / 4)
+    p0 = [low0, high0, steps[i_mid], scale0]
+    lo = [min(values) - 1, min(values) - 1, steps[0] - span, span / len(steps) / 20]
+    hi = [max(values) + 1, max(values) + 1, steps[-1] + span, 10 * span]
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", OptimizeWarning)
+            popt, _ = curve_fit(logistic, steps, values, p0=p0, bounds=(lo, hi), maxfev=20000)
+    except (RuntimeError, ValueError) as err:
+        return no_transition(f"logistic fit failed ({err})")
+    low, high, mid, scale = (float(x) for x in popt)
+    pred = logistic(steps, *popt)
+    ss_res = float(np.sum((values - pred) ** 2))
+    ss_tot = float(np.sum((values - values.mean()) ** 2)) or 1e-300
+    r2 = 1.0 - ss_res / ss_tot
+    if high - low < min_rise:
+        return no_transition(f"fitted rise {high - low:.3g} < min_rise {min_rise}", r2)
+    if not steps[0] <= mid <= steps[-1]:
+        return no_transition(f"fitted midpoint {mid:.0f} outside the recorded steps", r2)
+    if r2 < min_r2:
+        return no_transition(f"logistic R^2 {r2:.2f} < {min_r2}", r2)
+    plateau_end = mid - _LN9 * scale
+    return TransitionResult(
+        transitioned=True,
+        step=mid,
+        width=2 * _LN9 * scale,
+        plateau_level=low,
+        plateau_end=plateau_end,
+        plateau_length=max(0.0, plateau_end - steps[0]),
+        final_level=high,
+        r2=r2,
+    )
+
+
+def event_order(
+    metrics: pd.DataFrame,
+    measures: Sequence[str] = ("cla", "ila1", "tila2", "ic_acc"),
+    *,
+    reference: str = "ic_acc",
+    min_rise: float = 0.15,
+) -> pd.DataFrame:
+    """When each measure rises, in order, and its lag behind ``reference``.
+
+    Each measure is detected as in :func:`detect_transition` (with a smaller ``min_rise``, since
+    attention measures move less than accuracy). CLA usually rises early and slowly; ILA1, TILA2
+    and IC accuracy together.
+
+    Returns:
+        One row per measure, sorted by step: ``measure, transitioned, step, width, lag`` (``step``
+        minus the reference's step; NaN where either did not transition).
+    """
+    rows = []
+    for m in measures:
+        if m not in metrics:
+            raise ValueError(
+                f"measure {m!r} is not a column of the metrics: {list(metrics.columns)}"
+            )
+        r = detect_transition(metrics["step"], metrics[m], min_rise=min_rise)
+        rows.append(
+            {"measure": m, "transitioned": r.transitioned, "step": r.step, "width": r.width}
+        )
+    df = pd.DataFrame(rows)
+    ref = df.loc[df["measure"] == reference, "step"]
+    ref_step = ref.iloc[0] if len(ref) and ref.iloc[0] is not None else np.nan
+    df["step"] = df["step"].astype(float)
+    df["width"] = df["width"].astype(float)
+    df["lag"] = df["step"] - (np.nan if ref_step is None else float(ref_step))
+    return df.sort_values("step", na_position="last").reset_index(drop=True)
+
+
+def transition_report(
+    runs: Sequence[str | os.PathLike | pd.DataFrame],
+    *,
+    measure: str = "ic_acc",
+    min_rise: float = 0.3,
+) -> pd.DataFrame:
+    """Transition of ``measure`` for several runs (run directories or metrics DataFrames).
+
+    Returns:
+        One row per run (``run`` and the fields of :class:`TransitionResult`), then a ``mean`` and a
+        ``std`` row over the runs that transitioned, with ``n_transitioned`` out of ``n_runs``.
+    """
+    rows = []
+    for i, run in enumerate(runs):
+        if isinstance(run, pd.DataFrame):
+            name, metrics = f"run{i}", run
+        else:
+            name, metrics = str(run), pd.read_csv(Path(run) / "metrics.csv")
+        r = detect_transition(metrics["step"], metrics[measure], min_rise=min_rise)
+        rows.append({"run": name, **r.to_dict()})
+    df = pd.DataFrame(rows)
+    return pd.concat([df, summarize_seeds(df)], ignore_index=True)
+
+
+def summarize_seeds(report: pd.DataFrame) -> pd.DataFrame:
+    """Mean and standard deviation rows over the transitioned runs of a report."""
+    done = report[report["transitioned"]]
+    numeric = [
+        "step",
+        "width",
+        "plateau_level",
+        "plateau_end",
+        "plateau_length",
+        "final_level",
+        "r2",
+    ]
+    summary = []
+    for stat in ("mean", "std"):
+        row = {"run": stat, "transitioned": f"{len(done)}/{len(report)}", "reason": ""}
+        for col in numeric:
+            vals = pd.to_numeric(done[col], errors="coerce")
+            row[col] = float(getattr(vals, stat)()) if len(vals) else float("nan")
+        summary.append(row)
+    return pd.DataFrame(summary)

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Set up, then train the `demo` preset (a real run that shows the plateau and the jump, a few
+# minutes on 2 cores) and write its figures. Output: runs/demo and runs/demo/figures.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+export HF_HUB_OFFLINE=1 WANDB_MODE=disabled
+.venv/bin/induction-cliff train --preset demo --out runs/demo --overwrite
+.venv/bin/induction-cliff transition runs/demo
+.venv/bin/induction-cliff figures runs/demo --out runs/demo/figures
+echo "demo figures are in $(pwd)/runs/demo/figures"

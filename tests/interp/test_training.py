@@ -1,0 +1,218 @@
+import json
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from interp import checkpoints
+from interp.cli import main
+from interp.model import ModelConfig
+from interp.task import TaskConfig, TaskGenerator
+from interp.training import (
+    RunDirectoryError,
+    TrainConfig,
+    TrainingDiverged,
+    checkpoint_schedule,
+    load_run,
+    train,
+)
+
+TASK = TaskConfig(D=15, K=64, L=8, N=4, N_max=4, B=1, p_C=0.5, n_eval=128)
+MODEL = ModelConfig.from_task(TASK, d_mlp=32)
+
+
+def cfg(**kw):
+    base = dict(
+        optimizer="adam",
+        lr=3e-3,
+        batch_size=32,
+        steps=60,
+        eval_every=20,
+        checkpoint_every=40,
+        n_log_checkpoints=3,
+        seed=0,
+    )
+    base.update(kw)
+    return TrainConfig(**base)
+
+
+def test_tiny_run_learns_and_writes_run_directory(tmp_path):
+    metrics = train(TASK, MODEL, cfg(steps=200, eval_every=50), tmp_path / "run", progress=False)
+    assert list(metrics["step"]) == [0, 50, 100, 150, 200]
+    assert metrics["train_loss"].iloc[-1] < math.log(8) - 0.3
+    for col in (
+        "train_loss",
+        "ic_acc",
+        "ic_loss",
+        "ic2_acc",
+        "ic2_loss",
+        "iw_acc",
+        "iw_loss",
+        "ila1",
+        "tila2",
+        "tla2",
+        "cla",
+    ):
+        assert col in metrics
+    run = load_run(tmp_path / "run")
+    assert run.task == TASK and run.model_config == MODEL
+    pd.testing.assert_frame_equal(run.metrics, metrics, check_dtype=False)
+    assert 0 in run.checkpoint_steps and 200 in run.checkpoint_steps
+    cfg_json = json.loads((tmp_path / "run" / "config.json").read_text())
+    assert set(cfg_json) >= {"task", "model", "train"}
+    model = run.load_model(200)
+    logits = model(*(lambda b: (b.tokens, b.positions))(run.eval_sets()["ic"]))
+    acc = (logits.argmax(-1) == run.eval_sets()["ic"].target).float().mean().item()
+    assert acc == pytest.approx(metrics["ic_acc"].iloc[-1], abs=1e-6)
+
+
+def test_interrupted_then_resumed_equals_uninterrupted(tmp_path):
+    full = train(TASK, MODEL, cfg(), tmp_path / "full", progress=False)
+    train(TASK, MODEL, cfg(), tmp_path / "part", progress=False, stop_after=33)  # mid-interval
+    resumed = train(TASK, MODEL, cfg(), tmp_path / "part", resume=True, progress=False)
+    pd.testing.assert_frame_equal(full, resumed)
+    a = load_run(tmp_path / "full").load_model(60).state_dict()
+    b = load_run(tmp_path / "part").load_model(60).state_dict()
+    assert all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_keyboard_interrupt_saves_state_and_resume_is_exact(tmp_path, monkeypatch):
+    full = train(TASK, MODEL, cfg(optimizer="sgd", lr=0.05), tmp_path / "full", progress=False)
+    calls = {"n": 0}
+    original = TaskGenerator.sample
+
+    def flaky(self, *a, **k):
+        calls["n"] += 1
+        if calls["n"] == 27:
+            raise KeyboardInterrupt
+        return original(self, *a, **k)
+
+    monkeypatch.setattr(TaskGenerator, "sample", flaky)
+    with pytest.raises(KeyboardInterrupt):
+        train(TASK, MODEL, cfg(optimizer="sgd", lr=0.05), tmp_path / "part", progress=False)
+    monkeypatch.setattr(TaskGenerator, "sample", original)
+    resumed = train(
+        TASK, MODEL, cfg(optimizer="sgd", lr=0.05), tmp_path / "part", resume=True, progress=False
+    )
+    pd.testing.assert_frame_equal(full, resumed)
+
+
+def test_divergence_stops_cleanly_and_keeps_last_good_checkpoint(tmp_path):
+    with pytest.raises(TrainingDiverged, match="NaN|nan|inf"):
+        train(
+            TASK, MODEL, cfg(optimizer="sgd", lr=1e6, steps=200), tmp_path / "run", progress=False
+        )
+    run = load_run(tmp_path / "run")
+    assert 0 in run.checkpoint_steps
+    for step in run.checkpoint_steps:
+        assert all(torch.isfinite(v).all() for v in run.load_model(step).state_dict().values())
+    assert len(run.metrics) >= 1
+
+
+def test_run_directory_refusals(tmp_path):
+    train(TASK, MODEL, cfg(steps=20), tmp_path / "run", progress=False)
+    with pytest.raises(RunDirectoryError, match="same config.*resume"):
+        train(TASK, MODEL, cfg(steps=20), tmp_path / "run", progress=False)
+    with pytest.raises(RunDirectoryError, match="different config"):
+        train(TASK, MODEL, cfg(steps=20, lr=1e-2), tmp_path / "run", progress=False)
+    with pytest.raises(RunDirectoryError, match="different config"):
+        train(TASK, MODEL, cfg(steps=20, lr=1e-2), tmp_path / "run", resume=True, progress=False)
+    # overwrite starts again; resume may extend the number of steps
+    train(TASK, MODEL, cfg(steps=20, lr=1e-2), tmp_path / "run", overwrite=True, progress=False)
+    longer = train(
+        TASK, MODEL, cfg(steps=40, lr=1e-2), tmp_path / "run", resume=True, progress=False
+    )
+    assert list(longer["step"]) == [0, 20, 40]
+
+
+def test_corrupted_checkpoints_give_clear_errors(tmp_path):
+    train(TASK, MODEL, cfg(steps=20), tmp_path / "run", progress=False)
+    run = load_run(tmp_path / "run")
+    path = checkpoints.weights_path(tmp_path / "run" / "checkpoints", 20)
+    path.write_bytes(path.read_bytes()[:100])
+    with pytest.raises(checkpoints.CheckpointError, match="truncated or corrupted"):
+        run.load_model(20)
+    resume = tmp_path / "run" / "checkpoints" / checkpoints.RESUME_NAME
+    resume.write_bytes(resume.read_bytes()[:50])
+    with pytest.raises(checkpoints.CheckpointError, match="truncated or corrupted"):
+        train(TASK, MODEL, cfg(steps=40), tmp_path / "run", resume=True, progress=False)
+
+
+def test_checkpoint_schedule_is_log_spaced_plus_regular():
+    steps = checkpoint_schedule(
+        TrainConfig(steps=10000, checkpoint_every=2500, n_log_checkpoints=5)
+    )
+    assert {0, 1, 10, 100, 1000, 2500, 5000, 7500, 10000} <= steps
+
+
+def test_checkpoints_are_dense_around_the_jump(tmp_path):
+    train(
+        TASK,
+        MODEL,
+        cfg(
+            steps=200,
+            eval_every=10,
+            checkpoint_every=1000,
+            n_log_checkpoints=0,
+            checkpoint_on_jump=0.02,
+        ),
+        tmp_path / "run",
+        progress=False,
+    )
+    run = load_run(tmp_path / "run")
+    jumps = run.metrics["step"][run.metrics["ic_acc"].diff().abs() > 0.02]
+    assert set(jumps) <= set(run.checkpoint_steps)
+
+
+@pytest.mark.parametrize(
+    "kwargs, field",
+    [
+        (dict(optimizer="rmsprop"), "optimizer"),
+        (dict(steps=0), "steps"),
+        (dict(lr=-1.0), "lr"),
+        (dict(batch_size=0), "batch_size"),
+        (dict(intervention="lobotomy"), "intervention"),
+    ],
+)
+def test_invalid_train_config(kwargs, field):
+    with pytest.raises(ValueError, match=rf"TrainConfig\.{field}="):
+        TrainConfig(**kwargs)
+
+
+def test_cli_train_and_errors(tmp_path, capsys):
+    assert (
+        main(
+            [
+                "train",
+                "--preset",
+                "tiny",
+                "--set",
+                "steps=20",
+                "--out",
+                str(tmp_path / "r"),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
+    assert "IC acc" in capsys.readouterr().out
+    assert main(["train", "--preset", "tiny", "--out", str(tmp_path / "r"), "--quiet"]) == 3
+    assert "resume" in capsys.readouterr().err
+    assert (
+        main(["train", "--preset", "tiny", "--set", "bogus=1", "--out", str(tmp_path / "x")]) == 2
+    )
+    assert "unknown" in capsys.readouterr().err and not (tmp_path / "x").exists()
+    assert main(["train", "--preset", "nope"]) == 2
+    assert "allowed values" in capsys.readouterr().err
+    assert main(["train", "--preset", "tiny", "--set", "B=3", "--out", str(tmp_path / "y")]) == 2
+    assert "TaskConfig.B=3" in capsys.readouterr().err
+
+
+def test_same_seed_same_run(tmp_path):
+    a = train(TASK, MODEL, cfg(steps=20), None, progress=False)
+    b = train(TASK, MODEL, cfg(steps=20), None, progress=False)
+    pd.testing.assert_frame_equal(a, b)
+    c = train(TASK, MODEL, cfg(steps=20, seed=1), None, progress=False)
+    assert not np.allclose(a["ic_loss"], c["ic_loss"])

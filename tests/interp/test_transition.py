@@ -1,0 +1,58 @@
+import numpy as np
+import pandas as pd
+import pytest
+
+from interp.transition import detect_transition, event_order, logistic, transition_report
+
+
+def noisy_logistic(mid, scale, seed, n=200, noise=0.03, low=0.1, high=0.98):
+    rng = np.random.default_rng(seed)
+    steps = np.linspace(0, 60000, n)
+    return steps, logistic(steps, low, high, mid, scale) + rng.normal(0, noise, n)
+
+
+@pytest.mark.parametrize("mid, scale", [(30000, 800), (12000, 300), (45000, 2000)])
+def test_recovers_step_of_noisy_logistic(mid, scale):
+    steps, values = noisy_logistic(mid, scale, seed=mid)
+    r = detect_transition(steps, values)
+    assert r.transitioned
+    assert r.step == pytest.approx(mid, rel=0.03)
+    assert r.plateau_level == pytest.approx(0.1, abs=0.03)
+    assert r.final_level == pytest.approx(0.98, abs=0.03)
+    assert r.width == pytest.approx(2 * np.log(9) * scale, rel=0.5)
+    assert r.plateau_end < r.step
+
+
+def test_flat_curve_reports_no_transition():
+    rng = np.random.default_rng(0)
+    steps = np.linspace(0, 60000, 200)
+    r = detect_transition(steps, 0.1 + rng.normal(0, 0.03, 200))
+    assert not r.transitioned and r.step is None and "rise" in r.reason
+
+
+def test_robust_to_outliers():
+    steps, values = noisy_logistic(20000, 500, seed=1)
+    values[::17] = 0.0  # dropouts
+    r = detect_transition(steps, values)
+    assert r.transitioned and r.step == pytest.approx(20000, rel=0.05)
+
+
+def test_event_order_and_report_across_seeds():
+    frames = []
+    for seed, mid in enumerate([20000, 24000, 28000]):
+        steps, acc = noisy_logistic(mid, 500, seed)
+        _, cla = noisy_logistic(mid - 8000, 3000, seed + 10, low=0.2, high=1.0)
+        _, ila1 = noisy_logistic(mid - 200, 500, seed + 20, low=0.15, high=0.9)
+        frames.append(
+            pd.DataFrame({"step": steps, "ic_acc": acc, "cla": cla, "ila1": ila1, "tila2": acc})
+        )
+    order = event_order(frames[0], ["cla", "ila1", "tila2", "ic_acc"])
+    assert order["measure"].iloc[0] == "cla"
+    assert order.set_index("measure").loc["cla", "lag"] == pytest.approx(-8000, rel=0.1)
+    report = transition_report(
+        frames + [pd.DataFrame({"step": steps, "ic_acc": np.full(200, 0.1)})]
+    )
+    assert list(report["run"]) == ["run0", "run1", "run2", "run3", "mean", "std"]
+    mean = report.set_index("run").loc["mean"]
+    assert mean["transitioned"] == "3/4"
+    assert mean["step"] == pytest.approx(24000, rel=0.03)
