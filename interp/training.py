@@ -36,6 +36,7 @@ from tqdm.auto import tqdm
 
 from interp import checkpoints
 from interp.evaluation import evaluate
+from interp.fast import fast_logits, supports_fast_path
 from interp.interventions import INTERVENTIONS, intervention_hooks
 from interp.model import InductionNet, ModelConfig
 from interp.task import TaskConfig, TaskGenerator
@@ -54,6 +55,9 @@ __all__ = [
 
 FORMAT_VERSION = 1
 OPTIMIZERS = ("sgd", "adam")
+BACKENDS = ("fast", "hooked")
+# Fields added after format version 1 was first written, with the value that older runs used.
+_LEGACY_TRAIN_DEFAULTS = {"backend": "hooked"}
 
 
 class TrainingDiverged(RuntimeError):
@@ -86,6 +90,10 @@ class TrainConfig:
         num_threads: torch CPU threads (``None`` leaves torch's default).
         intervention: a training-time intervention from :data:`interp.interventions.INTERVENTIONS`
             (``None``: plain training).
+        backend: ``fast`` computes the training forward with :func:`interp.fast.fast_logits` (the
+            same mathematics, equal to float rounding, ~1.4x faster on CPU), falling back to the
+            hooked forward where it does not apply (interventions, RoPE/CoPE); ``hooked`` always uses
+            the hooked forward. Evaluation and probes always use the hooked model.
     """
 
     optimizer: str = "sgd"
@@ -102,6 +110,7 @@ class TrainConfig:
     device: str = "cpu"
     num_threads: int | None = None
     intervention: str | None = None
+    backend: str = "fast"
 
     def __post_init__(self) -> None:
         if self.optimizer not in OPTIMIZERS:
@@ -127,6 +136,10 @@ class TrainConfig:
         if self.num_threads is not None and self.num_threads < 1:
             raise ValueError(
                 f"TrainConfig.num_threads={self.num_threads!r} is invalid: >= 1 or None"
+            )
+        if self.backend not in BACKENDS:
+            raise ValueError(
+                f"TrainConfig.backend={self.backend!r} is invalid: allowed values are {BACKENDS}"
             )
         if self.intervention is not None and self.intervention not in INTERVENTIONS:
             raise ValueError(
@@ -180,11 +193,15 @@ def _configs_dict(task: TaskConfig, model: ModelConfig, train_cfg: TrainConfig) 
 _RESUMABLE_TRAIN_FIELDS = {"steps", "device", "num_threads"}
 
 
+def _train_fields(d: dict) -> dict:
+    return {**_LEGACY_TRAIN_DEFAULTS, **d.get("train", {})}
+
+
 def _same_run(a: dict, b: dict) -> bool:
     if a.get("task") != b.get("task") or a.get("model") != b.get("model"):
         return False
-    ta = {k: v for k, v in a.get("train", {}).items() if k not in _RESUMABLE_TRAIN_FIELDS}
-    tb = {k: v for k, v in b.get("train", {}).items() if k not in _RESUMABLE_TRAIN_FIELDS}
+    ta = {k: v for k, v in _train_fields(a).items() if k not in _RESUMABLE_TRAIN_FIELDS}
+    tb = {k: v for k, v in _train_fields(b).items() if k not in _RESUMABLE_TRAIN_FIELDS}
     return ta == tb
 
 
@@ -294,6 +311,7 @@ def train(
     optimizer = _make_optimizer(model, cfg)
     stream = torch.Generator().manual_seed(derive_seed(cfg.seed, "stream"))
     hooks = intervention_hooks(cfg.intervention, model, task) if cfg.intervention else []
+    use_fast = cfg.backend == "fast" and not hooks and supports_fast_path(model)
 
     step, loss_sum, loss_count, last_ic_acc = 0, 0.0, 0, None
     rows: list[dict] = []
@@ -372,7 +390,11 @@ def train(
                     save_resume(last_eval_step)
                     break
                 batch = generator.sample(cfg.batch_size, stream).to(device)
-                loss = F.cross_entropy(model(batch.tokens, batch.positions), batch.target)
+                if use_fast:
+                    logits = fast_logits(model, batch.tokens, batch.positions)
+                else:
+                    logits = model(batch.tokens, batch.positions)
+                loss = F.cross_entropy(logits, batch.target)
                 if not torch.isfinite(loss):
                     last = checkpoints.list_steps(out / "checkpoints") if out is not None else []
                     raise TrainingDiverged(
@@ -486,7 +508,7 @@ def load_run(path: str | os.PathLike) -> Run:
         path=path,
         task=TaskConfig(**cfg["task"]),
         model_config=ModelConfig(**cfg["model"]),
-        train_config=TrainConfig(**cfg["train"]),
+        train_config=TrainConfig(**_train_fields(cfg)),
         metrics=metrics,
     )
 
