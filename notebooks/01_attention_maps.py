@@ -1,0 +1,131 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 1. Attention maps: watching the induction circuit form
+#
+# Train (or reopen) a run, cache its attention patterns with TransformerLens hooks, look at them
+# across checkpoints, and ablate each head with `run_with_hooks` to see which one in-context
+# learning needs.
+#
+# `INDUCTION_CLIFF_SMALL=1` runs a tiny setting in seconds (CI); without it the `demo` preset runs
+# (Adam, a few thousand steps: a labelled deviation from the paper's SGD for 1e5 steps).
+# Runs are written under `INDUCTION_CLIFF_RUNS` (default `../runs/notebooks`) and reused.
+
+# %%
+import os
+from dataclasses import replace
+from pathlib import Path
+
+import pandas as pd
+import torch
+
+from interp.evaluation import accuracy_and_loss
+from interp.figures import attention_patterns, detect_run_transition, run_note, select_checkpoints
+from interp.model import ModelConfig
+from interp.plots import plot_attention_maps, token_hover, token_labels
+from interp.presets import get_preset
+from interp.training import load_run, train
+
+SMALL = os.environ.get("INDUCTION_CLIFF_SMALL", "0") not in ("", "0")
+RUNS = Path(os.environ.get("INDUCTION_CLIFF_RUNS", "../runs/notebooks"))
+if SMALL:
+    torch.set_num_threads(1)
+preset = get_preset("tiny" if SMALL else "demo")
+# The tiny preset needs ~700 steps for its transition.
+train_config = replace(preset.train, steps=700, eval_every=25) if SMALL else preset.train
+model_config = ModelConfig.from_task(preset.task, **preset.model)
+print(preset.note)
+
+# %%
+run_dir = RUNS / f"{preset.name}-seed0"
+train(preset.task, model_config, train_config, run_dir, resume=True, progress=not SMALL)
+run = load_run(run_dir)
+note = run_note(run)
+run.metrics[["step", "ic_acc", "iw_acc", "ila1", "tila2"]].tail()
+
+# %% [markdown]
+# ## Cache the activations
+# Every attention pattern is a hook point, `blocks.{l}.attn.hook_pattern`, shaped
+# `[batch, head_index, query_pos, key_pos]`.
+
+# %%
+model = run.load_model()
+ic = run.eval_sets(n=128)["ic"]
+logits, cache = model.run_with_cache(
+    ic.tokens, ic.positions, names_filter=lambda name: name.endswith("hook_pattern")
+)
+{name: tuple(t.shape) for name, t in cache.items()}
+
+# %% [markdown]
+# ## Patterns across checkpoints
+# Drag the slider: layer 1 becomes a previous-token head (each label `l_i` attends to its item
+# `x_i`), then layer 2 becomes an induction head (the query `xq` attends to the label after the
+# item of its own class). Hover over a cell for the class and label ids.
+
+# %%
+transition = detect_run_transition(run.metrics)
+steps = select_checkpoints(run.checkpoint_steps, 16, transition)
+patterns = attention_patterns(run, steps, ic)  # [step, sequence, layer, query_pos, key_pos]
+labels = token_labels(ic.n_pairs)
+hover = token_hover(
+    ic.item_classes[0].tolist(),
+    ic.item_labels[0].tolist(),
+    int(ic.query_class[0]),
+    int(ic.target[0]),
+)
+print("transition step:", transition)
+plot_attention_maps(
+    patterns[:, 0], steps, labels, hover=hover, title="Attention, one IC sequence", note=note
+)
+
+# %%
+plot_attention_maps(
+    patterns.mean(axis=1),
+    steps,
+    labels,
+    title=f"Attention, average over {len(ic)} IC sequences",
+    note=note,
+)
+
+# %% [markdown]
+# ## Ablate a head
+# Zero one head's output (`hook_z`) during the forward pass with `run_with_hooks`. In-context
+# accuracy (IC) needs both heads of the circuit; in-weights accuracy (IW) does not.
+
+
+# %%
+def zero_head(z, hook):
+    """Zero head 0's output; z is [batch, pos, head_index, d_head]."""
+    z = z.clone()
+    z[:, :, 0] = 0.0
+    return z
+
+
+sets = run.eval_sets()
+rows = {}
+with torch.no_grad():
+    for label, hooks in [
+        ("intact", []),
+        ("layer 1 head ablated", [("blocks.0.attn.hook_z", zero_head)]),
+        ("layer 2 head ablated", [("blocks.1.attn.hook_z", zero_head)]),
+    ]:
+        rows[label] = {
+            f"{name} accuracy": accuracy_and_loss(
+                model.run_with_hooks(batch.tokens, batch.positions, fwd_hooks=hooks), batch
+            )[0]
+            for name, batch in sets.items()
+        }
+assert not any(hp.fwd_hooks for hp in model.hook_dict.values()), "a hook was left behind"
+ablation = pd.DataFrame(rows).T
+ablation

@@ -1,0 +1,102 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 2. Training dynamics: plateau, cliff, and what moves it
+#
+# Several seeds of one setting: the loss plateau and the abrupt jump of in-context accuracy
+# (the paper's Fig. 1d), the progress measures that jump with it, transition detection across
+# seeds, and an intervention run that hands the network a perfect previous-token head.
+#
+# `INDUCTION_CLIFF_SMALL=1`: tiny setting, two seeds (CI). Otherwise the `demo` preset, three
+# seeds (Adam: a labelled deviation from the paper's SGD).
+
+# %%
+import os
+from dataclasses import replace
+from pathlib import Path
+
+import torch
+
+from interp.figures import detect_run_transition, run_note
+from interp.model import ModelConfig
+from interp.plots import plot_progress_measures, plot_run_comparison, plot_training_dynamics
+from interp.presets import get_preset
+from interp.training import load_run, train
+from interp.transition import event_order, transition_report
+
+SMALL = os.environ.get("INDUCTION_CLIFF_SMALL", "0") not in ("", "0")
+RUNS = Path(os.environ.get("INDUCTION_CLIFF_RUNS", "../runs/notebooks"))
+if SMALL:
+    torch.set_num_threads(1)
+preset = get_preset("tiny" if SMALL else "demo")
+train_config = replace(preset.train, steps=700, eval_every=25) if SMALL else preset.train
+model_config = ModelConfig.from_task(preset.task, **preset.model)
+seeds = (0, 1) if SMALL else (0, 1, 2)
+print(preset.note)
+
+
+# %%
+def ensure_run(seed: int, intervention: str | None = None) -> Path:
+    """Train the run (or resume / reuse it if it is already there) and return its directory."""
+    name = f"{preset.name}-seed{seed}" + (f"-{intervention}" if intervention else "")
+    cfg = replace(train_config, seed=seed, intervention=intervention)
+    train(preset.task, model_config, cfg, RUNS / name, resume=True, progress=not SMALL)
+    return RUNS / name
+
+
+run_dirs = [ensure_run(seed) for seed in seeds]
+runs = [load_run(d) for d in run_dirs]
+metrics = {f"seed {r.train_config.seed}": r.metrics for r in runs}
+note = run_note(runs[0])
+
+# %% [markdown]
+# ## Transition across seeds
+# A logistic fit to each run's IC accuracy: the transition step, its width, the plateau level.
+
+# %%
+report = transition_report(run_dirs)
+report
+
+# %%
+transitions = [detect_run_transition(r.metrics) for r in runs]
+plot_training_dynamics(
+    metrics, [t for t in transitions if t is not None], note=note, chance=1 / preset.task.L
+)
+
+# %% [markdown]
+# ## Progress measures on one step axis
+# CLA (predicting *some* context label) climbs during the plateau; ILA1 (previous-token head),
+# TILA2 (induction head) and IC accuracy jump together.
+
+# %%
+plot_progress_measures(metrics, [t for t in transitions if t is not None], note=note)
+
+# %%
+event_order(runs[0].metrics)
+
+# %% [markdown]
+# ## An intervention
+# Clamp layer 1 to the ideal previous-token pattern during training (after Singh et al. 2024).
+# With half of the circuit given, the induction head has less to find.
+
+# %%
+clamp = load_run(ensure_run(seeds[0], intervention="clamp_prev_token"))
+compared = {"plain": runs[0].metrics, "clamp_prev_token": clamp.metrics}
+plot_run_comparison(
+    compared,
+    ("ic_acc", "iw_acc", "tila2"),
+    {name: detect_run_transition(m) for name, m in compared.items()},
+    title="Previous-token head given for free",
+    note=note,
+)

@@ -1,0 +1,128 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 3. Fitting the phenomenological model to a run
+#
+# The nested-logit model (SPEC section 4; a **reconstruction**: the paper does not publish its
+# exact form) has three scalars: `beta1` (layer-1 head strength), `alpha` (layer-2 match) and `xi`
+# (classifier gain). Its gradient flow has a long plateau and a cliff. Fitted to a network's curves
+# it maps model time to training steps and forecasts when the cliff comes.
+#
+# `INDUCTION_CLIFF_SMALL=1`: tiny setting (CI). Otherwise the `demo` preset.
+
+# %%
+import os
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from interp.figures import run_note
+from interp.model import ModelConfig
+from interp.presets import get_preset
+from interp.training import load_run, train
+from phenomenology.fit import NestedLogitFit, fit_run, forecast_transition, read_run
+from phenomenology.landscape import gradient_flow, landscape_grid
+from phenomenology.plots import plot_fit_overlay, plot_landscape
+
+SMALL = os.environ.get("INDUCTION_CLIFF_SMALL", "0") not in ("", "0")
+RUNS = Path(os.environ.get("INDUCTION_CLIFF_RUNS", "../runs/notebooks"))
+if SMALL:
+    torch.set_num_threads(1)
+preset = get_preset("tiny" if SMALL else "demo")
+train_config = replace(preset.train, steps=700, eval_every=25) if SMALL else preset.train
+model_config = ModelConfig.from_task(preset.task, **preset.model)
+print(preset.note)
+
+# %%
+run_dir = RUNS / f"{preset.name}-seed0"
+train(preset.task, model_config, train_config, run_dir, resume=True, progress=not SMALL)
+note = run_note(load_run(run_dir))
+metrics, task = read_run(run_dir)
+AUX = ("cla", "ila1", "tila2")
+task
+
+# %% [markdown]
+# ## Fit the whole curve
+# `fit_run` fits IC loss jointly with CLA, ILA1 and TILA2 and writes `fit.json` beside the run
+# (the standard figure set then draws the overlay).
+
+# %%
+summary = fit_run(run_dir, aux=AUX)
+{k: summary[k] for k in ("r2", "transition_step", "transition_step_stderr", "observed")}
+
+# %%
+full = NestedLogitFit(**task, aux=AUX).fit(metrics["step"], metrics[["ic_loss", *AUX]])
+steps = np.linspace(0, metrics["step"].max(), 400)
+plot_fit_overlay(
+    metrics,
+    full.predict_curves(steps),
+    forecast_step=full.transition_step_,
+    observed_step=summary["observed"]["transition_step"],
+    title="Nested-logit fit to the whole run",
+    note=note,
+)
+
+# %% [markdown]
+# ## Forecast the cliff from the plateau
+# Fit only the first 80% of the plateau, then compare the forecast with where the jump came.
+
+# %%
+forecast = forecast_transition(run_dir, fraction_of_plateau=0.8)
+{k: forecast[k] for k in ("forecast_step", "forecast_stderr", "actual_step", "cutoff_step")}
+
+# %%
+seen = metrics[metrics["step"] <= forecast["cutoff_step"]]
+early = NestedLogitFit(**task, aux=AUX).fit(seen["step"], seen[["ic_loss", *AUX]])
+plot_fit_overlay(
+    metrics,
+    early.predict_curves(steps),
+    forecast_step=early.transition_step_,
+    observed_step=forecast["actual_step"],
+    cutoff_step=forecast["cutoff_step"],
+    title="Forecast from the plateau",
+    note=note,
+)
+
+# %% [markdown]
+# ## The fitted trajectory on the loss landscape
+# The loss over `(alpha, xi)` with `beta1` at its final fitted value, and the fitted path.
+
+# %%
+path = full.predict_curves(steps)
+pad = 0.1 * max(np.ptp(path["alpha"]), np.ptp(path["xi"]), 1.0)
+ranges = {
+    "alpha": (path["alpha"].min() - pad, path["alpha"].max() + pad),
+    "xi": (path["xi"].min() - pad, path["xi"].max() + pad),
+}
+beta1 = float(path["beta1"].iloc[-1])
+xs, ys, Z = landscape_grid("alpha", "xi", ranges, {"beta1": beta1}, n_points=80, **task)
+plot_landscape(xs, ys, Z, path, x="alpha", y="xi", fixed={"beta1": beta1}, note=note)
+
+# %% [markdown]
+# The same model from a small start, without a network: gradient flow shows the plateau and the
+# cliff on its own.
+
+# %%
+flow = gradient_flow((0.0, 0.0, 0.0), t_max=400.0, n_points=400, **task)
+xs, ys, Z = landscape_grid(
+    "alpha",
+    "xi",
+    {"alpha": (-0.5, flow["alpha"].max() + 1), "xi": (-0.5, flow["xi"].max() + 1)},
+    {"beta1": float(flow["beta1"].iloc[-1])},
+    n_points=80,
+    **task,
+)
+plot_landscape(xs, ys, Z, flow, fixed={"beta1": float(flow["beta1"].iloc[-1])})

@@ -1,0 +1,236 @@
+"""Figures of the nested-logit phenomenological model [SPEC section 4, reconstruction].
+
+Functions take arrays and DataFrames (as returned by :func:`phenomenology.landscape.landscape_grid`,
+:func:`phenomenology.landscape.gradient_flow` and
+:meth:`phenomenology.fit.NestedLogitFit.predict_curves`) and return a
+``plotly.graph_objects.Figure``; none calls ``.show()``. Export with
+:func:`interp.export.export_figure`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from numbers import Real
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from interp.plots import METRIC_COLORS, METRIC_LABELS, OKABE_ITO, SEQUENTIAL_SCALE
+
+PARAM_LABELS = {"beta1": "β₁ (layer-1 strength)", "alpha": "α (layer-2 match)", "xi": "ξ (gain)"}
+
+# Curves a fit can overlay, by panel: losses on their own axis, the rest on [0, 1].
+FIT_LOSS_COLUMNS = ("ic_loss",)
+FIT_UNIT_COLUMNS = ("ic_acc", "cla", "ila1", "tila2")
+
+
+def _title(title: str, note: str | None) -> dict:
+    text = title if not note else f"{title}<br><sup>{note}</sup>"
+    return {"text": text, "x": 0.5, "xanchor": "center"}
+
+
+def plot_landscape(
+    xs: Sequence[Real] | np.ndarray,
+    ys: Sequence[Real] | np.ndarray,
+    Z: np.ndarray,
+    trajectory: pd.DataFrame | None = None,
+    *,
+    x: str = "alpha",
+    y: str = "xi",
+    fixed: Mapping[str, Real] | None = None,
+    quantity: str = "loss",
+    title: str = "Nested-logit loss landscape",
+    note: str | None = None,
+) -> go.Figure:
+    """Loss over two of the three parameters, with a training trajectory drawn on it.
+
+    Args:
+        xs: grid values of parameter ``x`` (``[n_x]``).
+        ys: grid values of parameter ``y`` (``[n_y]``).
+        Z: the quantity on the grid, ``Z[i, j]`` at ``(xs[j], ys[i])`` (plotly's orientation, as
+            :func:`~phenomenology.landscape.landscape_grid` returns it).
+        trajectory: optional path with columns ``x`` and ``y`` (e.g. from
+            :func:`~phenomenology.landscape.gradient_flow`), drawn from a circle to a cross.
+        x: name of the x parameter (``beta1``, ``alpha`` or ``xi``).
+        y: name of the y parameter.
+        fixed: value of the third parameter, shown in the subtitle.
+        quantity: what ``Z`` holds (colour-bar title).
+        title: figure title.
+        note: deviations or settings to label, printed under the title.
+
+    Returns:
+        A contour plot, plus the trajectory's line and its start and end markers.
+    """
+    xs = np.asarray(xs, dtype=float)
+    ys = np.asarray(ys, dtype=float)
+    Z = np.asarray(Z, dtype=float)
+    if Z.shape != (len(ys), len(xs)):
+        raise ValueError(f"Z must be [len(ys), len(xs)] = {(len(ys), len(xs))}, got {Z.shape}")
+    fig = go.Figure(
+        go.Contour(
+            x=xs,
+            y=ys,
+            z=Z,
+            name=quantity,
+            colorscale=SEQUENTIAL_SCALE,
+            ncontours=25,
+            colorbar={"title": {"text": quantity}},
+            hovertemplate=f"{x}=%{{x:.3g}}<br>{y}=%{{y:.3g}}<br>{quantity}=%{{z:.4f}}<extra></extra>",
+        )
+    )
+    if trajectory is not None:
+        missing = [c for c in (x, y) if c not in trajectory.columns]
+        if missing:
+            raise ValueError(
+                f"trajectory lacks columns {missing}; it has {list(trajectory.columns)}"
+            )
+        # Vermillion reads on every part of the viridis scale (white vanishes on its yellow end).
+        style = {"color": OKABE_ITO[4], "width": 3}
+        fig.add_trace(
+            go.Scatter(
+                x=trajectory[x], y=trajectory[y], mode="lines", name="trajectory", line=style
+            )
+        )
+        fig.add_trace(
+            go.Scatter(
+                x=trajectory[x].iloc[[0]],
+                y=trajectory[y].iloc[[0]],
+                mode="markers",
+                name="start",
+                marker={"symbol": "circle", "size": 10, "color": "white", "line": {"width": 2}},
+            )
+        )
+        fig.add_trace(
+            go.Scatter(
+                x=trajectory[x].iloc[[-1]],
+                y=trajectory[y].iloc[[-1]],
+                mode="markers",
+                name="end",
+                marker={"symbol": "x", "size": 11, "color": "black"},
+            )
+        )
+    if fixed:
+        settings = ", ".join(f"{k} = {v:.3g}" for k, v in fixed.items())
+        note = f"{settings}; {note}" if note else settings
+    fig.update_xaxes(title_text=PARAM_LABELS.get(x, x), range=[xs[0], xs[-1]])
+    fig.update_yaxes(title_text=PARAM_LABELS.get(y, y), range=[ys[0], ys[-1]])
+    fig.update_layout(
+        title=_title(title, note),
+        width=640,
+        height=520,
+        legend={"bgcolor": "rgba(255,255,255,0.7)", "x": 0.01, "y": 0.99},
+    )
+    return fig
+
+
+def plot_fit_overlay(
+    metrics: pd.DataFrame,
+    predicted: pd.DataFrame,
+    forecast_step: Real | None = None,
+    *,
+    observed_step: Real | None = None,
+    cutoff_step: Real | None = None,
+    columns: Sequence[str] | None = None,
+    title: str = "Nested-logit fit",
+    note: str | None = None,
+) -> go.Figure:
+    """A run's curves (markers) with the fitted phenomenological curves (lines) and the forecast.
+
+    Args:
+        metrics: the run's ``metrics.csv``.
+        predicted: fitted curves in the run's units, with a ``step`` column and columns named like
+            the metrics (as :meth:`~phenomenology.fit.NestedLogitFit.predict_curves` returns).
+        forecast_step: transition step predicted by the fit (dashed line).
+        observed_step: transition step detected on the data (dotted line).
+        cutoff_step: last step the fit saw; later steps are shaded as "forecast region".
+        columns: curves to show (default: those of ``ic_loss, ic_acc, cla, ila1, tila2`` present
+            in both tables).
+        title: figure title.
+        note: deviations from the paper's settings, printed under the title.
+
+    Returns:
+        Loss on the left and [0, 1] quantities on the right, one colour per curve.
+    """
+    for name, df in (("metrics", metrics), ("predicted", predicted)):
+        if "step" not in df.columns:
+            raise ValueError(f"{name} has no 'step' column")
+    if columns is None:
+        candidates = (*FIT_LOSS_COLUMNS, *FIT_UNIT_COLUMNS)
+        columns = [c for c in candidates if c in metrics.columns and c in predicted.columns]
+    else:
+        missing = [c for c in columns if c not in metrics.columns or c not in predicted.columns]
+        if missing:
+            raise ValueError(f"columns {missing} are not in both metrics and predicted")
+    if not columns:
+        raise ValueError("metrics and predicted share none of the curves a fit can overlay")
+    loss_cols = [c for c in columns if c.endswith("loss")]
+    unit_cols = [c for c in columns if not c.endswith("loss")]
+    panels = [p for p in ((loss_cols, "loss"), (unit_cols, "accuracy / attention")) if p[0]]
+    fig = make_subplots(rows=1, cols=len(panels), subplot_titles=[name for _, name in panels])
+    for col, (cols, _) in enumerate(panels, start=1):
+        for column in cols:
+            color = METRIC_COLORS.get(column, OKABE_ITO[col])
+            label = METRIC_LABELS.get(column, column)
+            fig.add_trace(
+                go.Scatter(
+                    x=metrics["step"],
+                    y=metrics[column],
+                    mode="markers",
+                    name=f"{label} (run)",
+                    legendgroup=column,
+                    marker={"color": color, "size": 4, "opacity": 0.6},
+                ),
+                row=1,
+                col=col,
+            )
+            fig.add_trace(
+                go.Scatter(
+                    x=predicted["step"],
+                    y=predicted[column],
+                    mode="lines",
+                    name=f"{label} (fit)",
+                    legendgroup=column,
+                    line={"color": color, "width": 2.5},
+                ),
+                row=1,
+                col=col,
+            )
+    marks = (
+        (forecast_step, "forecast transition", "dash"),
+        (observed_step, "observed transition", "dot"),
+    )
+    for step, label, dash in marks:
+        if step is None or not np.isfinite(step):
+            continue
+        before = len(fig.layout.shapes)
+        fig.add_vline(
+            x=step,
+            line={"dash": dash, "color": "#333333", "width": 1.5},
+            opacity=0.9,
+            row="all",
+            col="all",
+        )
+        for j, shape in enumerate(fig.layout.shapes[before:]):
+            shape.update(name=label, legendgroup=label, showlegend=j == 0)
+    if cutoff_step is not None:
+        before = len(fig.layout.shapes)
+        fig.add_vrect(
+            x0=cutoff_step,
+            x1=float(max(metrics["step"].max(), predicted["step"].max())),
+            fillcolor="#999999",
+            opacity=0.15,
+            line_width=0,
+            row="all",
+            col="all",
+        )
+        for j, shape in enumerate(fig.layout.shapes[before:]):
+            shape.update(name="not seen by the fit", legendgroup="cutoff", showlegend=j == 0)
+    fig.update_xaxes(title_text="training step", tickformat="~s")
+    if loss_cols:
+        fig.update_yaxes(title_text="loss", row=1, col=1)
+    if unit_cols:
+        fig.update_yaxes(title_text="value", range=[-0.02, 1.02], row=1, col=len(panels))
+    fig.update_layout(title=_title(title, note), width=420 * len(panels) + 220, height=420)
+    return fig

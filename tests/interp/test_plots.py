@@ -1,0 +1,292 @@
+"""Figure functions on small fake runs: traces, titles, axis labels; no browser needed."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from interp import plots
+from phenomenology import plots as pplots
+
+METRIC_COLUMNS = (
+    "train_loss ic_acc ic_loss ic2_acc ic2_loss iw_acc iw_loss "
+    "ila1 tila2 tla2 cla prev_token_score induction_score"
+).split()
+
+
+def fake_metrics(seed: int, n: int = 21, jump: float = 1000.0) -> pd.DataFrame:
+    """A run that jumps at ``jump``: every metrics.csv column, sigmoid-shaped."""
+    rng = np.random.default_rng(seed)
+    step = np.arange(n) * 100
+    s = 1.0 / (1.0 + np.exp(-(step - jump) / 100.0))
+    data = {"step": step}
+    for i, c in enumerate(METRIC_COLUMNS):
+        data[c] = 0.1 + 0.8 * s + 0.01 * rng.standard_normal(n) + 0.001 * i
+    return pd.DataFrame(data)
+
+
+def test_token_labels():
+    assert plots.token_labels(3) == ["x1", "l1", "x2", "l2", "x3", "l3", "xq"]
+    assert plots.token_labels(0) == ["xq"]
+    with pytest.raises(ValueError, match="n_pairs"):
+        plots.token_labels(-1)
+
+
+def test_token_hover_names_roles_classes_and_labels():
+    text = plots.token_hover([600, 7, 600], [3, 7, 3], query_class=600, target=3)
+    assert len(text) == 7
+    assert text[0].startswith("x1") and "class 600" in text[0] and "label 3" in text[0]
+    assert text[3].startswith("l2") and "label 7" in text[3]
+    assert text[-1].startswith("xq") and "class 600" in text[-1] and "target label 3" in text[-1]
+    with pytest.raises(ValueError, match="same length"):
+        plots.token_hover([1, 2], [1], 1)
+
+
+def test_training_dynamics_seeds_faint_mean_bold():
+    runs = [fake_metrics(s, jump=1000 + 100 * s) for s in range(3)]
+    note = "Adam lr 1e-3 (paper: SGD 0.01)"
+    fig = plots.plot_training_dynamics(runs, [1000, 1100, 1200], note=note, chance=1 / 32)
+    # 4 columns (train loss; IC, IC2, IW acc) x (3 faint + 1 mean)
+    assert len(fig.data) == 16
+    means = [t for t in fig.data if t.showlegend is not False]
+    assert [t.name for t in means] == ["train loss", "IC", "IC2", "IW"]
+    assert all(t.line.width > 2 for t in means)
+    faint = [t for t in fig.data if t.showlegend is False]
+    assert len(faint) == 12 and all(t.opacity < 0.5 for t in faint)
+    ic_mean = next(t for t in means if t.name == "IC")
+    expected = pd.concat(runs).groupby("step")["ic_acc"].mean()
+    np.testing.assert_allclose(ic_mean.y, expected.to_numpy())
+    assert note in fig.layout.title.text and "Training dynamics" in fig.layout.title.text
+    assert fig.layout.xaxis.title.text == "training step"
+    assert fig.layout.yaxis.title.text == "loss"
+    assert fig.layout.yaxis2.title.text == "accuracy"
+    # 3 transitions x 2 panels, one legend entry; plus the chance line
+    vlines = [s for s in fig.layout.shapes if s.x0 == s.x1 and s.x0 in (1000, 1100, 1200)]
+    assert len(vlines) == 6
+    assert sum(bool(s.showlegend) for s in fig.layout.shapes) == 1
+    assert any(s.y0 == s.y1 == pytest.approx(1 / 32) for s in fig.layout.shapes)
+
+
+def test_training_dynamics_single_run_and_mapping():
+    fig = plots.plot_training_dynamics(fake_metrics(0))
+    assert len(fig.data) == 4 and len(fig.layout.shapes) == 0
+    assert "<br>" not in fig.layout.title.text  # no note, nothing under the title
+    fig = plots.plot_training_dynamics({"a": fake_metrics(0), "b": fake_metrics(1)})
+    assert any("(a)" in t.name for t in fig.data)
+    with pytest.raises(ValueError, match="step"):
+        plots.plot_training_dynamics(pd.DataFrame({"ic_acc": [0.1]}))
+    with pytest.raises(ValueError, match="empty"):
+        plots.plot_training_dynamics([])
+
+
+def test_mean_over_runs_with_different_steps():
+    a = pd.DataFrame({"step": [0, 100, 200], "ic_acc": [0.0, 0.2, 0.4]})
+    b = pd.DataFrame({"step": [0, 200], "ic_acc": [1.0, 1.0]})
+    fig = plots.plot_training_dynamics([a, b], loss_columns=(), acc_columns=("ic_acc",))
+    mean = fig.data[-1]
+    np.testing.assert_allclose(mean.x, [0, 100, 200])
+    np.testing.assert_allclose(mean.y, [0.5, 0.2, 0.7])
+
+
+def test_run_comparison_one_colour_per_run():
+    runs = {"plain": fake_metrics(0), "clamp_prev_token": fake_metrics(1, jump=500)}
+    fig = plots.plot_run_comparison(runs, transition_steps={"plain": 1000, "clamp_prev_token": 500})
+    assert [t.name for t in fig.data] == ["plain", "plain", "clamp_prev_token", "clamp_prev_token"]
+    assert fig.data[0].line.color == fig.data[1].line.color != fig.data[2].line.color
+    assert [a.text for a in fig.layout.annotations] == ["IC accuracy", "IW accuracy"]
+    assert sorted({s.x0 for s in fig.layout.shapes}) == [500, 1000]
+    assert fig.layout.xaxis.title.text == "training step"
+
+
+def test_progress_measures_panels_share_x_and_mark_transition():
+    fig = plots.plot_progress_measures(fake_metrics(0), transition_step=1000, note="n")
+    titles = [a.text for a in fig.layout.annotations]
+    assert titles[:3] == ["attention (IC set)", "accuracy (IC set)", "head scores"]
+    assert [t.name for t in fig.data] == [
+        "ILA1",
+        "TILA2",
+        "TLA2",
+        "CLA",
+        "IC",
+        "prev-token score",
+        "induction score",
+    ]
+    assert fig.layout.xaxis3.title.text == "training step"
+    assert fig.layout.xaxis.matches == "x3"  # one shared step axis
+    assert len([s for s in fig.layout.shapes if s.x0 == 1000]) == 3
+    assert "Progress measures<br><sup>n</sup>" == fig.layout.title.text
+
+
+def test_progress_measures_skip_missing_columns():
+    m = fake_metrics(0)[["step", "ila1", "tila2", "ic_acc"]]
+    fig = plots.plot_progress_measures(m)
+    assert [a.text for a in fig.layout.annotations] == ["attention (IC set)", "accuracy (IC set)"]
+    assert len(fig.data) == 3
+    with pytest.raises(ValueError, match="none of the progress-measure columns"):
+        plots.plot_progress_measures(m[["step"]])
+
+
+def fake_patterns(n_step: int = 3, n_pairs: int = 2, seed: int = 0) -> np.ndarray:
+    n = 2 * n_pairs + 1
+    p = np.tril(np.random.default_rng(seed).random((n_step, 2, n, n))) + np.eye(n)
+    return p / p.sum(-1, keepdims=True)
+
+
+def test_attention_maps_slider_switches_checkpoints():
+    patterns = fake_patterns(3)
+    labels = plots.token_labels(2)
+    hover = plots.token_hover([10, 11], [0, 1], 10, 0)
+    fig = plots.plot_attention_maps(patterns, [0, 50, 100], labels, hover=hover, note="demo")
+    assert len(fig.data) == 6  # 3 checkpoints x 2 layers
+    assert [t.name for t in fig.data[:2]] == ["layer 1, step 0", "layer 2, step 0"]
+    # the last checkpoint is shown first
+    assert [bool(t.visible) for t in fig.data] == [False] * 4 + [True] * 2
+    (slider,) = fig.layout.sliders
+    assert [s.label for s in slider.steps] == ["0", "50", "100"]
+    assert slider.steps[1].args[0]["visible"] == [False, False, True, True, False, False]
+    assert list(fig.data[0].x) == labels and list(fig.data[0].y) == labels
+    assert fig.layout.xaxis.title.text == "key" and fig.layout.yaxis.title.text == "query"
+    assert fig.layout.yaxis.autorange == "reversed"
+    assert [a.text for a in fig.layout.annotations] == ["layer 1", "layer 2"]
+    assert "demo" in fig.layout.title.text
+    # causal mask blank, the rest the data; hover names query and key tokens
+    z = np.asarray(fig.data[2].z, dtype=float)
+    assert np.isnan(z[0, 1]) and np.isfinite(np.tril(z)).all()
+    np.testing.assert_allclose(np.tril(np.nan_to_num(z)), patterns[1, 0])
+    assert fig.data[0].customdata[4, 1][0] == hover[4]
+    assert fig.data[0].customdata[4, 1][1] == hover[1]
+
+
+def test_attention_maps_validate_shapes():
+    labels = plots.token_labels(2)
+    with pytest.raises((ValueError, TypeError)):  # TypeError: jaxtyping, when it checks
+        plots.plot_attention_maps(np.zeros((2, 5, 5)), [0, 1], labels)
+    with pytest.raises(ValueError, match="steps"):
+        plots.plot_attention_maps(fake_patterns(3), [0, 1], labels)
+    with pytest.raises(ValueError, match="token labels"):
+        plots.plot_attention_maps(fake_patterns(3), [0, 1, 2], plots.token_labels(3))
+    with pytest.raises(ValueError, match="hover"):
+        plots.plot_attention_maps(fake_patterns(3), [0, 1, 2], labels, hover=["a"])
+    fig = plots.plot_attention_maps(fake_patterns(1), [7], labels)
+    assert not fig.layout.sliders
+
+
+def test_attention_snapshots_grid():
+    fig = plots.plot_attention_snapshots(fake_patterns(3), [0, 50, 100], plots.token_labels(2))
+    assert len(fig.data) == 6
+    assert [a.text for a in fig.layout.annotations] == [
+        "layer 1, step 0",
+        "layer 1, step 50",
+        "layer 1, step 100",
+        "layer 2, step 0",
+        "layer 2, step 50",
+        "layer 2, step 100",
+    ]
+    assert sum(bool(t.showscale) for t in fig.data) == 1  # one shared colour bar
+    assert fig.layout.xaxis4.title.text == "key" and fig.layout.yaxis4.title.text == "query"
+
+
+def test_phase_diagram_averages_seeds():
+    rows = [
+        {"K": K, "B": B, "seed": s, "ic_acc": K / 1000 + B / 10 + s / 100, "iw_acc": 1 - K / 1000}
+        for K in (128, 512)
+        for B in (1, 2, 4)
+        for s in (0, 1)
+    ]
+    fig = plots.plot_phase_diagram(pd.DataFrame(rows), "K", "B", note="toy")
+    assert len(fig.data) == 2
+    ic = fig.data[0]
+    assert list(ic.x) == ["128", "512"] and list(ic.y) == ["1", "2", "4"]
+    assert ic.z[1][0] == pytest.approx(0.128 + 0.2 + 0.005)  # B=2, K=128, mean of seeds
+    assert fig.layout.xaxis.title.text == "K" and fig.layout.yaxis.title.text == "B"
+    assert [a.text for a in fig.layout.annotations] == ["final IC accuracy", "final IW accuracy"]
+    assert "toy" in fig.layout.title.text
+    with pytest.raises(ValueError, match="lacks columns"):
+        plots.plot_phase_diagram(pd.DataFrame(rows), "K", "eps")
+
+
+def test_landscape_with_trajectory():
+    xs, ys = np.linspace(0, 1, 4), np.linspace(0, 2, 3)
+    Z = np.arange(12.0).reshape(3, 4)
+    traj = pd.DataFrame({"alpha": [0.0, 0.5, 1.0], "xi": [0.0, 1.0, 2.0]})
+    fig = pplots.plot_landscape(xs, ys, Z, traj, fixed={"beta1": 0.0}, note="L=32")
+    assert [t.name for t in fig.data] == ["loss", "trajectory", "start", "end"]
+    assert fig.data[0].type == "contour"
+    np.testing.assert_allclose(fig.data[1].x, traj["alpha"])
+    assert list(fig.data[3].y) == [2.0]
+    assert "α" in fig.layout.xaxis.title.text and "ξ" in fig.layout.yaxis.title.text
+    assert "beta1 = 0" in fig.layout.title.text and "L=32" in fig.layout.title.text
+    assert len(pplots.plot_landscape(xs, ys, Z).data) == 1
+    with pytest.raises(ValueError, match="Z must be"):
+        pplots.plot_landscape(xs, ys, Z.T)
+    with pytest.raises(ValueError, match="trajectory lacks"):
+        pplots.plot_landscape(xs, ys, Z, traj, x="beta1")
+
+
+def test_fit_overlay():
+    m = fake_metrics(0)
+    pred = pd.DataFrame({"step": np.linspace(0, 2000, 50)})
+    for c in ("ic_loss", "ic_acc", "ila1", "t"):
+        pred[c] = np.linspace(0, 1, 50)
+    fig = pplots.plot_fit_overlay(
+        m, pred, forecast_step=1100, observed_step=1000, cutoff_step=800, note="Adam"
+    )
+    assert [t.name for t in fig.data] == [
+        "IC loss (run)",
+        "IC loss (fit)",
+        "IC (run)",
+        "IC (fit)",
+        "ILA1 (run)",
+        "ILA1 (fit)",
+    ]
+    assert [t.mode for t in fig.data[:2]] == ["markers", "lines"]
+    assert [a.text for a in fig.layout.annotations] == ["loss", "accuracy / attention"]
+    assert fig.layout.xaxis.title.text == "training step"
+    legend_shapes = [s.name for s in fig.layout.shapes if s.showlegend]
+    assert legend_shapes == ["forecast transition", "observed transition", "not seen by the fit"]
+    assert "Adam" in fig.layout.title.text
+    fig = pplots.plot_fit_overlay(m, pred, columns=["ila1"])
+    assert len(fig.data) == 2 and not fig.layout.shapes
+    with pytest.raises(ValueError, match="share none"):
+        pplots.plot_fit_overlay(m, pred[["step", "t"]])
+    with pytest.raises(ValueError, match="not in both"):
+        pplots.plot_fit_overlay(m, pred, columns=["cla"])
+
+
+def test_summarize_runs_feeds_the_phase_diagram(tmp_path):
+    import json
+
+    from interp.figures import summarize_runs
+
+    dirs = []
+    for K in (16, 64):
+        for B in (1, 2):
+            d = tmp_path / f"K{K}-B{B}"
+            d.mkdir()
+            config = {"task": {"K": K, "B": B, "L": 8}, "train": {"seed": 0, "optimizer": "adam"}}
+            (d / "config.json").write_text(json.dumps(config))
+            m = fake_metrics(0).assign(ic_acc=np.linspace(0, K / 100 + B / 10, 21))
+            m.to_csv(d / "metrics.csv", index=False)
+            dirs.append(d)
+    summary = summarize_runs(dirs)
+    assert list(summary[["K", "B"]].itertuples(index=False, name=None)) == [
+        (16, 1),
+        (16, 2),
+        (64, 1),
+        (64, 2),
+    ]
+    assert summary["step"].tolist() == [2000] * 4
+    np.testing.assert_allclose(summary["ic_acc"], [0.26, 0.36, 0.74, 0.84])
+    fig = plots.plot_phase_diagram(summary, "K", "B")
+    assert fig.data[0].z[1][1] == pytest.approx(0.84)
+
+
+def test_checkpoint_selection():
+    from interp.figures import key_checkpoints, select_checkpoints
+
+    steps = [0, 1, 5, 24, 50, 100, 121, 200, 300, 400, 500, 600]
+    assert select_checkpoints(steps[:5], 8) == steps[:5]
+    chosen = select_checkpoints(steps, 6, transition_step=350)
+    assert len(chosen) == 6 and chosen[0] == 0 and chosen[-1] == 600
+    assert {300, 400} <= set(chosen)  # either side of the transition
+    assert key_checkpoints(steps, 350) == [0, 300, 400, 600]
+    assert key_checkpoints(steps) == [0, 50, 200, 600]  # by index: 0, 1/3, 2/3, 1
