@@ -113,7 +113,19 @@ def detect_transition(
     ok = np.isfinite(steps) & np.isfinite(values)
     steps, values = steps[ok], values[ok]
     if len(steps) < 5:
-        raise ValueError(f"need at least 5 finite points to detect a transition, got {len(steps)}")
+        head = float(values[0]) if len(values) else float("nan")
+        tail = float(values[-1]) if len(values) else float("nan")
+        return TransitionResult(
+            False,
+            None,
+            None,
+            head,
+            None,
+            None,
+            tail,
+            float("nan"),
+            f"too few points ({len(steps)} < 5) to detect a transition",
+        )
     order = np.argsort(steps)
     steps, values = steps[order], values[order]
     window = smooth_window or max(3, len(steps) // 20)

@@ -56,3 +56,8 @@ def test_event_order_and_report_across_seeds():
     mean = report.set_index("run").loc["mean"]
     assert mean["transitioned"] == "3/4"
     assert mean["step"] == pytest.approx(24000, rel=0.03)
+
+
+def test_too_few_points_is_not_a_transition():
+    r = detect_transition([0, 1, 2], [0.1, 0.5, 0.9])
+    assert not r.transitioned and "too few points" in r.reason
