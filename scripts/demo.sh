@@ -7,5 +7,6 @@ bash scripts/setup.sh
 export HF_HUB_OFFLINE=1 WANDB_MODE=disabled
 .venv/bin/induction-cliff train --preset demo --out runs/demo --overwrite
 .venv/bin/induction-cliff transition runs/demo
+.venv/bin/induction-cliff fit runs/demo
 .venv/bin/induction-cliff figures runs/demo --out runs/demo/figures
 echo "demo figures are in $(pwd)/runs/demo/figures"
