@@ -65,8 +65,9 @@ METRIC_COLORS = {
     "tila2": OKABE_ITO[2],
     "tla2": OKABE_ITO[1],
     "cla": OKABE_ITO[5],
-    "prev_token_score": OKABE_ITO[0],
-    "induction_score": OKABE_ITO[2],
+    # distinct from ILA1 / TILA2, which they track closely in the same figure
+    "prev_token_score": OKABE_ITO[4],
+    "induction_score": OKABE_ITO[7],
 }
 
 # Rows of the progress-measure figure: (panel title, columns). Columns a run lacks are skipped.
