@@ -56,19 +56,31 @@ def PATTERN_HOOKS(name: str) -> bool:  # noqa: N802 - used as a names_filter con
 
 
 @torch.no_grad()
-def cache_patterns(model, batch: Batch, chunk: int = 2048) -> tuple[Tensor, list[Pattern]]:
+def cache_patterns(model, batch: Batch, chunk: int = 512) -> tuple[Tensor, list[Pattern]]:
     """Logits and attention patterns of every layer, computed in chunks.
 
     Returns:
         ``(logits [batch, L], [pattern of layer l [batch, head_index, query_pos, key_pos]])``.
     """
+    from interp.fast import fast_patterns, supports_fast_path
+
+    # Without active hooks, the hook-free forward gives the same patterns for less work; with hooks
+    # (an intervention, an ablation) the hooked model must run so that they take effect.
+    hooked = any(hp._forward_hooks for hp in model.hook_dict.values())
+    use_fast = not hooked and supports_fast_path(model)
     logits, patterns = [], [[] for _ in range(model.cfg.n_layers)]
     for start in range(0, len(batch), chunk):
         part = batch[start : start + chunk]
-        out, cache = model.run_with_cache(part.tokens, part.positions, names_filter=PATTERN_HOOKS)
+        if use_fast:
+            out, layer_patterns = fast_patterns(model, part.tokens, part.positions)
+        else:
+            out, cache = model.run_with_cache(
+                part.tokens, part.positions, names_filter=PATTERN_HOOKS
+            )
+            layer_patterns = [cache[pattern_hook(layer)] for layer in range(model.cfg.n_layers)]
         logits.append(out)
         for layer in range(model.cfg.n_layers):
-            patterns[layer].append(cache[pattern_hook(layer)])
+            patterns[layer].append(layer_patterns[layer])
     return torch.cat(logits), [torch.cat(p) for p in patterns]
 
 

@@ -42,3 +42,33 @@ def test_fast_path_equals_hooked_model_logits_and_gradients(overrides):
         torch.testing.assert_close(
             fast_grads[name], ref_grads[name], rtol=1e-9, atol=1e-11, msg=name
         )
+
+
+@pytest.mark.parametrize("overrides", [{}, dict(attn_scale="log_n"), dict(n_heads=2, d_head=32)])
+def test_fast_patterns_equal_hooked_patterns(overrides):
+    from interp.fast import fast_patterns
+    from interp.probes import PATTERN_HOOKS
+
+    batch = TaskGenerator(TASK, 0).sample(16, torch.Generator().manual_seed(2))
+    model = InductionNet(ModelConfig.from_task(TASK, **overrides), seed=0).double()
+    tokens = batch.tokens.double()
+    logits, cache = model.run_with_cache(tokens, batch.positions, names_filter=PATTERN_HOOKS)
+    fast, patterns = fast_patterns(model, tokens, batch.positions)
+    torch.testing.assert_close(fast, logits, rtol=1e-10, atol=1e-10)
+    for layer, pattern in enumerate(patterns):
+        torch.testing.assert_close(
+            pattern, cache[f"blocks.{layer}.attn.hook_pattern"], rtol=1e-10, atol=1e-12
+        )
+
+
+def test_cache_patterns_honours_active_hooks():
+    from interp.interventions import intervention_hooks, uniform_pattern
+    from interp.probes import cache_patterns
+
+    batch = TaskGenerator(TASK, 0).sample(16, torch.Generator().manual_seed(3))
+    model = InductionNet(ModelConfig.from_task(TASK), seed=0)
+    _, free = cache_patterns(model, batch)
+    with model.hooks(fwd_hooks=intervention_hooks("uniform_layer2", model)):
+        _, hooked = cache_patterns(model, batch)
+    assert torch.allclose(hooked[1], uniform_pattern(hooked[1]))
+    assert not torch.allclose(free[1], hooked[1])
