@@ -4,6 +4,22 @@ The paper's layer (SPEC section 2) is ``u_t <- u_t + sum_{j<=t} softmax_j((W_K u
 no biases, no ``1/sqrt(d)`` scale, a token may attend to itself, and no separate output projection.
 ``W_O`` is kept as a fixed (non-trainable) identity so that weights and hooks have TransformerLens
 shapes (``W_O [n_heads, d_head, d_model]``).
+
+Position-aware attention, chosen by the model's positional encoding (``interp.positional``):
+
+- RoPE: ``hook_q``/``hook_k`` record the unrotated queries and keys, and the extra hook points
+  ``hook_rot_q``/``hook_rot_k`` the rotated ones used in the scores (as in TransformerLens).
+- CoPE (Golovneva et al. 2024): the layer owns a zero-initialised table ``W_cope [p_max+1, d_head]``;
+  gates ``g_ij = sigmoid(s_ij)`` of the scaled, causally masked scores ``s_ij`` are recorded by
+  ``hook_cope_gates`` (and masked causally again after the hook, so a hook that forces them to 1
+  gives ``p_ij = i - j + 1``), contextual positions by ``hook_cope_positions``, and
+  ``q_i . e[p_ij]`` is added to the scores *unscaled*. Of the two published scalings (the paper's
+  equations use ``sigmoid(q.k)``; its code gates the logits already divided by ``sqrt(d)`` and adds
+  the position term after that division) this is the code's; with ``attn_scale="none"`` (the
+  paper's network) the two coincide.
+
+These hook points exist only in layers whose encoding needs them. With the other encodings the
+forward pass is the original one, operation for operation.
 """
 
 from __future__ import annotations
@@ -16,7 +32,12 @@ from jaxtyping import Float
 from torch import Tensor, nn
 from transformer_lens.hook_points import HookPoint
 
-from interp.positional import PositionalEncoding
+from interp.positional import (
+    ContextualPositions,
+    PositionalEncoding,
+    cope_bias,
+    cope_positions,
+)
 
 __all__ = ["Attention", "ATTN_SCALES", "attention_scale"]
 
@@ -95,6 +116,18 @@ class Attention(nn.Module):
         self.hook_pattern = HookPoint()  # [batch, head_index, query_pos, key_pos]
         self.hook_z = HookPoint()  # [batch, pos, head_index, d_head]
 
+        # Any encoding that overrides rotate() (RoPE) gets its q/k transform and the rot hooks.
+        self.rotary = type(positional).rotate is not PositionalEncoding.rotate
+        self.cope_p_max = positional.p_max if isinstance(positional, ContextualPositions) else None
+        if self.rotary:
+            self.hook_rot_q = HookPoint()  # [batch, pos, head_index, d_head]
+            self.hook_rot_k = HookPoint()  # [batch, pos, head_index, d_head]
+        if self.cope_p_max is not None:
+            # Zero init (Golovneva et al.'s code): CoPE starts as plain content attention.
+            self.W_cope = nn.Parameter(torch.zeros(self.cope_p_max + 1, d_head))
+            self.hook_cope_gates = HookPoint()  # [batch, head_index, query_pos, key_pos]
+            self.hook_cope_positions = HookPoint()  # [batch, head_index, query_pos, key_pos]
+
     def forward(
         self, resid: Float[Tensor, "batch pos d_model"], positions: Tensor
     ) -> Float[Tensor, "batch pos d_model"]:
@@ -113,8 +146,10 @@ class Attention(nn.Module):
             self.W_V,
             "batch pos d_model, head_index d_model d_head -> batch pos head_index d_head",
         )
-        q, k = self._positional[0].rotate(q, k, positions)
         q, k, v = self.hook_q(q), self.hook_k(k), self.hook_v(v)
+        if self.rotary:
+            q, k = self._positional[0].rotate(q, k, positions)
+            q, k = self.hook_rot_q(q), self.hook_rot_k(k)
         scores = einsum(
             q,
             k,
@@ -124,7 +159,14 @@ class Attention(nn.Module):
         n_keys = torch.arange(1, n_pos + 1, device=resid.device)
         scores = scores * attention_scale(self.attn_scale, n_keys, self.d_head, self.n_train)
         causal = torch.ones(n_pos, n_pos, dtype=torch.bool, device=resid.device).tril()
-        scores = self.hook_attn_scores(scores.masked_fill(~causal, float("-inf")))
+        scores = scores.masked_fill(~causal, float("-inf"))
+        if self.cope_p_max is not None:
+            gates = self.hook_cope_gates(torch.sigmoid(scores)) * causal
+            cope_pos = self.hook_cope_positions(cope_positions(gates, self.cope_p_max))
+            scores = (scores + cope_bias(q, self.W_cope, cope_pos)).masked_fill(
+                ~causal, float("-inf")
+            )
+        scores = self.hook_attn_scores(scores)
         pattern = self.hook_pattern(torch.softmax(scores, dim=-1))
         z = self.hook_z(
             einsum(

@@ -195,6 +195,26 @@ def _cmd_figures(args) -> int:
     return 0
 
 
+def _cmd_evaluate(args) -> int:
+    from interp.length import evaluate_lengths, parse_n_pairs
+
+    scale = args.rope_scale if args.rope_scale == "auto" else float(args.rope_scale)
+    df = evaluate_lengths(
+        args.run_dir,
+        parse_n_pairs(args.n_pairs),
+        n=args.n,
+        step=args.step,
+        rope_scaling=args.rope_scaling,
+        rope_scale=scale,
+    )
+    path = Path(args.out) if args.out else Path(args.run_dir) / "length_eval.csv"
+    df.to_csv(path, index=False)
+    cols = [c for c in ("n_pairs", "ic_acc", "ila1", "tila2", "untrained_positions") if c in df]
+    print(df[cols].to_string(index=False))
+    print(f"wrote {path}")
+    return 0
+
+
 def _cmd_presets(args) -> int:
     from interp.presets import PRESETS
 
@@ -243,6 +263,23 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True)
     p.add_argument("--formats", default="pdf,png", help="comma-separated: pdf,png,svg,html")
     p.set_defaults(func=_cmd_figures)
+
+    p = sub.add_parser(
+        "evaluate",
+        help="evaluate a trained run at several lengths (writes RUN_DIR/length_eval.csv)",
+    )
+    p.add_argument("run_dir")
+    p.add_argument("--n-pairs", default="8,16,32", help="comma-separated context pairs")
+    p.add_argument("--n", type=int, default=None, help="sequences per set (default: n_eval)")
+    p.add_argument("--step", type=int, default=None, help="checkpoint (default: the last)")
+    p.add_argument(
+        "--rope-scaling", default=None, help="RoPE eval-time rescaling: none, pi, ntk, mixed"
+    )
+    p.add_argument(
+        "--rope-scale", default="auto", help="rescaling ratio s (auto: n_pairs / training N)"
+    )
+    p.add_argument("--out", default=None, help="CSV path (default RUN_DIR/length_eval.csv)")
+    p.set_defaults(func=_cmd_evaluate)
 
     p = sub.add_parser("presets", help="list the presets")
     p.set_defaults(func=_cmd_presets)

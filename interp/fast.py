@@ -32,7 +32,12 @@ __all__ = ["fast_logits", "fast_patterns", "supports_fast_path"]
 
 def supports_fast_path(model: InductionNet) -> bool:
     """Whether :func:`fast_logits` computes this model's function (else use ``model(...)``)."""
-    return type(model.positional) in (OneHotConcat, LearnedAdded, NoPositions)
+    # Other HookedRootModules (the minimal model, the token-task nets) take the hooked path.
+    return isinstance(model, InductionNet) and type(model.positional) in (
+        OneHotConcat,
+        LearnedAdded,
+        NoPositions,
+    )
 
 
 def _pattern(q: Tensor, k: Tensor, scale, causal: Tensor | None) -> Tensor:

@@ -27,7 +27,7 @@ from transformer_lens import HookedRootModule
 from transformer_lens.hook_points import HookPoint
 
 from interp.attention import ATTN_SCALES, Attention
-from interp.positional import POSITIONAL_ENCODINGS, make_positional
+from interp.positional import POSITIONAL_ENCODINGS, ROPE_SCALINGS, make_positional
 from interp.task import TaskConfig
 
 __all__ = ["ModelConfig", "InductionNet", "Classifier", "TransformerBlock"]
@@ -49,10 +49,19 @@ class ModelConfig:
         d_mlp: width of the classifier's hidden layers (the paper: 128).
         n_mlp_layers: hidden ReLU layers of the classifier (the paper: 3).
         positional: positional encoding, one of ``onehot`` (the paper: concatenated one-hot),
-            ``learned`` (learned absolute, added), ``none``.
+            ``learned`` (learned absolute, added), ``none``, ``rope`` (rotary q/k; needs an even
+            ``d_head``, e.g. 64, since ``d_model = D = 63`` then), ``cope`` (contextual positions,
+            Golovneva et al. 2024). See :mod:`interp.positional`.
         attn_scale: attention score scale, one of ``none`` (the paper), ``sqrt`` (``1/sqrt(d_head)``),
             ``log_n`` (entropy-invariant ``log_{n_train}(n_i)/sqrt(d_head)``).
         attn_init_std: std of attention weight entries; ``None`` means ``1/sqrt(D)`` (the paper).
+        rope_base: RoPE base (``theta_i = base^(-2i/d_head)``); used by ``rope`` only.
+        rope_scaling: RoPE length rescaling, one of ``none``, ``pi`` (interpolation), ``ntk``
+            (NTK-aware), ``mixed`` (Su's mixed base); usually changed at evaluation time only
+            (:meth:`interp.positional.Rotary.set_scaling`).
+        rope_scale: the rescaling's length ratio ``s``.
+        rope_mix_b: exponent ``b`` of the ``mixed`` rescaling (1: NTK-aware, 0: interpolation).
+        cope_p_max: largest contextual position of ``cope`` (positions clip there).
     """
 
     D: int = 63
@@ -67,6 +76,11 @@ class ModelConfig:
     positional: str = "onehot"
     attn_scale: str = "none"
     attn_init_std: float | None = None
+    rope_base: float = 10000.0
+    rope_scaling: str = "none"
+    rope_scale: float = 1.0
+    rope_mix_b: float = 0.5
+    cope_p_max: int = 64
 
     def __post_init__(self) -> None:
         for name in (
@@ -103,6 +117,25 @@ class ModelConfig:
             raise ValueError(
                 f"ModelConfig.attn_init_std={self.attn_init_std!r} is invalid: must be > 0"
             )
+        if self.rope_scaling not in ROPE_SCALINGS:
+            raise ValueError(
+                f"ModelConfig.rope_scaling={self.rope_scaling!r} is invalid: allowed values are "
+                f"{ROPE_SCALINGS}"
+            )
+        if not (self.rope_base > 1 and self.rope_scale > 0 and self.rope_mix_b >= 0):
+            raise ValueError(
+                "ModelConfig.rope_base must be > 1, rope_scale > 0 and rope_mix_b >= 0; got "
+                f"{self.rope_base!r}, {self.rope_scale!r}, {self.rope_mix_b!r}"
+            )
+        if not (isinstance(self.cope_p_max, int) and self.cope_p_max >= 1):
+            raise ValueError(
+                f"ModelConfig.cope_p_max={self.cope_p_max!r} is invalid: an integer >= 1"
+            )
+        if self.positional == "rope" and self.d_head_effective % 2:
+            raise ValueError(
+                f"ModelConfig.d_head={self.d_head!r} is invalid for positional='rope': the head "
+                f"width ({self.d_head_effective}) must be even; set d_head (e.g. d_head=64)"
+            )
 
     @classmethod
     def from_task(cls, task: TaskConfig, **overrides) -> ModelConfig:
@@ -114,7 +147,10 @@ class ModelConfig:
     @property
     def d_model(self) -> int:
         """Residual width (``D + P`` for the one-hot concatenation, ``D`` otherwise)."""
-        return make_positional(self.positional, self.n_positions, self.D).d_model(self.D)
+        # Only the one-hot concatenation widens the residual; learned positions are added, and
+        # rope/cope/none act inside attention or not at all. (No encoding is built here: building
+        # a learned table would draw from torch's global RNG.)
+        return self.D + self.n_positions if self.positional == "onehot" else self.D
 
     @property
     def d_head_effective(self) -> int:
@@ -190,7 +226,17 @@ class InductionNet(HookedRootModule):
         with torch.random.fork_rng(devices=fork_devices):
             if seed is not None:
                 torch.manual_seed(seed)
-            self.positional = make_positional(cfg.positional, cfg.n_positions, cfg.D)
+            self.positional = make_positional(
+                cfg.positional,
+                cfg.n_positions,
+                cfg.D,
+                d_head=cfg.d_head_effective if cfg.positional == "rope" else None,  # RoPE only
+                rope_base=cfg.rope_base,
+                rope_scaling=cfg.rope_scaling,
+                rope_scale=cfg.rope_scale,
+                rope_mix_b=cfg.rope_mix_b,
+                cope_p_max=cfg.cope_p_max,
+            )
             self.blocks = nn.ModuleList(
                 TransformerBlock(cfg, self.positional) for _ in range(cfg.n_layers)
             )

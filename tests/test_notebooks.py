@@ -23,6 +23,7 @@ NEEDS = {
     "02_training_dynamics.py": ["interp.training", "interp.presets", "interp.transition"],
     "03_fit_minimal_model.py": ["interp.training", "interp.presets", "phenomenology.fit"],
     "04_paper_figures.py": ["interp.training", "interp.presets", "phenomenology.landscape"],
+    "05_positional_encodings.py": ["interp.length", "interp.cope_tasks"],
 }
 TOOLS = ["jupytext", "nbclient", "ipykernel"]
 KERNEL = "induction-cliff-test"
@@ -57,7 +58,7 @@ def jupyter_path(tmp_path_factory) -> Path:
     return root
 
 
-def test_there_are_four_notebooks():
+def test_every_notebook_is_listed():
     assert [p.name for p in NOTEBOOKS] == sorted(NEEDS)
 
 
