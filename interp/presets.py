@@ -6,12 +6,15 @@ settings are said in the preset's ``note`` and recorded in ``config.json`` throu
 
 from __future__ import annotations
 
+import dataclasses
+import os
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from interp.task import TaskConfig
 from interp.training import TrainConfig
 
-__all__ = ["Preset", "PRESETS", "get_preset"]
+__all__ = ["Preset", "PRESETS", "get_preset", "NotebookSetting", "notebook_setting"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -96,3 +99,53 @@ def get_preset(name: str) -> Preset:
     if name not in PRESETS:
         raise ValueError(f"preset={name!r} is invalid: allowed values are {sorted(PRESETS)}")
     return PRESETS[name]
+
+
+@dataclass(frozen=True, kw_only=True)
+class NotebookSetting:
+    """The preset, configs and run folder a notebook works with.
+
+    Attributes:
+        small: whether ``INDUCTION_CLIFF_SMALL`` asked for the small (CI) setting.
+        preset: ``tiny`` (small) or ``demo``.
+        train: the preset's train config (700 steps, evaluations every 25, when small: the tiny
+            preset's transition comes after ~500 steps).
+        model: the model config of the preset's task.
+        runs: folder of the notebook runs (``INDUCTION_CLIFF_RUNS``, default ``../runs/notebooks``).
+    """
+
+    small: bool
+    preset: Preset
+    train: TrainConfig
+    model: object
+    runs: Path
+
+    def ensure_run(self, seed: int = 0, intervention: str | None = None) -> Path:
+        """Train the run (or resume or reuse it if it is there) and return its directory."""
+        from interp.training import train
+
+        name = f"{self.preset.name}-seed{seed}" + (f"-{intervention}" if intervention else "")
+        cfg = dataclasses.replace(self.train, seed=seed, intervention=intervention)
+        train(self.preset.task, self.model, cfg, self.runs / name, resume=True, progress=not self.small)
+        return self.runs / name
+
+
+def notebook_setting() -> NotebookSetting:
+    """What the notebooks run: the ``demo`` preset, or ``tiny`` when ``INDUCTION_CLIFF_SMALL`` is
+    set (CI), with runs under ``INDUCTION_CLIFF_RUNS``. The small setting uses one torch thread."""
+    import torch
+
+    from interp.model import ModelConfig
+
+    small = os.environ.get("INDUCTION_CLIFF_SMALL", "0") not in ("", "0")
+    if small:
+        torch.set_num_threads(1)
+    preset = get_preset("tiny" if small else "demo")
+    train_cfg = dataclasses.replace(preset.train, steps=700, eval_every=25) if small else preset.train
+    return NotebookSetting(
+        small=small,
+        preset=preset,
+        train=train_cfg,
+        model=ModelConfig.from_task(preset.task, **preset.model),
+        runs=Path(os.environ.get("INDUCTION_CLIFF_RUNS", "../runs/notebooks")),
+    )

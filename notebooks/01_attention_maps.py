@@ -23,33 +23,23 @@
 # Runs are written under `INDUCTION_CLIFF_RUNS` (default `../runs/notebooks`) and reused.
 
 # %%
-import os
-from dataclasses import replace
-from pathlib import Path
 
 import pandas as pd
 import torch
 
 from interp.evaluation import accuracy_and_loss
 from interp.figures import attention_patterns, detect_run_transition, run_note, select_checkpoints
-from interp.model import ModelConfig
 from interp.plots import plot_attention_maps, token_hover, token_labels
-from interp.presets import get_preset
-from interp.training import load_run, train
+from interp.presets import notebook_setting
+from interp.training import load_run
 
-SMALL = os.environ.get("INDUCTION_CLIFF_SMALL", "0") not in ("", "0")
-RUNS = Path(os.environ.get("INDUCTION_CLIFF_RUNS", "../runs/notebooks"))
-if SMALL:
-    torch.set_num_threads(1)
-preset = get_preset("tiny" if SMALL else "demo")
-# The tiny preset needs ~700 steps for its transition.
-train_config = replace(preset.train, steps=700, eval_every=25) if SMALL else preset.train
-model_config = ModelConfig.from_task(preset.task, **preset.model)
+setting = notebook_setting()  # demo preset, or tiny with INDUCTION_CLIFF_SMALL=1
+SMALL, RUNS, preset = setting.small, setting.runs, setting.preset
+train_config, model_config = setting.train, setting.model
 print(preset.note)
 
 # %%
-run_dir = RUNS / f"{preset.name}-seed0"
-train(preset.task, model_config, train_config, run_dir, resume=True, progress=not SMALL)
+run_dir = setting.ensure_run(seed=0)
 run = load_run(run_dir)
 note = run_note(run)
 run.metrics[["step", "ic_acc", "iw_acc", "ila1", "tila2"]].tail()

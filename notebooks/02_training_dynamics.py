@@ -22,39 +22,23 @@
 # seeds (Adam: a labelled deviation from the paper's SGD).
 
 # %%
-import os
-from dataclasses import replace
-from pathlib import Path
 
-import torch
 
 from interp.figures import detect_run_transition, run_note
-from interp.model import ModelConfig
 from interp.plots import plot_progress_measures, plot_run_comparison, plot_training_dynamics
-from interp.presets import get_preset
-from interp.training import load_run, train
+from interp.presets import notebook_setting
+from interp.training import load_run
 from interp.transition import event_order, transition_report
 
-SMALL = os.environ.get("INDUCTION_CLIFF_SMALL", "0") not in ("", "0")
-RUNS = Path(os.environ.get("INDUCTION_CLIFF_RUNS", "../runs/notebooks"))
-if SMALL:
-    torch.set_num_threads(1)
-preset = get_preset("tiny" if SMALL else "demo")
-train_config = replace(preset.train, steps=700, eval_every=25) if SMALL else preset.train
-model_config = ModelConfig.from_task(preset.task, **preset.model)
+setting = notebook_setting()  # demo preset, or tiny with INDUCTION_CLIFF_SMALL=1
+SMALL, RUNS, preset = setting.small, setting.runs, setting.preset
+train_config, model_config = setting.train, setting.model
 seeds = (0, 1) if SMALL else (0, 1, 2)
 print(preset.note)
 
 
 # %%
-def ensure_run(seed: int, intervention: str | None = None) -> Path:
-    """Train the run (or resume / reuse it if it is already there) and return its directory."""
-    name = f"{preset.name}-seed{seed}" + (f"-{intervention}" if intervention else "")
-    cfg = replace(train_config, seed=seed, intervention=intervention)
-    train(preset.task, model_config, cfg, RUNS / name, resume=True, progress=not SMALL)
-    return RUNS / name
-
-
+ensure_run = setting.ensure_run  # trains, resumes or reuses a run; returns its directory
 run_dirs = [ensure_run(seed) for seed in seeds]
 runs = [load_run(d) for d in run_dirs]
 metrics = {f"seed {r.train_config.seed}": r.metrics for r in runs}

@@ -22,33 +22,23 @@
 # `INDUCTION_CLIFF_SMALL=1`: tiny setting (CI). Otherwise the `demo` preset.
 
 # %%
-import os
-from dataclasses import replace
-from pathlib import Path
 
 import numpy as np
-import torch
 
 from interp.figures import run_note
-from interp.model import ModelConfig
-from interp.presets import get_preset
-from interp.training import load_run, train
+from interp.presets import notebook_setting
+from interp.training import load_run
 from phenomenology.fit import NestedLogitFit, fit_run, forecast_transition, read_run
 from phenomenology.landscape import gradient_flow, landscape_grid
 from phenomenology.plots import plot_fit_overlay, plot_landscape
 
-SMALL = os.environ.get("INDUCTION_CLIFF_SMALL", "0") not in ("", "0")
-RUNS = Path(os.environ.get("INDUCTION_CLIFF_RUNS", "../runs/notebooks"))
-if SMALL:
-    torch.set_num_threads(1)
-preset = get_preset("tiny" if SMALL else "demo")
-train_config = replace(preset.train, steps=700, eval_every=25) if SMALL else preset.train
-model_config = ModelConfig.from_task(preset.task, **preset.model)
+setting = notebook_setting()  # demo preset, or tiny with INDUCTION_CLIFF_SMALL=1
+SMALL, RUNS, preset = setting.small, setting.runs, setting.preset
+train_config, model_config = setting.train, setting.model
 print(preset.note)
 
 # %%
-run_dir = RUNS / f"{preset.name}-seed0"
-train(preset.task, model_config, train_config, run_dir, resume=True, progress=not SMALL)
+run_dir = setting.ensure_run(seed=0)
 note = run_note(load_run(run_dir))
 metrics, task = read_run(run_dir)
 AUX = ("cla", "ila1", "tila2")

@@ -24,29 +24,22 @@
 
 # %%
 import itertools
-import os
 from dataclasses import replace
-from pathlib import Path
 
-import torch
 from IPython.display import Image
 
 from interp.export import export_figure, find_chromium
 from interp.figures import summarize_runs, write_standard_figures
 from interp.model import ModelConfig
 from interp.plots import plot_phase_diagram
-from interp.presets import get_preset
+from interp.presets import notebook_setting
 from interp.training import train
 from phenomenology.landscape import gradient_flow, landscape_grid
 from phenomenology.plots import plot_landscape
 
-SMALL = os.environ.get("INDUCTION_CLIFF_SMALL", "0") not in ("", "0")
-RUNS = Path(os.environ.get("INDUCTION_CLIFF_RUNS", "../runs/notebooks"))
-if SMALL:
-    torch.set_num_threads(1)
-preset = get_preset("tiny" if SMALL else "demo")
-train_config = replace(preset.train, steps=700, eval_every=25) if SMALL else preset.train
-model_config = ModelConfig.from_task(preset.task, **preset.model)
+setting = notebook_setting()  # demo preset, or tiny with INDUCTION_CLIFF_SMALL=1
+SMALL, RUNS, preset = setting.small, setting.runs, setting.preset
+train_config, model_config = setting.train, setting.model
 seeds = (0, 1) if SMALL else (0, 1, 2)
 FIGURES = RUNS / "figures"
 formats = ("pdf", "png") if find_chromium() else ("html",)
