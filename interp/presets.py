@@ -126,7 +126,14 @@ class NotebookSetting:
 
         name = f"{self.preset.name}-seed{seed}" + (f"-{intervention}" if intervention else "")
         cfg = dataclasses.replace(self.train, seed=seed, intervention=intervention)
-        train(self.preset.task, self.model, cfg, self.runs / name, resume=True, progress=not self.small)
+        train(
+            self.preset.task,
+            self.model,
+            cfg,
+            self.runs / name,
+            resume=True,
+            progress=not self.small,
+        )
         return self.runs / name
 
 
@@ -141,7 +148,9 @@ def notebook_setting() -> NotebookSetting:
     if small:
         torch.set_num_threads(1)
     preset = get_preset("tiny" if small else "demo")
-    train_cfg = dataclasses.replace(preset.train, steps=700, eval_every=25) if small else preset.train
+    train_cfg = (
+        dataclasses.replace(preset.train, steps=700, eval_every=25) if small else preset.train
+    )
     return NotebookSetting(
         small=small,
         preset=preset,
