@@ -36,8 +36,8 @@ from torch import Tensor, nn
 from transformer_lens import HookedRootModule
 from transformer_lens.hook_points import HookPoint
 
-from interp.model import Classifier, ModelConfig, TransformerBlock
-from interp.positional import UntrainedPositionWarning, make_positional
+from interp.model import Classifier, ModelConfig, TransformerBlock, positional_from_config
+from interp.positional import UntrainedPositionWarning
 
 __all__ = [
     "IGNORE",
@@ -346,19 +346,7 @@ class TokenNet(HookedRootModule):
             if seed is not None:
                 torch.manual_seed(seed)
             self.W_E = nn.Parameter(torch.randn(cfg.L, cfg.D) / math.sqrt(cfg.D))
-            self.positional = make_positional(
-                cfg.positional,
-                cfg.n_positions,
-                cfg.D,
-                # Only RoPE needs it; d_head_effective builds a throwaway encoding (for learned
-                # positions that draws from the RNG, which would change the initial weights).
-                d_head=cfg.d_head_effective if cfg.positional == "rope" else None,
-                rope_base=cfg.rope_base,
-                rope_scaling=cfg.rope_scaling,
-                rope_scale=cfg.rope_scale,
-                rope_mix_b=cfg.rope_mix_b,
-                cope_p_max=cfg.cope_p_max,
-            )
+            self.positional = positional_from_config(cfg)
             self.blocks = nn.ModuleList(
                 TransformerBlock(cfg, self.positional) for _ in range(cfg.n_layers)
             )

@@ -30,7 +30,13 @@ from interp.attention import ATTN_SCALES, Attention
 from interp.positional import POSITIONAL_ENCODINGS, ROPE_SCALINGS, make_positional
 from interp.task import TaskConfig
 
-__all__ = ["ModelConfig", "InductionNet", "Classifier", "TransformerBlock"]
+__all__ = [
+    "ModelConfig",
+    "InductionNet",
+    "Classifier",
+    "TransformerBlock",
+    "positional_from_config",
+]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -160,6 +166,21 @@ class ModelConfig:
         return dataclasses.asdict(self)
 
 
+def positional_from_config(cfg: ModelConfig):
+    """The positional encoding ``cfg`` asks for, with its own parameters."""
+    return make_positional(
+        cfg.positional,
+        cfg.n_positions,
+        cfg.D,
+        d_head=cfg.d_head_effective if cfg.positional == "rope" else None,  # RoPE only
+        rope_base=cfg.rope_base,
+        rope_scaling=cfg.rope_scaling,
+        rope_scale=cfg.rope_scale,
+        rope_mix_b=cfg.rope_mix_b,
+        cope_p_max=cfg.cope_p_max,
+    )
+
+
 class TransformerBlock(nn.Module):
     """Residual attention block: ``resid_post = resid_pre + attn(resid_pre)``. No LayerNorm, no MLP."""
 
@@ -226,17 +247,7 @@ class InductionNet(HookedRootModule):
         with torch.random.fork_rng(devices=fork_devices):
             if seed is not None:
                 torch.manual_seed(seed)
-            self.positional = make_positional(
-                cfg.positional,
-                cfg.n_positions,
-                cfg.D,
-                d_head=cfg.d_head_effective if cfg.positional == "rope" else None,  # RoPE only
-                rope_base=cfg.rope_base,
-                rope_scaling=cfg.rope_scaling,
-                rope_scale=cfg.rope_scale,
-                rope_mix_b=cfg.rope_mix_b,
-                cope_p_max=cfg.cope_p_max,
-            )
+            self.positional = positional_from_config(cfg)
             self.blocks = nn.ModuleList(
                 TransformerBlock(cfg, self.positional) for _ in range(cfg.n_layers)
             )
