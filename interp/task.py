@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
 from jaxtyping import Bool, Float, Int
@@ -170,7 +170,6 @@ class Batch:
     item_labels: Int[Tensor, "batch n_pairs"]
     query_class: Int[Tensor, " batch"]
     target: Int[Tensor, " batch"]
-    extras: dict = field(default_factory=dict)
 
     def __len__(self) -> int:
         return self.tokens.shape[0]
