@@ -298,10 +298,9 @@ def train(
     configs = _configs_dict(task, model_config, cfg)
 
     out = Path(out_dir) if out_dir is not None else None
+    # A directory with a config but no resume state yet (or --resume on a new directory) starts
+    # from scratch.
     can_resume = _prepare_run_dir(out, configs, resume, overwrite) if out is not None else False
-    if resume and out is not None and not can_resume:
-        # A directory with a config but no resume state yet: start from scratch.
-        pass
 
     generator = TaskGenerator(task, seed=derive_seed(cfg.seed, "task"))
     eval_sets = {
