@@ -5,10 +5,11 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from interp.probes import cache_patterns, progress_measures
+from interp.fast import fast_logits, supports_fast_path
+from interp.probes import cache_patterns, hooks_active, last_layer_rows_read, progress_measures
 from interp.task import Batch
 
-__all__ = ["evaluate", "accuracy_and_loss"]
+__all__ = ["evaluate", "accuracy_and_loss", "logits_and_measures"]
 
 
 def accuracy_and_loss(logits: torch.Tensor, batch: Batch) -> tuple[float, float]:
@@ -19,8 +20,26 @@ def accuracy_and_loss(logits: torch.Tensor, batch: Batch) -> tuple[float, float]
 
 
 @torch.no_grad()
+def logits_and_measures(
+    model, batch: Batch, *, chunk: int = 512
+) -> tuple[torch.Tensor, dict[str, float]]:
+    """Logits on ``batch`` and every progress measure (:func:`interp.probes.progress_measures`),
+    computing only the attention rows the measures read. What the training loop's evaluation runs on
+    the IC set."""
+    rows = last_layer_rows_read(batch)
+    logits, patterns = cache_patterns(model, batch, chunk=chunk, last_layer_rows=rows)
+    return logits, progress_measures(patterns, logits, batch)
+
+
+def _logits(model, batch: Batch, fast: bool) -> torch.Tensor:
+    if fast:
+        return fast_logits(model, batch.tokens, batch.positions)
+    return model(batch.tokens, batch.positions)
+
+
+@torch.no_grad()
 def evaluate(
-    model, eval_sets: dict[str, Batch], *, measures: bool = True, chunk: int = 2048
+    model, eval_sets: dict[str, Batch], *, measures: bool = True, chunk: int = 512
 ) -> dict[str, float]:
     """Accuracy and loss on every evaluation set, and the progress measures on ``"ic"``.
 
@@ -29,17 +48,18 @@ def evaluate(
         :data:`interp.probes.MEASURE_NAMES` when ``measures`` is true and an ``"ic"`` set is given.
     """
     was_training = model.training
+    # The hook-free forward gives the same logits when no hook would be bypassed.
+    fast = not hooks_active(model) and supports_fast_path(model)
     model.eval()
     out: dict[str, float] = {}
     try:
         for name, batch in eval_sets.items():
             if name == "ic" and measures:
-                logits, patterns = cache_patterns(model, batch, chunk=chunk)
-                extra = progress_measures(patterns, logits, batch)
+                logits, extra = logits_and_measures(model, batch, chunk=chunk)
             else:
                 logits = torch.cat(
                     [
-                        model(batch.tokens[i : i + chunk], batch.positions[i : i + chunk])
+                        _logits(model, batch[i : i + chunk], fast)
                         for i in range(0, len(batch), chunk)
                     ]
                 )

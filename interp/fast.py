@@ -66,6 +66,8 @@ def fast_logits(
     positions: Int[Tensor, "batch pos"],
 ) -> Float[Tensor, "batch L"]:
     """Query-token logits of ``model``, computed without hooks and without unused work."""
+    if len(model.blocks) == 2:
+        return _two_layer(model, _Inputs(model, tokens, positions), rows=None)[0]
     return _forward(model, tokens, positions, keep_patterns=False)[0]
 
 
@@ -73,11 +75,186 @@ def fast_patterns(
     model: InductionNet,
     tokens: Float[Tensor, "batch pos d_content"],
     positions: Int[Tensor, "batch pos"],
+    last_layer_rows: Int[Tensor, " rows"] | None = None,
 ) -> tuple[Float[Tensor, "batch L"], list[Float[Tensor, "batch head_index query_pos key_pos"]]]:
-    """Logits and every layer's full attention pattern, as ``blocks.{l}.attn.hook_pattern`` would
+    """Logits and every layer's attention pattern, as ``blocks.{l}.attn.hook_pattern`` would
     record them, without hooks. Ignores any hooks on the model: use it only when none are active
-    (:func:`interp.probes.cache_patterns` checks)."""
-    return _forward(model, tokens, positions, keep_patterns=True)
+    (:func:`interp.probes.cache_patterns` checks).
+
+    Args:
+        last_layer_rows: query positions of the last layer's pattern to compute (default: all).
+            The query row is always computed; the other rows of that pattern are returned as
+            zeros. The earlier layers are always complete. The progress measures read only item and query rows of layer 2
+            (:data:`interp.probes.LAYER2_ROWS_READ`).
+    """
+    if len(model.blocks) == 2:
+        inp = _Inputs(model, tokens, positions)
+        return _two_layer(
+            model,
+            inp,
+            rows=torch.arange(tokens.shape[1], device=tokens.device)
+            if last_layer_rows is None
+            else last_layer_rows,
+        )
+    logits, patterns = _forward(model, tokens, positions, keep_patterns=True)
+    if last_layer_rows is not None:
+        keep = torch.zeros(tokens.shape[1], dtype=torch.bool, device=tokens.device)
+        keep[last_layer_rows] = True
+        keep[-1] = True  # the query row, as in the two-layer path
+        patterns[-1] = patterns[-1] * keep[:, None]
+    return logits, patterns
+
+
+class _Inputs:
+    """Layer 1's input ``u`` (content, plus one-hot positions or added embeddings), with
+    ``proj(W) = u @ W`` computed as a row gather for the one-hot half."""
+
+    def __init__(self, model: InductionNet, tokens: Tensor, positions: Tensor) -> None:
+        self.tokens, self.D = tokens, tokens.shape[-1]
+        self.onehot = isinstance(model.positional, OneHotConcat)
+        if self.onehot:
+            positions = model.positional._check_range(positions)  # warns past the table
+            P = model.cfg.n_positions
+            in_range = positions < P
+            self.in_range = None if bool(in_range.all()) else in_range[..., None].to(tokens.dtype)
+            self.pos_idx = positions.clamp(max=P - 1)
+            pos = F.one_hot(self.pos_idx, P).to(tokens.dtype)
+            self.u = torch.cat([tokens, pos if self.in_range is None else pos * self.in_range], -1)
+        else:
+            self.u = model.positional.combine(tokens, model.positional(positions))
+
+    def proj(self, W: Float[Tensor, "d_model m"]) -> Float[Tensor, "batch pos m"]:
+        if not self.onehot:
+            return self.u @ W
+        b, n, D = self.tokens.shape
+        out = (self.tokens.reshape(-1, D) @ W[:D]).view(b, n, -1)
+        gathered = F.embedding(self.pos_idx, W[D:])  # its backward is much faster than indexing's
+        return out + (gathered if self.in_range is None else gathered * self.in_range)
+
+
+def _per_head_matrix(W: Tensor) -> Tensor:
+    """``[h, d, m]`` -> ``[d, h * m]`` (heads side by side)."""
+    return W.permute(1, 0, 2).reshape(W.shape[1], -1)
+
+
+def _value_output(attn) -> Tensor:
+    """``W_V W_O`` per head, ``[h, d_model, d_model]`` (``W_V`` itself when ``W_O`` is the
+    paper's fixed identity)."""
+    h, d, e = attn.W_V.shape
+    if h == 1 and e == d and torch.equal(attn.W_O[0], torch.eye(d, device=attn.W_O.device)):
+        return attn.W_V
+    return attn.W_V @ attn.W_O
+
+
+def _scaled(scores: Tensor, scale: Tensor | float, rows: Tensor | int | slice) -> Tensor:
+    """Scores times the attention scale of their query rows (``scale`` from
+    :func:`~interp.attention.attention_scale`: a float, or ``[query_pos, 1]``)."""
+    if isinstance(scale, float):
+        return scores if scale == 1.0 else scores * scale
+    return scores * scale[rows]
+
+
+def _scores(attn, left, right) -> Tensor:
+    """Attention scores ``(left W_Q)(right W_K)^T`` of every head, ``[b, h, rows, keys]``.
+
+    ``left`` and ``right`` are either residuals ``[b, n, d]`` or an :class:`_Inputs`. With one
+    head as wide as the residual, ``W_Q W_K^T`` is formed once per step and applied to one side
+    only (a third fewer FLOPs than projecting both sides); otherwise q and k are projected.
+    """
+    h, d, e = attn.W_Q.shape
+
+    def proj(x, W):
+        return x.proj(W) if isinstance(x, _Inputs) else x @ W
+
+    if 2 * e >= d:
+        G = attn.W_Q @ attn.W_K.transpose(-1, -2)  # [h, d, d]
+        L = proj(left, _per_head_matrix(G))  # [b, rows, h * d]
+        L = L.view(L.shape[0], L.shape[1], h, d).transpose(1, 2)
+        R = right.u if isinstance(right, _Inputs) else right
+        return L @ R[:, None].transpose(-1, -2)
+    q = proj(left, _per_head_matrix(attn.W_Q))
+    k = proj(right, _per_head_matrix(attn.W_K))
+    q = q.view(q.shape[0], q.shape[1], h, e).transpose(1, 2)
+    k = k.view(k.shape[0], k.shape[1], h, e).transpose(1, 2)
+    return q @ k.transpose(-1, -2)
+
+
+def _two_layer(model: InductionNet, inp: _Inputs, rows: Tensor | None):
+    """The two-layer network, reassociated so that layer 2 never projects every token for the
+    logits.
+
+    Layer 2's query row scores key ``j`` by ``r_j . w`` with ``w = W_K q``, and its output is
+    ``(sum_j a_j r_j) W_V``: both need the residual ``r = u + A1 u W_VO`` only through products
+    with a few vectors per sequence, so neither layer 1's values nor layer 2's keys and values are
+    ever computed for every token. With ``rows`` (the pattern path), layer 2's pattern on those
+    query rows is computed too (from the full residual, only when rows other than the query's are
+    asked for), and the patterns are returned.
+
+    Returns ``(logits, [pattern_1, pattern_2])`` (``[]`` when ``rows`` is None).
+    """
+    attn1, attn2 = model.blocks[0].attn, model.blocks[1].attn
+    u = inp.u
+    b, n, d = u.shape
+    n_keys = torch.arange(1, n + 1, device=u.device)
+    causal = torch.ones(n, n, dtype=torch.bool, device=u.device).tril()
+
+    # Layer 1: full pattern [b, h, n, n].
+    scale1 = attention_scale(attn1.attn_scale, n_keys, attn1.d_head, attn1.n_train)
+    s1 = _scaled(_scores(attn1, inp, inp), scale1, slice(None))
+    a1 = torch.softmax(s1.masked_fill(~causal, float("-inf")), dim=-1)
+    W_VO1 = _value_output(attn1)  # [h, d, d]
+
+    # The query's residual after layer 1: r_T = u_T + sum_h (a1_h[T] u) W_VO1_h.
+    u_bar = a1[:, :, -1] @ u  # [b, h, d]
+    r_last = u[:, -1] + torch.einsum("bhd,hdf->bf", u_bar, W_VO1)
+
+    patterns = []
+    scale2 = attention_scale(attn2.attn_scale, n_keys, attn2.d_head, attn2.n_train)
+    # Layer 2's query row, without the per-token residual.
+    if attn1.n_heads == 1 and attn2.n_heads == 1:
+        # The paper's one-head layers: the algebra of the branch below, in plain (b)mm calls.
+        a1_ = a1[:, 0]  # [b, n, n]
+        W_VO = W_VO1[0]
+        w = (r_last @ attn2.W_Q[0]) @ attn2.W_K[0].T  # [b, d]
+        uw_c = u @ torch.stack([w, w @ W_VO.T], dim=-1)  # [b, n, 2]: u.w and u.(W_VO w)
+        s2 = uw_c[..., 0] + (a1_ @ uw_c[..., 1:])[..., 0]
+        a2 = torch.softmax(_scaled(s2, scale2, -1), dim=-1)[:, None]  # [b, 1, n]
+        rho = a2 @ a1_  # a2 a1, [b, 1, n]
+        m = torch.cat([a2, rho], dim=1) @ u  # [b, 2, d]
+        mixed = (m[:, 0] + m[:, 1] @ W_VO)[:, None]  # [b, 1, d] = sum_j a2_j r_j
+    else:
+        q2 = torch.einsum("bf,gfe->bge", r_last, attn2.W_Q)
+        w = torch.einsum("bge,gde->bgd", q2, attn2.W_K)  # [b, g, d]: r_j . w is key j's score
+        v = torch.einsum("bgd,hfd->bhgf", w, W_VO1)  # W_VO1_h w
+        c = torch.einsum("btf,bhgf->bhgt", u, v)  # (u W_VO1_h w)_t
+        s2 = torch.einsum("btd,bgd->bgt", u, w) + torch.einsum("bhjt,bhgt->bgj", a1, c)
+        a2 = torch.softmax(_scaled(s2, scale2, -1), dim=-1)  # [b, g, n]
+        rho = torch.einsum("bgj,bhjt->bhgt", a2, a1)  # a2 a1_h
+        mixed = a2 @ u + torch.einsum("bhgt,btd,hdf->bgf", rho, u, W_VO1)  # sum_j a2_j r_j
+    if rows is not None:
+        # The pattern path: layer 2's other requested rows need the full residual after layer 1.
+        g = a2.shape[1]
+        a2_full = a2.new_zeros(b, g, n, n)
+        a2_full[:, :, -1] = a2
+        other = rows[rows != n - 1]
+        if other.numel():
+            h = W_VO1.shape[0]
+            vo = inp.proj(_per_head_matrix(W_VO1)).view(b, n, h, d).transpose(1, 2)
+            r = u + (a1 @ vo).sum(1)  # [b, n, d]
+            s2 = _scaled(_scores(attn2, r[:, other], r), scale2, other)  # [b, g, rows, n]
+            a2_full[:, :, other] = torch.softmax(
+                s2.masked_fill(~causal[other], float("-inf")), dim=-1
+            )
+        patterns = [a1, a2_full]
+    z2 = torch.einsum("bgd,gde->bge", mixed, attn2.W_V).reshape(b, -1)
+    W_O2 = attn2.W_O.reshape(-1, attn2.W_O.shape[-1])
+    if W_O2.shape[0] == W_O2.shape[1] and torch.equal(
+        W_O2, torch.eye(W_O2.shape[0], device=W_O2.device)
+    ):
+        out2 = z2
+    else:
+        out2 = z2 @ W_O2
+    return model.classifier(r_last + out2), patterns
 
 
 def _forward(model: InductionNet, tokens: Tensor, positions: Tensor, keep_patterns: bool):
@@ -88,6 +265,7 @@ def _forward(model: InductionNet, tokens: Tensor, positions: Tensor, keep_patter
     onehot = isinstance(model.positional, OneHotConcat)
 
     if onehot:
+        positions = model.positional._check_range(positions)  # warns past the table
         P = cfg.n_positions
         in_range = positions < P
         all_in_range = bool(in_range.all())  # the usual case: skip the masking multiplies
@@ -114,7 +292,7 @@ def _forward(model: InductionNet, tokens: Tensor, positions: Tensor, keep_patter
             # matmul. One GEMM for q, k and v of all heads.
             W_qkv = _stack(attn.W_Q, attn.W_K, attn.W_V)  # [d_model, 3*h*e]
             qkv = (tokens.reshape(-1, D) @ W_qkv[:D]).view(b, n_pos, -1)
-            gathered = W_qkv[D:][pos_idx]
+            gathered = F.embedding(pos_idx, W_qkv[D:])
             qkv = qkv + (gathered if all_in_range else gathered * in_range[..., None])
             q, k, v = (_heads(t, h, e) for t in qkv.split(h * e, dim=-1))
         else:

@@ -27,6 +27,8 @@ __all__ = [
     "PATTERN_HOOKS",
     "pattern_hook",
     "cache_patterns",
+    "last_layer_rows_read",
+    "hooks_active",
     "ila1",
     "tila2",
     "tla2",
@@ -55,9 +57,35 @@ def PATTERN_HOOKS(name: str) -> bool:  # noqa: N802 - used as a names_filter con
     return name.endswith("attn.hook_pattern")
 
 
+def last_layer_rows_read(batch: Batch) -> Tensor:
+    """Query rows of the last layer's pattern that :func:`progress_measures` reads on ``batch``:
+    the query row (TILA2, TLA2, N_eff) and the item rows that have an induction target in some
+    sequence of the batch (the induction score; with B = 1 no item row has one)."""
+    n_pos = batch.tokens.shape[1]
+    with_target = induction_mask(batch).any(dim=(0, 2))  # [query_pos]
+    with_target[n_pos - 1] = True
+    return torch.nonzero(with_target).flatten()
+
+
+def hooks_active(model) -> bool:
+    """Whether any hook point of ``model`` has a forward hook (an intervention, an ablation)."""
+    return any(hp._forward_hooks for hp in model.hook_dict.values())
+
+
 @torch.no_grad()
-def cache_patterns(model, batch: Batch, chunk: int = 512) -> tuple[Tensor, list[Pattern]]:
+def cache_patterns(
+    model, batch: Batch, chunk: int = 512, last_layer_rows: Tensor | None = None
+) -> tuple[Tensor, list[Pattern]]:
     """Logits and attention patterns of every layer, computed in chunks.
+
+    Args:
+        model: the network.
+        batch: the sequences.
+        chunk: sequences per forward pass.
+        last_layer_rows: compute only these query rows of the last layer's pattern (and the query
+            row); the other rows are zeros. ``None`` computes every row.
+            :func:`last_layer_rows_read` gives the rows :func:`progress_measures` needs; the
+            training loop's evaluation uses it (about half of layer 2's cost).
 
     Returns:
         ``(logits [batch, L], [pattern of layer l [batch, head_index, query_pos, key_pos]])``.
@@ -66,13 +94,14 @@ def cache_patterns(model, batch: Batch, chunk: int = 512) -> tuple[Tensor, list[
 
     # Without active hooks, the hook-free forward gives the same patterns for less work; with hooks
     # (an intervention, an ablation) the hooked model must run so that they take effect.
-    hooked = any(hp._forward_hooks for hp in model.hook_dict.values())
-    use_fast = not hooked and supports_fast_path(model)
+    use_fast = not hooks_active(model) and supports_fast_path(model)
     logits, patterns = [], [[] for _ in range(model.cfg.n_layers)]
     for start in range(0, len(batch), chunk):
         part = batch[start : start + chunk]
         if use_fast:
-            out, layer_patterns = fast_patterns(model, part.tokens, part.positions)
+            out, layer_patterns = fast_patterns(
+                model, part.tokens, part.positions, last_layer_rows=last_layer_rows
+            )
         else:
             out, cache = model.run_with_cache(
                 part.tokens, part.positions, names_filter=PATTERN_HOOKS
@@ -219,6 +248,8 @@ def progress_measures(
         patterns: ``[layer 1 pattern, layer 2 pattern]`` as returned by :func:`cache_patterns`.
         logits: the network's logits on ``batch``.
         batch: the sequences, with metadata.
+
+    Layer 2's pattern is read only on the rows of :func:`last_layer_rows_read` (items and query).
 
     Returns:
         ``ila1, tila2, tla2, cla, prev_token_score, induction_score``, and the normalised effective

@@ -18,6 +18,9 @@ TASK = TaskConfig(K=64, L=32, N=8, B=2, p_C=0.5)
         dict(positional="learned"),
         dict(positional="none"),
         dict(n_heads=2, d_head=32),
+        dict(n_heads=2, d_head=128),  # W_Q W_K^T per head; W_V W_O not the identity
+        dict(n_heads=1, d_head=48),  # q and k projected (W_Q W_K^T would cost more)
+        dict(positional="learned", attn_scale="log_n", n_heads=3, d_head=16),
         dict(n_layers=3),
         dict(n_layers=1),
     ],
@@ -44,7 +47,17 @@ def test_fast_path_equals_hooked_model_logits_and_gradients(overrides):
         )
 
 
-@pytest.mark.parametrize("overrides", [{}, dict(attn_scale="log_n"), dict(n_heads=2, d_head=32)])
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        {},
+        dict(attn_scale="log_n"),
+        dict(n_heads=2, d_head=32),
+        dict(n_heads=2, d_head=128, attn_scale="sqrt"),
+        dict(positional="learned"),
+        dict(n_layers=3),
+    ],
+)
 def test_fast_patterns_equal_hooked_patterns(overrides):
     from interp.fast import fast_patterns
     from interp.probes import PATTERN_HOOKS
@@ -59,6 +72,26 @@ def test_fast_patterns_equal_hooked_patterns(overrides):
         torch.testing.assert_close(
             pattern, cache[f"blocks.{layer}.attn.hook_pattern"], rtol=1e-10, atol=1e-12
         )
+
+
+@pytest.mark.parametrize("overrides", [{}, dict(n_heads=2, d_head=32), dict(n_layers=3)])
+def test_fast_patterns_on_some_last_layer_rows(overrides):
+    from interp.fast import fast_patterns
+
+    batch = TaskGenerator(TASK, 0).sample(16, torch.Generator().manual_seed(4))
+    model = InductionNet(ModelConfig.from_task(TASK, **overrides), seed=0).double()
+    tokens = batch.tokens.double()
+    full_logits, full = fast_patterns(model, tokens, batch.positions)
+    rows = torch.tensor([2, 4, 6])  # the query row is always computed as well
+    logits, part = fast_patterns(model, tokens, batch.positions, last_layer_rows=rows)
+    torch.testing.assert_close(logits, full_logits, rtol=1e-10, atol=1e-10)
+    torch.testing.assert_close(part[0], full[0], rtol=1e-10, atol=1e-12)
+    n = tokens.shape[1]
+    kept = torch.tensor([2, 4, 6, n - 1])
+    torch.testing.assert_close(part[-1][:, :, kept], full[-1][:, :, kept], rtol=1e-10, atol=1e-12)
+    others = torch.ones(n, dtype=torch.bool)
+    others[kept] = False
+    assert torch.all(part[-1][:, :, others] == 0)
 
 
 def test_cache_patterns_honours_active_hooks():
