@@ -73,7 +73,11 @@ def weights_path(directory: Path, step: int) -> Path:
 
 def save_weights(directory: Path, step: int, model: torch.nn.Module) -> Path:
     """Save the model's parameters and buffers as ``step_{step:08d}.safetensors``."""
-    state = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
+    # A copy of each tensor: parameters may be views into a larger (stacked) tensor.
+    state = {
+        k: v.detach().cpu().clone(memory_format=torch.contiguous_format)
+        for k, v in model.state_dict().items()
+    }
     path = weights_path(directory, step)
     write_bytes_atomic(path, save(state, metadata={"step": str(step)}))
     return path

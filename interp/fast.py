@@ -27,7 +27,7 @@ from interp.attention import attention_scale
 from interp.model import InductionNet
 from interp.positional import LearnedAdded, NoPositions, OneHotConcat
 
-__all__ = ["fast_logits", "fast_patterns", "supports_fast_path"]
+__all__ = ["fast_logits", "fast_patterns", "supports_fast_path", "query_row_one_head"]
 
 
 def supports_fast_path(model: InductionNet) -> bool:
@@ -179,6 +179,34 @@ def _scores(attn, left, right) -> Tensor:
     return q @ k.transpose(-1, -2)
 
 
+def query_row_one_head(
+    u: Float[Tensor, "SB n d"],
+    a1: Float[Tensor, "SB n n"],
+    r_last: Float[Tensor, "S b d"],
+    W_Q: Float[Tensor, "S d e"],
+    W_K: Float[Tensor, "S d e"],
+    W_VO: Float[Tensor, "S d d"],
+    scale: Tensor | float,
+) -> tuple[Float[Tensor, "S b d"], Float[Tensor, "SB 1 n"]]:
+    """Layer 2's query row of one-head layers, for ``S`` models of ``b`` sequences each.
+
+    ``u`` is layer 1's input and ``a1`` its pattern (sequences of all models flattened), ``r_last``
+    the query's residual after layer 1, ``W_VO = W_V W_O`` of layer 1. Key ``j`` scores
+    ``r_j . w`` with ``w = W_K (W_Q^T r_last)`` and ``r_j . w = u_j . w + a1_j . (u W_VO w)``;
+    the attended residual is ``a2 u + (a2 a1) u W_VO``.
+
+    Returns ``(sum_j a2_j r_j [S, b, d], a2 [S*b, 1, n])``.
+    """
+    S, b, d = r_last.shape
+    w = r_last.bmm(W_Q).bmm(W_K.transpose(1, 2))  # [S, b, d]
+    wv = w.bmm(W_VO.transpose(1, 2))  # W_VO w
+    uw_c = u @ torch.stack([w, wv], dim=-1).view(S * b, d, 2)  # [S*b, n, 2]: u.w, u.(W_VO w)
+    s2 = uw_c[..., 0] + (a1 @ uw_c[..., 1:])[..., 0]
+    a2 = torch.softmax(_scaled(s2, scale, -1), dim=-1)[:, None]  # [S*b, 1, n]
+    m = torch.cat([a2, a2 @ a1], dim=1) @ u  # [S*b, 2, d]: a2 u and (a2 a1) u
+    return m[:, 0].view(S, b, d) + m[:, 1].view(S, b, d).bmm(W_VO), a2
+
+
 def _two_layer(model: InductionNet, inp: _Inputs, rows: Tensor | None):
     """The two-layer network, reassociated so that layer 2 never projects every token for the
     logits.
@@ -212,16 +240,11 @@ def _two_layer(model: InductionNet, inp: _Inputs, rows: Tensor | None):
     scale2 = attention_scale(attn2.attn_scale, n_keys, attn2.d_head, attn2.n_train)
     # Layer 2's query row, without the per-token residual.
     if attn1.n_heads == 1 and attn2.n_heads == 1:
-        # The paper's one-head layers: the algebra of the branch below, in plain (b)mm calls.
-        a1_ = a1[:, 0]  # [b, n, n]
-        W_VO = W_VO1[0]
-        w = (r_last @ attn2.W_Q[0]) @ attn2.W_K[0].T  # [b, d]
-        uw_c = u @ torch.stack([w, w @ W_VO.T], dim=-1)  # [b, n, 2]: u.w and u.(W_VO w)
-        s2 = uw_c[..., 0] + (a1_ @ uw_c[..., 1:])[..., 0]
-        a2 = torch.softmax(_scaled(s2, scale2, -1), dim=-1)[:, None]  # [b, 1, n]
-        rho = a2 @ a1_  # a2 a1, [b, 1, n]
-        m = torch.cat([a2, rho], dim=1) @ u  # [b, 2, d]
-        mixed = (m[:, 0] + m[:, 1] @ W_VO)[:, None]  # [b, 1, d] = sum_j a2_j r_j
+        # The paper's one-head layers: the algebra of the branch below, in (b)mm calls.
+        mixed, a2 = query_row_one_head(
+            u, a1[:, 0], r_last[None], attn2.W_Q, attn2.W_K, W_VO1, scale2
+        )
+        mixed = mixed[0][:, None]  # [b, 1, d] = sum_j a2_j r_j
     else:
         q2 = torch.einsum("bf,gfe->bge", r_last, attn2.W_Q)
         w = torch.einsum("bge,gde->bgd", q2, attn2.W_K)  # [b, g, d]: r_j . w is key j's score

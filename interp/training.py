@@ -18,11 +18,13 @@ Adam (or another lr) is allowed and is recorded in ``config.json``; label it as 
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import math
 import os
 import shutil
+import signal
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -44,6 +46,7 @@ from interp.task import TaskConfig, TaskGenerator
 __all__ = [
     "TrainConfig",
     "train",
+    "train_many",
     "load_run",
     "Run",
     "TrainingDiverged",
@@ -236,15 +239,6 @@ def _prepare_run_dir(out_dir: Path, configs: dict, resume: bool, overwrite: bool
     return False
 
 
-def _make_optimizer(model: torch.nn.Module, cfg: TrainConfig) -> torch.optim.Optimizer:
-    params = [p for p in model.parameters() if p.requires_grad]
-    if cfg.optimizer == "sgd":
-        return torch.optim.SGD(
-            params, lr=cfg.lr, weight_decay=cfg.weight_decay, momentum=cfg.momentum
-        )
-    return torch.optim.Adam(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
-
-
 def train(
     task: TaskConfig,
     model_config: ModelConfig | None = None,
@@ -279,153 +273,385 @@ def train(
         RunDirectoryError: ``out_dir`` holds a different run and neither resume nor overwrite
             was asked for.
     """
-    model_config = model_config or ModelConfig.from_task(task)
+    run = _RunState(task, model_config, train_config, out_dir, resume, overwrite)
+    _loop([run], _single_step(run), progress, stop_after)
+    return pd.DataFrame(run.rows)
+
+
+def train_many(
+    task: TaskConfig,
+    model_config: ModelConfig | None = None,
+    train_config: TrainConfig | None = None,
+    seeds: Sequence[int] = (0,),
+    out_dirs: Sequence[str | os.PathLike] | None = None,
+    *,
+    resume: bool = False,
+    overwrite: bool = False,
+    progress: bool = True,
+    stop_after: int | None = None,
+) -> list[pd.DataFrame]:
+    """Train one run per seed, all together in this process (see :mod:`interp.stacked`).
+
+    Each seed gets exactly what :func:`train` would give it (its own weights, data stream,
+    evaluation sets and run directory, in the same format; a run started here can be resumed by
+    :func:`train` and the other way round), equal to float rounding rather than bit for bit,
+    because the stacked products add in another order. Faster than one process per seed when
+    per-operation overhead dominates (small batches, CPU); see ``benchmarks/bench_many.py``.
+
+    Args:
+        seeds: one run per seed (``train_config.seed`` is replaced).
+        out_dirs: one run directory per seed (``None``: train in memory).
+        resume, overwrite, progress, stop_after: as in :func:`train`; resumed runs must all be at
+            the same step (runs interrupted together are).
+
+    Returns:
+        The metrics of each run, in the order of ``seeds``.
+
+    Raises:
+        ValueError: the model cannot be stacked (:func:`interp.stacked.supports_stacking`), an
+            intervention or the hooked backend is asked for, or seeds/out_dirs do not match.
+    """
+    from interp.stacked import ModelStack, supports_stacking
+
     train_config = train_config or TrainConfig()
-    cfg = train_config
-    if (model_config.D, model_config.L) != (task.D, task.L):
+    seeds = list(seeds)
+    if not seeds or len(set(seeds)) != len(seeds):
+        raise ValueError(f"seeds={seeds!r} is invalid: give one or more distinct seeds")
+    if out_dirs is not None and len(out_dirs) != len(seeds):
+        raise ValueError(f"out_dirs has {len(out_dirs)} entries for {len(seeds)} seeds")
+    if train_config.intervention is not None or train_config.backend != "fast":
         raise ValueError(
-            f"model_config (D={model_config.D}, L={model_config.L}) does not match task "
-            f"(D={task.D}, L={task.L}); build it with ModelConfig.from_task(task)"
+            "train_many needs backend='fast' and no intervention "
+            f"(got backend={train_config.backend!r}, intervention={train_config.intervention!r}); "
+            "train such runs one per process with train()"
         )
-    if model_config.n_positions < task.seq_len and model_config.positional != "none":
+    probe = InductionNet(model_config or ModelConfig.from_task(task), seed=None)
+    if not supports_stacking(probe):
         raise ValueError(
-            f"model_config.n_positions={model_config.n_positions} is too small for sequences of "
-            f"{task.seq_len} tokens"
+            "this model cannot be trained stacked (needs 2 layers, 1 head, and one-hot, learned or "
+            "no positions); train it one per process with train()"
         )
-    if cfg.num_threads:
-        torch.set_num_threads(cfg.num_threads)
-    device = torch.device(cfg.device)
-    configs = _configs_dict(task, model_config, cfg)
+    runs = [
+        _RunState(
+            task,
+            model_config,
+            dataclasses.replace(train_config, seed=seed),
+            None if out_dirs is None else out_dirs[i],
+            resume,
+            overwrite,
+        )
+        for i, seed in enumerate(seeds)
+    ]
+    if len({r.step for r in runs}) > 1:
+        raise RunDirectoryError(
+            "the runs to resume stand at different steps "
+            f"({ {str(r.out): r.step for r in runs} }); resume them one by one with train()"
+        )
+    stack = ModelStack([r.model for r in runs])
+    optimizer = _make_optimizer(stack.parameters(), train_config)
+    if runs[0].optimizer_state is not None:
+        optimizer.load_state_dict(_stack_optimizer_states([r.optimizer_state for r in runs]))
+    for i, run in enumerate(runs):
+        run.optimizer_state_fn = lambda i=i: _slice_optimizer_state(optimizer.state_dict(), i)
+    _loop(runs, _stacked_step(runs, stack, optimizer), progress, stop_after)
+    return [pd.DataFrame(r.rows) for r in runs]
 
-    out = Path(out_dir) if out_dir is not None else None
-    # A directory with a config but no resume state yet (or --resume on a new directory) starts
-    # from scratch.
-    can_resume = _prepare_run_dir(out, configs, resume, overwrite) if out is not None else False
 
-    generator = TaskGenerator(task, seed=derive_seed(cfg.seed, "task"))
-    eval_sets = {
-        k: v.to(device) for k, v in generator.eval_sets(derive_seed(cfg.seed, "eval")).items()
+def _make_optimizer(params: list, cfg: TrainConfig) -> torch.optim.Optimizer:
+    if cfg.optimizer == "sgd":
+        return torch.optim.SGD(
+            params, lr=cfg.lr, weight_decay=cfg.weight_decay, momentum=cfg.momentum
+        )
+    return torch.optim.Adam(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
+
+
+def _slice_optimizer_state(state: dict, i: int) -> dict:
+    """Model ``i``'s share of a stacked optimizer's state dict (a single run's format)."""
+    return {
+        "state": {
+            k: {n: v[i].clone() if torch.is_tensor(v) and v.ndim > 0 else v for n, v in s.items()}
+            for k, s in state["state"].items()
+        },
+        "param_groups": state["param_groups"],
     }
-    model = InductionNet(model_config, seed=derive_seed(cfg.seed, "init") % 2**63).to(device)
-    optimizer = _make_optimizer(model, cfg)
-    stream = torch.Generator().manual_seed(derive_seed(cfg.seed, "stream"))
-    hooks = intervention_hooks(cfg.intervention, model, task) if cfg.intervention else []
-    use_fast = cfg.backend == "fast" and not hooks and supports_fast_path(model)
 
-    step, loss_sum, loss_count, last_ic_acc = 0, 0.0, 0, None
-    rows: list[dict] = []
-    if can_resume:
-        state = checkpoints.load_resume(
-            out / "checkpoints" / checkpoints.RESUME_NAME, map_location=device
+
+def _stack_optimizer_states(states: list[dict]) -> dict:
+    """The inverse of :func:`_slice_optimizer_state`."""
+    first = states[0]
+    return {
+        "state": {
+            k: {
+                n: torch.stack([st["state"][k][n] for st in states])
+                if torch.is_tensor(v) and v.ndim > 0
+                else v
+                for n, v in s.items()
+            }
+            for k, s in first["state"].items()
+        },
+        "param_groups": first["param_groups"],
+    }
+
+
+class _RunState:
+    """One run inside the training loop: its directory, data, model, schedule and progress."""
+
+    def __init__(self, task, model_config, train_config, out_dir, resume, overwrite) -> None:
+        model_config = model_config or ModelConfig.from_task(task)
+        cfg = self.cfg = train_config or TrainConfig()
+        if (model_config.D, model_config.L) != (task.D, task.L):
+            raise ValueError(
+                f"model_config (D={model_config.D}, L={model_config.L}) does not match task "
+                f"(D={task.D}, L={task.L}); build it with ModelConfig.from_task(task)"
+            )
+        if model_config.n_positions < task.seq_len and model_config.positional != "none":
+            raise ValueError(
+                f"model_config.n_positions={model_config.n_positions} is too small for sequences "
+                f"of {task.seq_len} tokens"
+            )
+        if cfg.num_threads:
+            torch.set_num_threads(cfg.num_threads)
+        self.device = device = torch.device(cfg.device)
+        configs = _configs_dict(task, model_config, cfg)
+
+        out = self.out = Path(out_dir) if out_dir is not None else None
+        # A directory with a config but no resume state yet (or --resume on a new directory)
+        # starts from scratch.
+        can_resume = _prepare_run_dir(out, configs, resume, overwrite) if out is not None else False
+
+        self.generator = TaskGenerator(task, seed=derive_seed(cfg.seed, "task"))
+        self.eval_sets = {
+            k: v.to(device)
+            for k, v in self.generator.eval_sets(derive_seed(cfg.seed, "eval")).items()
+        }
+        self.model = InductionNet(model_config, seed=derive_seed(cfg.seed, "init") % 2**63).to(
+            device
         )
-        model.load_state_dict(state["model"])
-        optimizer.load_state_dict(state["optimizer"])
-        stream.set_state(state["stream"])
-        generator._novel_counter = state["novel_counter"]
-        step, loss_sum, loss_count = state["step"], state["loss_sum"], state["loss_count"]
-        last_ic_acc = state["last_ic_acc"]
-        rows = _read_metrics(out / "metrics.csv", up_to=state["last_eval_step"])
-    ckpt_steps = checkpoint_schedule(cfg)
+        self.optimizer = None  # set by the step function that owns it
+        self.optimizer_state = None  # the resumed optimizer state, until an optimizer takes it
+        self.optimizer_state_fn = None  # () -> this run's optimizer state, for save_resume
+        self.stream = torch.Generator().manual_seed(derive_seed(cfg.seed, "stream"))
+        self.hooks = (
+            intervention_hooks(cfg.intervention, self.model, task) if cfg.intervention else []
+        )
+        self.step, self.loss_sum, self.loss_count, self.last_ic_acc = 0, 0.0, 0, None
+        self.rows: list[dict] = []
+        if can_resume:
+            state = checkpoints.load_resume(
+                out / "checkpoints" / checkpoints.RESUME_NAME, map_location=device
+            )
+            self.model.load_state_dict(state["model"])
+            self.optimizer_state = state["optimizer"]
+            self.stream.set_state(state["stream"])
+            self.generator._novel_counter = state["novel_counter"]
+            self.step, self.loss_sum, self.loss_count = (
+                state["step"],
+                state["loss_sum"],
+                state["loss_count"],
+            )
+            self.last_ic_acc = state["last_ic_acc"]
+            self.rows = _read_metrics(out / "metrics.csv", up_to=state["last_eval_step"])
+        self.ckpt_steps = checkpoint_schedule(cfg)
+        self.last_eval_step = self.rows[-1]["step"] if self.rows else -1
 
-    def save_resume(last_eval_step: int) -> None:
-        if out is None:
+    def save_resume(self) -> None:
+        if self.out is None:
             return
         checkpoints.save_resume(
-            out / "checkpoints" / checkpoints.RESUME_NAME,
+            self.out / "checkpoints" / checkpoints.RESUME_NAME,
             {
-                "model": model.state_dict(),
-                "optimizer": optimizer.state_dict(),
-                "stream": stream.get_state(),
-                "novel_counter": generator._novel_counter,
-                "step": step,
-                "loss_sum": loss_sum,
-                "loss_count": loss_count,
-                "last_ic_acc": last_ic_acc,
-                "last_eval_step": last_eval_step,
+                "model": {k: v.clone() for k, v in self.model.state_dict().items()},
+                "optimizer": self.optimizer_state_fn(),
+                "stream": self.stream.get_state(),
+                "novel_counter": self.generator._novel_counter,
+                "step": self.step,
+                "loss_sum": self.loss_sum,
+                "loss_count": self.loss_count,
+                "last_ic_acc": self.last_ic_acc,
+                "last_eval_step": self.last_eval_step,
             },
         )
 
-    last_eval_step = rows[-1]["step"] if rows else -1
+    def evaluate_if_due(self) -> dict | None:
+        """Evaluate, log and checkpoint if this step is an evaluation step; weights-only
+        checkpoint if it is only a checkpoint step. Returns the metrics row, if any."""
+        cfg, step, out = self.cfg, self.step, self.out
+        if (step % cfg.eval_every == 0 or step == cfg.steps) and step > self.last_eval_step:
+            row = {
+                "step": step,
+                "train_loss": self.loss_sum / self.loss_count if self.loss_count else float("nan"),
+            }
+            row.update(evaluate(self.model, self.eval_sets))
+            self.rows.append(row)
+            self.loss_sum, self.loss_count = 0.0, 0
+            jumped = (
+                cfg.checkpoint_on_jump is not None
+                and self.last_ic_acc is not None
+                and abs(row["ic_acc"] - self.last_ic_acc) > cfg.checkpoint_on_jump
+            )
+            self.last_ic_acc, self.last_eval_step = row["ic_acc"], step
+            if out is not None:
+                _write_metrics(out / "metrics.csv", self.rows)
+                if step in self.ckpt_steps or jumped:
+                    checkpoints.save_weights(out / "checkpoints", step, self.model)
+            self.save_resume()
+            return row
+        if out is not None and step in self.ckpt_steps:
+            checkpoints.save_weights(out / "checkpoints", step, self.model)
+        return None
+
+    def sample(self):
+        return self.generator.sample(self.cfg.batch_size, self.stream).to(self.device)
+
+    def diverged(self, loss: float) -> TrainingDiverged:
+        out = self.out
+        last = checkpoints.list_steps(out / "checkpoints") if out is not None else []
+        return TrainingDiverged(
+            f"training loss became {loss} at step {self.step + 1}"
+            + (f" (seed {self.cfg.seed})" if out is None else f" ({out})")
+            + "; stopped. "
+            + (
+                f"Metrics are in {out / 'metrics.csv'}; the last good checkpoint is step "
+                f"{last[-1] if last else 'none'} (resume state at step {self.last_eval_step})."
+                if out is not None
+                else ""
+            )
+            + " Try a smaller lr."
+        )
+
+
+def _single_step(run: _RunState):
+    """One optimisation step of one run: the fast forward where it applies, else the hooked one."""
+    model = run.model
+    optimizer = run.optimizer = _make_optimizer(
+        [p for p in model.parameters() if p.requires_grad], run.cfg
+    )
+    if run.optimizer_state is not None:
+        optimizer.load_state_dict(run.optimizer_state)
+    run.optimizer_state_fn = optimizer.state_dict
+    use_fast = run.cfg.backend == "fast" and not run.hooks and supports_fast_path(model)
+
+    def step() -> None:
+        batch = run.sample()
+        if use_fast:
+            logits = fast_logits(model, batch.tokens, batch.positions)
+        else:
+            logits = model(batch.tokens, batch.positions)
+        loss = F.cross_entropy(logits, batch.target)
+        if not torch.isfinite(loss):
+            raise run.diverged(loss.item())
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+        run.loss_sum += loss.item()
+        run.loss_count += 1
+
+    return step
+
+
+def _stacked_step(runs: list[_RunState], stack, optimizer):
+    """One optimisation step of every run, as one stacked computation."""
+    from interp.stacked import stacked_logits
+
+    S = len(runs)
+
+    def step() -> None:
+        batches = [r.sample() for r in runs]
+        tokens = torch.stack([b.tokens for b in batches])
+        positions = torch.stack([b.positions for b in batches])
+        target = torch.stack([b.target for b in batches])
+        logits = stacked_logits(stack, tokens, positions)
+        losses = F.cross_entropy(logits.flatten(0, 1), target.flatten(), reduction="none")
+        losses = losses.view(S, -1).mean(1)  # each run's own mean loss: its own gradient
+        values = losses.tolist()
+        for run, value in zip(runs, values):
+            if not math.isfinite(value):
+                raise run.diverged(value)
+        optimizer.zero_grad(set_to_none=True)
+        losses.sum().backward()
+        optimizer.step()
+        for run, value in zip(runs, values):
+            run.loss_sum += value
+            run.loss_count += 1
+
+    return step
+
+
+@contextlib.contextmanager
+def _stop_at_step_boundary():
+    """While training, Ctrl-C (SIGINT) asks the loop to stop after the current step instead of
+    interrupting it half-way (a batch drawn but not learned from would make the resumed run differ
+    from an uninterrupted one). Yields a function telling whether a stop was asked for. Only in
+    the main thread (elsewhere, SIGINT keeps its usual meaning)."""
+    requested = []
+
+    def handler(signum, frame):
+        if not requested:
+            print("\nCtrl-C: stopping after this step...", file=sys.stderr, flush=True)
+        requested.append(signum)
+
+    try:
+        previous = signal.signal(signal.SIGINT, handler)
+    except ValueError:  # not the main thread
+        yield lambda: False
+        return
+    try:
+        yield lambda: bool(requested)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _loop(runs: list[_RunState], step_fn, progress: bool, stop_after: int | None) -> None:
+    """The training loop shared by :func:`train` and :func:`train_many` (runs in lockstep)."""
+    first = runs[0]
+    cfg = first.cfg
     bar = tqdm(
         total=cfg.steps,
-        initial=step,
+        initial=first.step,
         disable=not progress,
-        desc="train",
+        desc="train" if len(runs) == 1 else f"train x{len(runs)}",
         unit="step",
         file=sys.stderr,
     )
     try:
-        with model.hooks(fwd_hooks=hooks):
+        with contextlib.ExitStack() as hooks, _stop_at_step_boundary() as stop_requested:
+            for run in runs:
+                hooks.enter_context(run.model.hooks(fwd_hooks=run.hooks))
             while True:
-                if (step % cfg.eval_every == 0 or step == cfg.steps) and step > last_eval_step:
-                    row = {
-                        "step": step,
-                        "train_loss": loss_sum / loss_count if loss_count else float("nan"),
-                    }
-                    row.update(evaluate(model, eval_sets))
-                    rows.append(row)
-                    loss_sum, loss_count = 0.0, 0
-                    jumped = (
-                        cfg.checkpoint_on_jump is not None
-                        and last_ic_acc is not None
-                        and abs(row["ic_acc"] - last_ic_acc) > cfg.checkpoint_on_jump
-                    )
-                    last_ic_acc, last_eval_step = row["ic_acc"], step
-                    if out is not None:
-                        _write_metrics(out / "metrics.csv", rows)
-                        if step in ckpt_steps or jumped:
-                            checkpoints.save_weights(out / "checkpoints", step, model)
-                    save_resume(last_eval_step)
-                    bar.set_postfix(
-                        loss=f"{row['train_loss']:.3f}",
-                        ic=f"{row['ic_acc']:.3f}",
-                        iw=f"{row['iw_acc']:.3f}",
-                    )
-                elif out is not None and step in ckpt_steps:
-                    checkpoints.save_weights(out / "checkpoints", step, model)
-                if step >= cfg.steps:
-                    break
-                if stop_after is not None and step >= stop_after:
-                    save_resume(last_eval_step)
-                    break
-                batch = generator.sample(cfg.batch_size, stream).to(device)
-                if use_fast:
-                    logits = fast_logits(model, batch.tokens, batch.positions)
-                else:
-                    logits = model(batch.tokens, batch.positions)
-                loss = F.cross_entropy(logits, batch.target)
-                if not torch.isfinite(loss):
-                    last = checkpoints.list_steps(out / "checkpoints") if out is not None else []
-                    raise TrainingDiverged(
-                        f"training loss became {loss.item()} at step {step + 1}; stopped. "
-                        + (
-                            f"Metrics are in {out / 'metrics.csv'}; the last good checkpoint is step "
-                            f"{last[-1] if last else 'none'} (resume state at step {last_eval_step})."
-                            if out is not None
-                            else ""
+                for run in runs:
+                    row = run.evaluate_if_due()
+                    if row is not None and run is first:
+                        bar.set_postfix(
+                            loss=f"{row['train_loss']:.3f}",
+                            ic=f"{row['ic_acc']:.3f}",
+                            iw=f"{row['iw_acc']:.3f}",
                         )
-                        + " Try a smaller lr."
-                    )
-                optimizer.zero_grad(set_to_none=True)
-                loss.backward()
-                optimizer.step()
-                loss_sum += loss.item()
-                loss_count += 1
-                step += 1
+                if first.step >= cfg.steps:
+                    break
+                if stop_after is not None and first.step >= stop_after:
+                    for run in runs:
+                        run.save_resume()
+                    break
+                step_fn()
+                for run in runs:
+                    run.step += 1
                 bar.update(1)
+                if stop_requested():
+                    raise KeyboardInterrupt  # Ctrl-C arrived during the step: stop after it
     except KeyboardInterrupt:
-        save_resume(last_eval_step)
+        for run in runs:
+            run.save_resume()
         bar.close()
-        if out is not None:
-            print(
-                f"\ninterrupted at step {step}; state saved. Resume with: induction-cliff train "
-                f"--resume --out {out}",
-                file=sys.stderr,
-            )
+        for run in runs:
+            if run.out is not None:
+                print(
+                    f"\ninterrupted at step {run.step}; state saved. Resume with: induction-cliff "
+                    f"train --resume --out {run.out}",
+                    file=sys.stderr,
+                )
         raise
     finally:
         bar.close()
-    return pd.DataFrame(rows)
 
 
 def _write_metrics(path: Path, rows: list[dict]) -> None:

@@ -216,3 +216,31 @@ def test_same_seed_same_run(tmp_path):
     pd.testing.assert_frame_equal(a, b)
     c = train(TASK, MODEL, cfg(steps=20, seed=1), None, progress=False)
     assert not np.allclose(a["ic_loss"], c["ic_loss"])
+
+
+def test_ctrl_c_in_the_middle_of_a_step_stops_after_it_and_resume_is_exact(tmp_path, monkeypatch):
+    """A real SIGINT that arrives after a batch was drawn: the step completes, then the run stops
+    with its state saved, and the resumed run equals the uninterrupted one."""
+    import os
+    import signal
+
+    full = train(TASK, MODEL, cfg(), tmp_path / "full", progress=False)
+    calls = {"n": 0}
+    original = TaskGenerator.sample
+
+    def sample_then_sigint(self, *a, **k):
+        batch = original(self, *a, **k)  # the data stream has moved on
+        calls["n"] += 1
+        if calls["n"] == 27:
+            os.kill(os.getpid(), signal.SIGINT)
+        return batch
+
+    monkeypatch.setattr(TaskGenerator, "sample", sample_then_sigint)
+    with pytest.raises(KeyboardInterrupt):
+        train(TASK, MODEL, cfg(), tmp_path / "part", progress=False)
+    monkeypatch.setattr(TaskGenerator, "sample", original)
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # handler restored
+    state = checkpoints.load_resume(tmp_path / "part" / "checkpoints" / checkpoints.RESUME_NAME)
+    assert state["step"] == 27  # the interrupted step was finished, not lost
+    resumed = train(TASK, MODEL, cfg(), tmp_path / "part", resume=True, progress=False)
+    pd.testing.assert_frame_equal(full, resumed)

@@ -1,0 +1,138 @@
+"""Many models at once: stacked models in one process versus one process per model.
+
+Seeds of one configuration can train (a) one per process, each process on its own threads, or
+(b) stacked in one process (:func:`interp.training.train_many`, :mod:`interp.stacked`), or both
+(several processes, each with a stack). This benchmark measures the aggregate training rate
+(model-steps per second, fresh batches sampled in the step as in training) of each arrangement at
+the paper's configuration (paper-fig1d task, batch 128, SGD), in one run on one machine:
+
+- ``single``: one model, the fast path (:func:`interp.fast.fast_logits`), the reference;
+- ``stack S``: S models stacked in one process;
+- ``P procs x stack S``: P processes at once, each with ``threads / P`` threads and a stack of S.
+
+On a GPU (when torch sees one), it also reports stacks of 1, 8, 64 and 256 models on the GPU and the
+ratio to the single-model rate. Prints medians over rounds; the last line is the best CPU
+arrangement's ratio to one single-model process using all threads.
+
+Usage: python benchmarks/bench_many.py [--quick] [--threads 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing as mp
+import statistics
+import time
+
+import torch
+import torch.nn.functional as F
+
+
+def _setup(n_models: int, device: str):
+    from interp.model import InductionNet, ModelConfig
+    from interp.presets import get_preset
+    from interp.stacked import ModelStack
+    from interp.task import TaskGenerator
+
+    preset = get_preset("paper-fig1d")
+    task = preset.task
+    cfg = ModelConfig.from_task(task)
+    gens = [TaskGenerator(task, s) for s in range(n_models)]
+    streams = [torch.Generator().manual_seed(s) for s in range(n_models)]
+    models = [InductionNet(cfg, seed=s).to(device) for s in range(n_models)]
+    stack = ModelStack(models) if n_models > 1 or device != "cpu" else None
+    params = stack.parameters() if stack is not None else list(models[0].parameters())
+    opt = torch.optim.SGD(params, lr=0.01, weight_decay=1e-6)
+    return gens, streams, models, stack, opt
+
+
+def _timed_steps(n_models: int, device: str, steps: int, rounds: int) -> list[float]:
+    """Model-steps per second of each round."""
+    from interp.fast import fast_logits
+    from interp.stacked import stacked_logits
+
+    gens, streams, models, stack, opt = _setup(n_models, device)
+
+    def step():
+        batches = [g.sample(128, s).to(device) for g, s in zip(gens, streams)]
+        if stack is None:
+            b = batches[0]
+            loss = F.cross_entropy(fast_logits(models[0], b.tokens, b.positions), b.target)
+        else:
+            tokens = torch.stack([b.tokens for b in batches])
+            positions = torch.stack([b.positions for b in batches])
+            target = torch.stack([b.target for b in batches])
+            logits = stacked_logits(stack, tokens, positions)
+            loss = F.cross_entropy(logits.flatten(0, 1), target.flatten(), reduction="none")
+            loss = loss.view(n_models, -1).mean(1).sum()
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        loss.item()
+
+    for _ in range(3):
+        step()
+    rates = []
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        for _ in range(steps):
+            step()
+        rates.append(n_models * steps / (time.perf_counter() - t0))
+    return rates
+
+
+def _worker(n_models, threads, steps, rounds, barrier, queue):
+    torch.set_num_threads(threads)
+    _timed_steps(n_models, "cpu", 2, 1)  # warm-up outside the barrier
+    barrier.wait()
+    queue.put(_timed_steps(n_models, "cpu", steps, rounds))
+
+
+def processes(n_procs: int, n_models: int, threads: int, steps: int, rounds: int) -> float:
+    """Aggregate model-steps/s of ``n_procs`` processes running at once (median round)."""
+    ctx = mp.get_context("spawn")
+    barrier, queue = ctx.Barrier(n_procs), ctx.Queue()
+    procs = [
+        ctx.Process(target=_worker, args=(n_models, threads, steps, rounds, barrier, queue))
+        for _ in range(n_procs)
+    ]
+    for p in procs:
+        p.start()
+    results = [queue.get() for _ in procs]
+    for p in procs:
+        p.join()
+    return sum(statistics.median(r) for r in results)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true", help="fewer steps (about two minutes)")
+    parser.add_argument("--threads", type=int, default=2)
+    args = parser.parse_args()
+    steps, rounds = (10, 3) if args.quick else (30, 5)
+    T = args.threads
+    print(f"paper-fig1d, batch 128 per model, SGD; {T} threads in all; model-steps/s (median)")
+    rows = {}
+    rows[f"1 proc x single ({T} threads)"] = processes(1, 1, T, steps * 2, rounds)
+    for S in (2, 4, 6, 8):
+        rows[f"1 proc x stack {S} ({T} threads)"] = processes(1, S, T, max(steps // 2, 3), rounds)
+    if T >= 2:
+        P = T
+        rows[f"{P} procs x single (1 thread each)"] = processes(P, 1, 1, steps * 2, rounds)
+        for S in (2, 3, 4):
+            rows[f"{P} procs x stack {S} (1 thread each)"] = processes(P, S, 1, steps // 2, rounds)
+    base = rows[f"1 proc x single ({T} threads)"]
+    for name, rate in rows.items():
+        print(f"{name:34s} {rate:8.1f}   x{rate / base:.2f}")
+    if torch.cuda.is_available():
+        single = statistics.median(_timed_steps(1, "cuda", steps * 5, rounds))
+        print(f"GPU ({torch.cuda.get_device_name()}): stack 1: {single:.1f} model-steps/s")
+        for S in (8, 64, 256):
+            rate = statistics.median(_timed_steps(S, "cuda", steps, rounds))
+            print(f"GPU stack {S:4d}: {rate:10.1f} model-steps/s   x{rate / single:.1f}")
+    best = max(rows, key=rows.get)
+    print(f"best CPU arrangement: {best}: x{rows[best] / base:.2f} the single-model process")
+
+
+if __name__ == "__main__":
+    main()
