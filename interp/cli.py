@@ -1,4 +1,4 @@
-"""Command line: ``induction-cliff {train,measures,transition,fit,figures,presets}``.
+"""Command line: ``induction-cliff {train,sweep,sweep-summary,measures,transition,fit,figures,presets}``.
 
 Examples::
 
@@ -8,6 +8,8 @@ Examples::
     induction-cliff train --resume --out runs/fig3-s1          # continue an interrupted run
     induction-cliff fit runs/fig3-s1                            # writes runs/fig3-s1/fit.json
     induction-cliff figures runs/demo --out runs/demo/figures
+    induction-cliff sweep --preset fig2-kb-quick --out runs/fig2-kb   # rerun it to resume
+    induction-cliff sweep --preset paper-fig1d --seeds 0-5 --out runs/fig1d --backend ray
 """
 
 from __future__ import annotations
@@ -215,11 +217,94 @@ def _cmd_evaluate(args) -> int:
     return 0
 
 
+def _cmd_sweep(args) -> int:
+    from interp.sweep import (
+        SweepDirectoryError,
+        SweepSpec,
+        load_manifest,
+        parse_grid,
+        parse_seeds,
+        run_sweep,
+    )
+
+    seeds = parse_seeds(args.seeds) if args.seeds else None
+    grid, overrides = parse_grid(args.grid or []), parse_overrides(args.set or [])
+    if args.preset is None:
+        if not (args.out and (Path(args.out) / "sweep.json").exists()) or grid or overrides:
+            raise ValueError("--preset is required (only a rerun of a sweep in --out may omit it)")
+        spec = SweepSpec.from_dict(load_manifest(args.out)["spec"])
+        if seeds is not None:
+            spec = dataclasses.replace(spec, seeds=seeds)
+    else:
+        spec = SweepSpec.from_preset(args.preset, grid, overrides, seeds)
+        from interp.presets import get_preset
+
+        dropped = [k for k in get_preset(args.preset).grid if k not in spec.grid]
+        if dropped:
+            print(f"--set fixes {dropped}: not swept", file=sys.stderr)
+        print(f"preset: {get_preset(args.preset).note}", file=sys.stderr)
+    out = args.out or f"runs/sweep-{spec.preset}"
+    try:
+        summary = run_sweep(
+            spec,
+            out,
+            backend=args.backend,
+            workers=args.workers,
+            threads_per_worker=args.threads_per_worker,
+            ray_address=args.ray_address,
+            overwrite=args.overwrite,
+            figures=not args.no_figures,
+            formats=tuple(args.formats.split(",")),
+        )
+    except (SweepDirectoryError, RuntimeError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 3
+    except KeyboardInterrupt:
+        return 130
+    _print_summary(summary, spec.fields)
+    return 1 if (summary["status"] == "failed").any() else 0
+
+
+def _print_summary(summary, fields) -> None:
+    cols = [*fields, "seed", "steps_done", "ic_acc", "ic2_acc", "iw_acc", "transition_step"]
+    print(summary[[*cols, "status"]].to_string(index=False, float_format=lambda v: f"{v:.3g}"))
+
+
+def _cmd_sweep_summary(args) -> int:
+    from interp.sweep import (
+        SweepDirectoryError,
+        SweepSpec,
+        load_manifest,
+        summarize_sweep,
+        write_summary,
+        write_sweep_figures,
+    )
+
+    try:
+        spec = SweepSpec.from_dict(load_manifest(args.sweep_dir)["spec"])
+        summary = summarize_sweep(args.sweep_dir)
+    except SweepDirectoryError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 3
+    paths = write_summary(args.sweep_dir, summary)
+    if not args.no_figures:
+        paths += write_sweep_figures(args.sweep_dir, summary, tuple(args.formats.split(",")))
+    _print_summary(summary, spec.fields)
+    for p in paths:
+        print(f"wrote {p}")
+    return 0
+
+
 def _cmd_presets(args) -> int:
     from interp.presets import PRESETS
 
+    width = max(map(len, PRESETS))
     for name, preset in PRESETS.items():
-        print(f"{name:12s} {preset.note}")
+        print(f"{name:{width}s} {preset.note}")
+        if preset.grid:
+            axes = " x ".join(f"{k} in {list(v)}" for k, v in preset.grid.items())
+            seeds = list(preset.seeds)
+            print(f"{'':{width}s}   sweep: {axes}; seeds {seeds}")
     return 0
 
 
@@ -280,6 +365,44 @@ def make_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--out", default=None, help="CSV path (default RUN_DIR/length_eval.csv)")
     p.set_defaults(func=_cmd_evaluate)
+
+    p = sub.add_parser(
+        "sweep",
+        help="train one run per point of a grid x seeds (resumable), write a summary and figure",
+    )
+    p.add_argument("--preset", default=None, help="base preset, e.g. fig2-kb-quick or paper-fig1d")
+    p.add_argument(
+        "--grid",
+        action="append",
+        metavar="FIELD=V1,V2,...",
+        help="sweep a config field (repeatable; replaces the preset's axis of that field; a value "
+        "naming another field refers to it, e.g. L=N,32)",
+    )
+    p.add_argument(
+        "--set", action="append", metavar="KEY=VALUE", help="override a field at every point"
+    )
+    p.add_argument("--seeds", default=None, help="e.g. 0,1 or 0-5 (default: the preset's)")
+    p.add_argument("--out", default=None, help="sweep folder (default runs/sweep-PRESET)")
+    p.add_argument("--backend", default="process", choices=["process", "ray", "serial"])
+    p.add_argument(
+        "--workers", type=int, default=None, help="concurrent runs (default: CPUs / threads)"
+    )
+    p.add_argument("--threads-per-worker", type=int, default=1, help="torch threads per run")
+    p.add_argument("--ray-address", default=None, help="address of a running Ray cluster")
+    p.add_argument(
+        "--overwrite", action="store_true", help="delete the sweep in --out and start again"
+    )
+    p.add_argument("--no-figures", action="store_true", help="no phase-diagram figure")
+    p.add_argument("--formats", default="png,pdf,html", help="figure formats (comma-separated)")
+    p.set_defaults(func=_cmd_sweep)
+
+    p = sub.add_parser(
+        "sweep-summary", help="rebuild a sweep's summary and figure from what is on disk"
+    )
+    p.add_argument("sweep_dir")
+    p.add_argument("--no-figures", action="store_true", help="only the summary tables")
+    p.add_argument("--formats", default="png,pdf,html", help="figure formats (comma-separated)")
+    p.set_defaults(func=_cmd_sweep_summary)
 
     p = sub.add_parser("presets", help="list the presets")
     p.set_defaults(func=_cmd_presets)

@@ -637,6 +637,7 @@ def plot_phase_diagram(
     values: Sequence[str] = ("ic_acc", "iw_acc"),
     title: str = "Phase diagram",
     note: str | None = None,
+    order: Mapping[str, Sequence] | None = None,
 ) -> go.Figure:
     """Final IC and IW accuracy over two data parameters, one heatmap per quantity.
 
@@ -651,6 +652,8 @@ def plot_phase_diagram(
         values: quantities to show, one panel each.
         title: figure title.
         note: deviations from the paper's settings, printed under the title.
+        order: the order of the values of ``x`` and ``y`` on the axes (default: sorted), e.g. a
+            sweep's grid, whose values may mix numbers and names (``L`` = ``"N"``, 32).
 
     Returns:
         Side-by-side annotated heatmaps with a shared 0-1 colour scale.
@@ -658,9 +661,10 @@ def plot_phase_diagram(
     missing = [c for c in (x, y, *values) if c not in summary.columns]
     if missing:
         raise ValueError(f"summary lacks columns {missing}; it has {list(summary.columns)}")
-    mean = summary.groupby([y, x], sort=True)[list(values)].mean()
-    xs = sorted(summary[x].unique())
-    ys = sorted(summary[y].unique())
+    mean = summary.groupby([y, x], sort=False)[list(values)].mean()
+    order = order or {}
+    xs = list(order[x]) if x in order else sorted(summary[x].unique())
+    ys = list(order[y]) if y in order else sorted(summary[y].unique())
     fig = make_subplots(
         rows=1,
         cols=len(values),

@@ -1,7 +1,9 @@
-"""Named settings for the CLI and notebooks: the paper's runs and a fast demo.
+"""Named settings for the CLI and notebooks: the paper's runs, its Fig 2 sweeps and a fast demo.
 
 Each preset is a ``(TaskConfig, model overrides, TrainConfig)`` triple. Deviations from the paper's
 settings are said in the preset's ``note`` and recorded in ``config.json`` through the configs.
+Sweep presets (``fig2-*``) add a grid and seeds for ``induction-cliff sweep`` (:mod:`interp.sweep`);
+their configs are the base that every point of the grid modifies.
 """
 
 from __future__ import annotations
@@ -27,6 +29,10 @@ class Preset:
         model: overrides of :class:`~interp.model.ModelConfig` fields (the rest from the task).
         train: optimiser and schedule.
         note: what the preset reproduces, and how it deviates from the paper.
+        grid: for a sweep preset, the grid that ``induction-cliff sweep`` runs: config field
+            (addressed as ``--set`` addresses it) -> values; the points are the Cartesian product
+            (see :class:`interp.sweep.SweepSpec`). Empty for a preset of one run.
+        seeds: the seeds a sweep of this preset runs unless told otherwise.
     """
 
     name: str
@@ -34,6 +40,92 @@ class Preset:
     train: TrainConfig
     model: dict = field(default_factory=dict)
     note: str = ""
+    grid: dict = field(default_factory=dict)
+    seeds: tuple[int, ...] = (0,)
+
+
+def _fig2_presets() -> list[Preset]:
+    """The sweeps of the paper's Fig 2, at the paper's settings and reduced (``-quick``).
+
+    Fig 2 varies one or two data parameters with the others fixed. The fixed values are this
+    toolkit's choice (the headline setting of Fig 1d, K=512, B=2, p_C=0, where it applies).
+    ``B = 0`` points train without bursty sequences (the sweep sets ``p_B = p_C = 0`` there, as
+    SPEC section 1 says). The ``-quick`` variants take minutes on 2 cores, not days: Adam lr 1e-3
+    for 1500 steps (a DEVIATION, as in the demo, with a larger lr so that the picture forms within
+    the budget) and 512 sequences per evaluation set.
+    """
+    paper_train = TrainConfig(
+        optimizer="sgd", lr=0.01, weight_decay=1e-6, batch_size=128, steps=100_000
+    )
+    quick_train = TrainConfig(
+        optimizer="adam",
+        lr=1e-3,
+        weight_decay=1e-6,
+        batch_size=128,
+        steps=1500,
+        eval_every=100,
+        checkpoint_every=500,
+        n_log_checkpoints=6,
+    )
+    headline = TaskConfig(K=512, L=32, N=8, B=2, eps=0.1, alpha=0.0, p_B=1.0, p_C=0.0)
+    paper = "plain SGD lr 0.01, batch 128, 1e5 steps, seeds 0-5"
+    quick = (
+        "DEVIATION: Adam lr 1e-3 for 1500 steps (paper: SGD lr 0.01 for 1e5), 512 sequences "
+        "per evaluation set, seed 0"
+    )
+    # name: (what, task of the paper preset, task of the quick one, grid)
+    sweeps = {
+        "fig2-kb": (
+            "Reddy 2024 Fig 2, K x B phase diagram: K in {128, 256, 512, 2048} x B in {0, 1, 2, "
+            "4} (B=0: no bursty sequences), eps 0.1, alpha 0, p_C 0",
+            headline,
+            headline,
+            {"K": (128, 256, 512, 2048), "B": (0, 1, 2, 4)},
+        ),
+        "fig2-eps": (
+            "Reddy 2024 Fig 2, within-class noise eps in {0, 0.1, 0.25, 0.5, 0.75} at K=512, B=2",
+            headline,
+            headline,
+            {"eps": (0.0, 0.1, 0.25, 0.5, 0.75)},
+        ),
+        "fig2-alpha": (
+            "Reddy 2024 Fig 2, Zipf exponent alpha in {0, 0.5, 1, 1.5, 2} (class frequencies in "
+            "bursty and non-bursty sequences and in IW; the quick variant at K=2048, B=1)",
+            headline,
+            dataclasses.replace(headline, K=2048, B=1),
+            {"alpha": (0.0, 0.5, 1.0, 1.5, 2.0)},
+        ),
+        "fig2-ln": (
+            "Reddy 2024, L = N experiment: N in {2, 4, 8} with L = N (every label is in the "
+            "context) versus L = 32; B=1 throughout (B must divide N and be < N, so N=2 allows "
+            "only B=1), K a multiple of every L (512; the quick variant 2048)",
+            dataclasses.replace(headline, B=1),
+            dataclasses.replace(headline, K=2048, B=1),
+            {"N": (2, 4, 8), "L": ("N", 32)},
+        ),
+    }
+    presets = []
+    for name, (what, task, quick_task, grid) in sweeps.items():
+        presets.append(
+            Preset(
+                name=name,
+                task=task,
+                train=paper_train,
+                grid=grid,
+                seeds=tuple(range(6)),
+                note=f"{what}; {paper}.",
+            )
+        )
+        presets.append(
+            Preset(
+                name=f"{name}-quick",
+                task=dataclasses.replace(quick_task, n_eval=512),
+                train=quick_train,
+                grid=grid,
+                note=f"{what}; reduced. {quick}.",
+            )
+        )
+    return presets
 
 
 PRESETS: dict[str, Preset] = {
@@ -90,6 +182,7 @@ PRESETS: dict[str, Preset] = {
             model=dict(d_mlp=32),
             note="Tiny smoke-test setting (seconds). DEVIATION: much smaller task and network, Adam.",
         ),
+        *_fig2_presets(),
     ]
 }
 

@@ -71,6 +71,33 @@ def test_zipf_acts_in_bursty_sequences():
     assert counts[0] > 5 * max(counts[63], 1)
 
 
+def test_zipf_weights_in_bursty_sequences_match_the_exact_marginal():
+    """Bursty contexts draw n = N/B classes from p(k) ∝ (k+1)^-alpha with pairwise different
+    labels: the chance that class k is in a context is exact in closed form (labels drawn one by
+    one by their total weight, without replacement; a class within its label by p(k))."""
+    cfg = TaskConfig(K=64, L=8, N=8, alpha=1.0, B=4, p_B=1.0)  # n = 2 classes per context
+    n_seq = 20_000
+    b = TaskGenerator(cfg, 0).sample(n_seq, gen(3))
+    in_context = np.zeros(cfg.K)
+    for row in b.item_classes.numpy():
+        in_context[np.unique(row)] += 1
+    observed = in_context / n_seq
+    p = np.arange(1, cfg.K + 1, dtype=float) ** -cfg.alpha
+    p /= p.sum()
+    w = p.reshape(cfg.K // cfg.L, cfg.L).sum(axis=0)  # label m's weight: classes m, m+L, ...
+    # P(label m among 2 draws without replacement) = w_m + sum_{j != m} w_j w_m / (1 - w_j)
+    label_in = w + np.array(
+        [sum(w[j] * w[m] / (1 - w[j]) for j in range(cfg.L) if j != m) for m in range(cfg.L)]
+    )
+    exact = label_in[np.arange(cfg.K) % cfg.L] * p / w[np.arange(cfg.K) % cfg.L]
+    se = np.sqrt(exact * (1 - exact) / n_seq)
+    assert np.all(np.abs(observed - exact) < 4.5 * se)
+    # the weights really act: class 0 is in ~30x as many contexts as class 63, and within a label
+    # the classes keep their Zipf ratio (classes 0 and 8 share label 0: p(0)/p(8) = 9)
+    assert observed[0] > 20 * observed[63]
+    assert observed[0] / observed[8] == pytest.approx(9, rel=0.1)
+
+
 def test_novel_classes_never_repeat_across_batches():
     cfg = TaskConfig(K=64, L=32, N=8, B=2, p_C=1.0)
     g = TaskGenerator(cfg, 0)

@@ -1,0 +1,367 @@
+"""Sweeps: grid expansion and names, validation before any work, resumption, failures, the
+process and Ray backends, the summary and the phase-diagram figure."""
+
+import dataclasses
+import importlib.util
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from interp import export, sweep
+from interp.cli import main
+from interp.sweep import SweepDirectoryError, SweepSpec, run_sweep
+from interp.sweep_plots import plot_sweep, plot_sweep_curves
+from interp.training import TrainingDiverged, train
+
+# The tiny preset, shortened: 40 steps, 5 evaluations (enough for transition detection).
+FAST = {
+    "steps": "40",
+    "eval_every": "10",
+    "n_eval": "64",
+    "batch_size": "32",
+    "checkpoint_every": "20",
+    "n_log_checkpoints": "2",
+}
+SUMMARY_COLUMNS = [
+    "point",
+    "K",
+    "seed",
+    "steps",
+    "steps_done",
+    "ic_acc",
+    "ic2_acc",
+    "iw_acc",
+    "transition_step",
+    "transition_width",
+    "plateau_level",
+    "plateau_length",
+    "transition_reason",
+    "status",
+    "error",
+]
+
+
+def spec(grid=None, seeds=(0,), **overrides):
+    return SweepSpec(
+        preset="tiny",
+        grid={"K": (16, 32)} if grid is None else grid,
+        overrides={**FAST, **overrides},
+        seeds=seeds,
+    )
+
+
+def silent(line: str) -> None:
+    """A sweep's progress log that prints nothing."""
+
+
+def test_grid_expansion_names_and_references():
+    s = SweepSpec(preset="tiny", grid={"K": (16, 32), "B": (1, 2)}, seeds=(0, 1))
+    points = s.points()
+    assert [p.name for p in points] == [
+        f"K={K}_B={B}_seed={seed}" for K in (16, 32) for B in (1, 2) for seed in (0, 1)
+    ]
+    p = points[5]  # K=32, B=1, seed 1
+    assert (p.task.K, p.task.B, p.train.seed, p.values) == (32, 1, 1, {"K": 32, "B": 1})
+    assert p.model.L == p.task.L == 8 and p.task.D == 15  # the rest from the preset
+    # values given as strings (the command line) give the same, typed, points
+    same = SweepSpec(preset="tiny", grid={"K": ["16", "32"], "B": ["1", "2"]}, seeds=(0, 1))
+    assert [q.name for q in same.points()] == [q.name for q in points]
+    assert same.points()[5].values == {"K": 32, "B": 1}
+    # a value naming another field refers to it: L = N versus L = 8 (K=64 is a multiple of both)
+    ln = SweepSpec(preset="tiny", grid={"N": (2, 4), "L": ("N", 8)}).points()
+    assert [q.name for q in ln] == [
+        "N=2_L=N_seed=0",
+        "N=2_L=8_seed=0",
+        "N=4_L=N_seed=0",
+        "N=4_L=8_seed=0",
+    ]
+    assert [(q.task.N, q.task.L) for q in ln] == [(2, 2), (2, 8), (4, 4), (4, 8)]
+    # B = 0 means no bursty sequences (the tiny preset has p_C = 0.5): p_B = p_C = 0 there
+    b0, b1 = SweepSpec(preset="tiny", grid={"B": (0, 1)}).points()
+    assert (b0.task.p_B, b0.task.p_C) == (0.0, 0.0) and (b1.task.p_B, b1.task.p_C) == (1.0, 0.5)
+    # floats are named compactly
+    assert SweepSpec(preset="tiny", grid={"lr": (1e-3,)}).points()[0].name == "lr=0.001_seed=0"
+
+
+def test_from_preset_replaces_axes_in_place_and_set_fixes_one():
+    s = SweepSpec.from_preset("fig2-kb-quick")
+    assert s.grid == {"K": (128, 256, 512, 2048), "B": (0, 1, 2, 4)} and s.seeds == (0,)
+    assert len(s.points()) == 16
+    s = SweepSpec.from_preset("fig2-kb-quick", grid={"B": ["0", "1"], "eps": ["0.1", "0.5"]})
+    assert list(s.grid) == ["K", "B", "eps"] and s.grid["B"] == ("0", "1")
+    s = SweepSpec.from_preset("fig2-kb-quick", overrides={"K": "256"}, seeds=(1, 2))
+    assert s.grid == {"B": (0, 1, 2, 4)} and s.seeds == (1, 2)
+    # a plain training preset: its one config over several seeds
+    s = SweepSpec.from_preset("paper-fig1d", seeds=sweep.parse_seeds("0-2,5"))
+    assert [p.name for p in s.points()] == ["seed=0", "seed=1", "seed=2", "seed=5"]
+
+
+def test_parse_grid_and_seeds():
+    assert sweep.parse_grid(["K=128, 256", "L=N,32"]) == {"K": ["128", "256"], "L": ["N", "32"]}
+    assert sweep.parse_seeds("0-2,7") == (0, 1, 2, 7)
+    with pytest.raises(ValueError, match="--grid 'K' is invalid"):
+        sweep.parse_grid(["K"])
+    with pytest.raises(ValueError, match="--seeds '3-1' is invalid"):
+        sweep.parse_seeds("3-1")
+
+
+def test_invalid_points_are_named_before_any_training(tmp_path):
+    out = tmp_path / "sweep"
+    bad = spec(grid={"K": (16, 20), "B": (1, 3)})
+    with pytest.raises(ValueError) as err:
+        run_sweep(bad, out, backend="serial", figures=False, log=silent)
+    message = str(err.value)
+    assert "3 invalid point(s), nothing was trained" in message
+    assert "point K=16, B=3, seed=0: TaskConfig.B=3 is invalid: allowed values for N=4" in message
+    assert "[1, 2]" in message
+    assert (
+        "point K=20, B=1, seed=0: TaskConfig.K=20 is invalid: must be a multiple of L=8" in message
+    )
+    assert not out.exists()
+    with pytest.raises(ValueError, match="grid field 'Kay' is unknown: allowed fields are"):
+        SweepSpec(preset="tiny", grid={"Kay": (1,)})
+    with pytest.raises(ValueError, match="cannot hold 'seed'"):
+        SweepSpec(preset="tiny", grid={"seed": (1, 2)})
+    with pytest.raises(ValueError, match="backend='dask' is invalid"):
+        run_sweep(spec(), out, backend="dask")
+
+
+def test_serial_sweep_writes_runs_summary_and_figure(tmp_path):
+    out = tmp_path / "sweep"
+    lines = []
+    summary = run_sweep(spec(), out, backend="serial", formats=("html",), log=lines.append)
+    assert (out / "sweep.json").exists()
+    for name in ("K=16_seed=0", "K=32_seed=0"):
+        metrics = pd.read_csv(out / name / "metrics.csv")
+        assert metrics["step"].tolist() == [0, 10, 20, 30, 40]
+        assert json.loads((out / name / "config.json").read_text())["train"]["num_threads"] == 1
+    assert list(summary.columns) == SUMMARY_COLUMNS
+    assert summary["point"].tolist() == ["K=16_seed=0", "K=32_seed=0"]
+    assert summary["K"].tolist() == [16, 32] and summary["status"].tolist() == ["done", "done"]
+    assert summary["steps_done"].tolist() == [40, 40]
+    last = pd.read_csv(out / "K=32_seed=0" / "metrics.csv").iloc[-1]
+    assert summary["iw_acc"].iloc[1] == pytest.approx(last["iw_acc"])
+    # no transition in 40 steps: NaN and the reason
+    assert summary["transition_step"].isna().all() and (summary["transition_reason"] != "").all()
+    on_disk = pd.read_csv(out / "summary.csv")
+    assert list(on_disk.columns) == SUMMARY_COLUMNS and len(on_disk) == 2
+    over = pd.read_csv(out / "summary_over_seeds.csv")
+    assert over["K"].tolist() == [16, 32] and over["n_seeds"].tolist() == [1, 1]
+    assert over["ic_acc_mean"].tolist() == pytest.approx(summary["ic_acc"].tolist())
+    # the 1-D figure: IC / IC2 / IW against K, its data beside it
+    data = pd.read_csv(out / "figures" / "phase_diagram.csv")
+    assert (out / "figures" / "phase_diagram.html").exists()
+    ic_mean = data[data["name"] == "IC"]
+    assert ic_mean["x"].tolist() == [16, 32]
+    assert ic_mean["y"].tolist() == pytest.approx(summary["ic_acc"].tolist())
+    assert "0 finished (skipped), 0 to resume, 2 to train" in lines[0]
+    # a second run skips both points and rewrites nothing of theirs
+    mtimes = [(out / n / "metrics.csv").stat().st_mtime_ns for n in summary["point"]]
+    lines.clear()
+    again = run_sweep(spec(), out, backend="serial", figures=False, log=lines.append)
+    assert "2 finished (skipped), 0 to resume, 0 to train" in lines[0]
+    assert [(out / n / "metrics.csv").stat().st_mtime_ns for n in summary["point"]] == mtimes
+    pd.testing.assert_frame_equal(again, summary)
+
+
+def test_partial_point_resumes_bit_exactly_and_finished_point_is_skipped(tmp_path):
+    out = tmp_path / "sweep"
+    s = spec()
+    partial, finished = s.points()
+    one_thread = lambda p: dataclasses.replace(p.train, num_threads=1)  # noqa: E731
+    train(
+        partial.task,
+        partial.model,
+        one_thread(partial),
+        out / partial.name,
+        progress=False,
+        stop_after=23,
+    )
+    train(finished.task, finished.model, one_thread(finished), out / finished.name, progress=False)
+    mtime = (out / finished.name / "metrics.csv").stat().st_mtime_ns
+    lines = []
+    summary = run_sweep(s, out, backend="serial", figures=False, log=lines.append)
+    assert "1 finished (skipped), 1 to resume, 0 to train" in lines[0]
+    assert "K=16_seed=0: resumed, done at step 40" in lines[1]
+    assert (out / finished.name / "metrics.csv").stat().st_mtime_ns == mtime  # not retrained
+    status = json.loads((out / "status.json").read_text())
+    assert (
+        status[partial.name]["action"] == "resumed" and status[finished.name]["action"] == "skipped"
+    )
+    assert summary["status"].tolist() == ["done", "done"]
+    uninterrupted = train(
+        partial.task, partial.model, one_thread(partial), tmp_path / "ref", progress=False
+    )
+    pd.testing.assert_frame_equal(
+        pd.read_csv(out / partial.name / "metrics.csv"),
+        pd.read_csv(tmp_path / "ref" / "metrics.csv"),
+    )
+    assert len(uninterrupted) == 5
+
+
+def test_interrupted_sweep_resumes(tmp_path, monkeypatch):
+    """Ctrl-C in the middle of a point: train() saves the state, the sweep writes its summary and
+    raises KeyboardInterrupt; the same call again finishes it, equal to an uninterrupted sweep."""
+    import interp.training
+
+    real_train = interp.training.train
+
+    def interrupted_train(*args, **kwargs):
+        real_train(*args, **{**kwargs, "stop_after": 15})
+        raise KeyboardInterrupt  # as train() does after saving its state
+
+    monkeypatch.setattr(interp.training, "train", interrupted_train)
+    out = tmp_path / "sweep"
+    with pytest.raises(KeyboardInterrupt):
+        run_sweep(spec(), out, backend="serial", figures=False, log=silent)
+    summary = pd.read_csv(out / "summary.csv")
+    assert summary["status"].tolist() == ["interrupted", "pending"]
+    assert summary["steps_done"].tolist() == [10, 0]  # the last evaluation before step 15
+    monkeypatch.setattr(interp.training, "train", real_train)
+    resumed = run_sweep(spec(), out, backend="serial", figures=False, log=silent)
+    reference = run_sweep(spec(), tmp_path / "ref", backend="serial", figures=False, log=silent)
+    assert resumed["status"].tolist() == ["done", "done"]
+    cols = ["ic_acc", "ic2_acc", "iw_acc", "steps_done"]
+    pd.testing.assert_frame_equal(resumed[cols], reference[cols])
+
+
+def test_failed_point_is_recorded_and_the_others_go_on(tmp_path, monkeypatch):
+    import interp.training
+
+    real_train = interp.training.train
+
+    def diverging(task, *args, **kwargs):
+        if task.K == 16:
+            raise TrainingDiverged("training loss became nan at step 7; stopped.")
+        return real_train(task, *args, **kwargs)
+
+    monkeypatch.setattr(interp.training, "train", diverging)
+    summary = run_sweep(spec(), tmp_path / "s", backend="serial", figures=False, log=silent)
+    assert summary["status"].tolist() == ["failed", "done"]
+    assert (
+        summary["error"].iloc[0] == "TrainingDiverged: training loss became nan at step 7; stopped."
+    )
+    assert summary["steps_done"].tolist() == [0, 40]
+
+
+def test_a_different_sweep_in_the_same_folder_is_refused(tmp_path):
+    out = tmp_path / "sweep"
+    run_sweep(spec(grid={"K": (16,)}), out, backend="serial", figures=False, log=silent)
+    with pytest.raises(SweepDirectoryError, match="holds a different sweep.*--overwrite"):
+        run_sweep(spec(grid={"K": (32,)}), out, backend="serial", log=silent)
+    with pytest.raises(SweepDirectoryError, match=r"point K=16_seed=0 differs \(train.lr"):
+        run_sweep(spec(grid={"K": (16,)}, lr="0.01"), out, backend="serial", log=silent)
+    # more steps extend the same sweep (as --resume extends a run)
+    longer = run_sweep(
+        spec(grid={"K": (16,)}, steps="50"), out, backend="serial", figures=False, log=silent
+    )
+    assert longer["steps_done"].tolist() == [50]
+    fresh = run_sweep(
+        spec(grid={"K": (32,)}), out, backend="serial", overwrite=True, figures=False, log=silent
+    )
+    assert fresh["point"].tolist() == ["K=32_seed=0"] and not (out / "K=16_seed=0").exists()
+
+
+def test_process_backend_runs_two_points_like_the_serial_one(tmp_path):
+    lines = []
+    pooled = run_sweep(
+        spec(), tmp_path / "pool", backend="process", workers=2, figures=False, log=lines.append
+    )
+    assert "on 2 worker process(es) x 1 thread(s)" in lines[0]
+    serial = run_sweep(spec(), tmp_path / "serial", backend="serial", figures=False, log=silent)
+    cols = ["point", "status", "steps_done", "ic_acc", "ic2_acc", "iw_acc"]
+    pd.testing.assert_frame_equal(pooled[cols], serial[cols])
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("ray") is None,
+    reason="ray is not installed (pip install 'induction-cliff[ray]')",
+)
+def test_ray_backend_runs_the_same_sweep_locally(tmp_path):
+    import ray
+
+    ray.init(num_cpus=2, include_dashboard=False)
+    try:
+        on_ray = run_sweep(spec(), tmp_path / "ray", backend="ray", figures=False, log=silent)
+        assert ray.is_initialized()  # a cluster it did not start stays up
+    finally:
+        ray.shutdown()
+    serial = run_sweep(spec(), tmp_path / "serial", backend="serial", figures=False, log=silent)
+    cols = ["point", "status", "steps_done", "ic_acc", "ic2_acc", "iw_acc"]
+    pd.testing.assert_frame_equal(on_ray[cols], serial[cols])
+
+
+def test_missing_ray_gives_the_install_hint(tmp_path, monkeypatch):
+    import builtins
+
+    real_import = builtins.__import__
+
+    def no_ray(name, *args, **kwargs):
+        if name == "ray":
+            raise ImportError("No module named 'ray'")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_ray)
+    with pytest.raises(RuntimeError, match=r"pip install 'induction-cliff\[ray\]'"):
+        run_sweep(spec(), tmp_path / "s", backend="ray", log=silent)
+    assert not (tmp_path / "s").exists()
+
+
+def test_phase_diagram_of_a_2d_grid_and_curves_of_a_1d_one():
+    rows = [
+        {"N": N, "L": L, "seed": s, "ic_acc": N / 10 + (L == "N") / 2 + s / 100, "iw_acc": 0.1}
+        for N in (2, 8)
+        for L in ("N", 32)
+        for s in (0, 1)
+    ]
+    summary = pd.DataFrame(rows)
+    fig = plot_sweep(summary, ["N", "L"], order={"N": [2, 8], "L": ["N", 32]}, note="adam")
+    ic = fig.data[0]
+    assert list(ic.x) == ["2", "8"] and list(ic.y) == ["N", "32"]  # grid order, names kept
+    assert ic.z[0][1] == pytest.approx(0.8 + 0.5 + 0.005)  # L=N, N=8, mean of the seeds
+    assert fig.layout.xaxis.title.text == "N" and fig.layout.yaxis.title.text == "L"
+    assert "adam" in fig.layout.title.text
+    one_d = pd.DataFrame(
+        {"eps": [0.0, 0.0, 0.5, 0.5], "ic_acc": [0.1, 0.3, 0.6, 0.8], "ic2_acc": 0.2, "iw_acc": 0.9}
+    )
+    fig = plot_sweep_curves(one_d, "eps", order=[0.0, 0.5], title="eps sweep")
+    means = {t.name: t for t in fig.data if t.mode == "lines+markers"}
+    assert list(means) == ["IC", "IC2", "IW"]
+    np.testing.assert_allclose(means["IC"].y, [0.2, 0.7])
+    np.testing.assert_allclose(means["IC"].error_y.array, [np.std([0.1, 0.3], ddof=1)] * 2)
+    assert fig.layout.xaxis.type == "linear" and fig.layout.xaxis.title.text == "eps"
+    assert (
+        plot_sweep_curves(one_d.assign(eps=[128, 128, 2048, 2048]), "eps").layout.xaxis.type
+        == "log"
+    )
+    with pytest.raises(ValueError, match="one or two fields"):
+        plot_sweep(summary, ["N", "L", "seed"])
+
+
+def test_cli_sweep_then_summary(tmp_path, capsys):
+    out = tmp_path / "cli"
+    sets = [a for k, v in FAST.items() for a in ("--set", f"{k}={v}")]
+    formats = "html,png" if export.find_chromium() else "html"
+    argv = ["sweep", "--preset", "tiny", "--grid", "K=16,32", "--grid", "B=1,2", *sets]
+    argv += ["--backend", "serial", "--out", str(out), "--formats", formats]
+    assert main(argv) == 0
+    printed = capsys.readouterr().out
+    assert "K=16" not in printed and "done" in printed  # the table: columns, not point names
+    summary = pd.read_csv(out / "summary.csv")
+    assert summary["point"].tolist() == [f"K={K}_B={B}_seed=0" for K in (16, 32) for B in (1, 2)]
+    data = pd.read_csv(out / "figures" / "phase_diagram.csv")
+    ic = data[data["name"] == "IC"]
+    cell = ic[(ic["x"] == 32) & (ic["y"] == 2)]["z"].item()
+    assert cell == pytest.approx(summary.set_index("point").loc["K=32_B=2_seed=0", "ic_acc"])
+    if "png" in formats:
+        assert (out / "figures" / "phase_diagram.png").read_bytes()[:4] == b"\x89PNG"
+    # the summary and figure again, from disk only
+    (out / "summary.csv").unlink()
+    assert main(["sweep-summary", str(out), "--formats", "html"]) == 0
+    pd.testing.assert_frame_equal(pd.read_csv(out / "summary.csv"), summary)
+    # a rerun with only --out continues the sweep found there (here: nothing left to do)
+    assert main(["sweep", "--out", str(out), "--no-figures"]) == 0
+    assert main(["sweep", "--preset", "tiny", "--grid", "B=1,3", "--out", str(tmp_path / "x")]) == 2
+    assert "B=3 is invalid" in capsys.readouterr().err
