@@ -90,6 +90,7 @@ def detect_transition(
     *,
     min_rise: float = 0.3,
     min_r2: float = 0.8,
+    max_width_fraction: float = 0.5,
     smooth_window: int | None = None,
 ) -> TransitionResult:
     """Find the plateau and the abrupt rise of a training curve.
@@ -99,6 +100,8 @@ def detect_transition(
         values: the measure at those steps (IC accuracy, ILA1, ...). NaNs are dropped.
         min_rise: smallest fitted rise that counts as a transition (in the measure's units).
         min_r2: smallest R^2 of the logistic fit that counts.
+        max_width_fraction: largest 10-90% rise time, as a fraction of the recorded span, that
+            counts as abrupt; a slower rise is a gradual climb, not a transition.
         smooth_window: rolling-median window for the starting guess (default ~5% of the points).
 
     Returns:
@@ -165,6 +168,12 @@ def detect_transition(
         return no_transition(f"fitted midpoint {mid:.0f} outside the recorded steps", r2)
     if r2 < min_r2:
         return no_transition(f"logistic R^2 {r2:.2f} < {min_r2}", r2)
+    if 2 * _LN9 * scale > max_width_fraction * span:
+        return no_transition(
+            f"gradual rise: 10-90% width {2 * _LN9 * scale:.0f} steps > {max_width_fraction:g} of "
+            f"the recorded span ({span:.0f})",
+            r2,
+        )
     plateau_end = mid - _LN9 * scale
     return TransitionResult(
         transitioned=True,

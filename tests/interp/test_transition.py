@@ -30,6 +30,16 @@ def test_flat_curve_reports_no_transition():
     assert not r.transitioned and r.step is None and "rise" in r.reason
 
 
+def test_gradual_climb_is_not_an_abrupt_transition():
+    """A rise spread over the whole run (10-90% width ~53k of 60k steps) is reported as gradual;
+    the same rise 10x faster is a transition."""
+    steps, slow = noisy_logistic(30000, 12000, seed=3, noise=0.01)
+    r = detect_transition(steps, slow)
+    assert not r.transitioned and r.step is None and "gradual rise" in r.reason
+    steps, fast = noisy_logistic(30000, 1200, seed=3, noise=0.01)
+    assert detect_transition(steps, fast).transitioned
+
+
 def test_robust_to_outliers():
     steps, values = noisy_logistic(20000, 500, seed=1)
     values[::17] = 0.0  # dropouts
