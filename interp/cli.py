@@ -251,6 +251,7 @@ def _cmd_sweep(args) -> int:
             backend=args.backend,
             workers=args.workers,
             threads_per_worker=args.threads_per_worker,
+            stack=args.stack,
             ray_address=args.ray_address,
             overwrite=args.overwrite,
             figures=not args.no_figures,
@@ -388,6 +389,13 @@ def make_parser() -> argparse.ArgumentParser:
         "--workers", type=int, default=None, help="concurrent runs (default: CPUs / threads)"
     )
     p.add_argument("--threads-per-worker", type=int, default=1, help="torch threads per run")
+    p.add_argument(
+        "--stack",
+        type=int,
+        default=1,
+        help="train up to N seeds of one config together per worker (fast on GPUs; ~5-8%% on a "
+        "2-core CPU)",
+    )
     p.add_argument("--ray-address", default=None, help="address of a running Ray cluster")
     p.add_argument(
         "--overwrite", action="store_true", help="delete the sweep in --out and start again"

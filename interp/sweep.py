@@ -52,10 +52,12 @@ from interp import checkpoints
 from interp.model import ModelConfig
 from interp.sweep_backends import (
     import_ray,
+    run_job,
     run_point,
     run_process,
     run_ray,
     run_serial,
+    stack_jobs,
     steps_done,
 )
 from interp.task import TaskConfig
@@ -68,6 +70,8 @@ __all__ = [
     "BACKENDS",
     "run_sweep",
     "run_point",
+    "run_job",
+    "stack_jobs",
     "summarize_sweep",
     "aggregate_seeds",
     "write_summary",
@@ -549,6 +553,7 @@ def run_sweep(
     backend: str = "process",
     workers: int | None = None,
     threads_per_worker: int = 1,
+    stack: int = 1,
     ray_address: str | None = None,
     overwrite: bool = False,
     figures: bool = True,
@@ -564,6 +569,10 @@ def run_sweep(
         workers: concurrent runs (default ``os.cpu_count() // threads_per_worker``); with Ray,
             the CPUs of the local instance it starts (ignored on an existing cluster).
         threads_per_worker: torch CPU threads of each run (Ray: CPUs reserved per task).
+        stack: train up to this many seeds of one config together in one worker
+            (:func:`interp.training.train_many`; the run directories are the same). On a 2-core
+            CPU it adds ~5-8% to one-model-per-process workers; on a GPU it is the main lever
+            (``benchmarks/bench_many.py``). Configs that cannot stack train alone.
         ray_address: address of a running Ray cluster (default: the one this process is connected
             to, or a new local instance).
         overwrite: delete what a previous sweep wrote into ``out_dir`` and start again.
@@ -584,6 +593,8 @@ def run_sweep(
         raise ValueError(f"backend={backend!r} is invalid: allowed values are {BACKENDS}")
     if not (isinstance(threads_per_worker, int) and threads_per_worker >= 1):
         raise ValueError(f"threads_per_worker={threads_per_worker!r} is invalid: must be >= 1")
+    if not (isinstance(stack, int) and stack >= 1):
+        raise ValueError(f"stack={stack!r} is invalid: must be an integer >= 1")
     if workers is not None and not (isinstance(workers, int) and workers >= 1):
         raise ValueError(f"workers={workers!r} is invalid: must be >= 1 or None")
     if backend == "ray":
@@ -603,9 +614,10 @@ def run_sweep(
     for p in points:
         if p not in todo:
             status[p.name] = {"status": "done", "action": "skipped", "error": ""}
+    jobs = stack_jobs(todo, stack)
     workers = max(1, workers or (os.cpu_count() or 1) // threads_per_worker)
     if backend == "process":
-        workers = min(workers, max(1, len(todo)))
+        workers = min(workers, max(1, len(jobs)))
     where = {
         "process": f"{workers} worker process(es) x {threads_per_worker} thread(s)",
         "serial": "this process",
@@ -614,6 +626,7 @@ def run_sweep(
     log(
         f"sweep {out}: {len(points)} point(s); {len(points) - len(todo)} finished (skipped), "
         f"{n_resume} to resume, {len(todo) - n_resume} to train; on {where}"
+        + (f", in {len(jobs)} job(s) of up to {stack} stacked seeds" if stack > 1 else "")
     )
 
     done_count = 0
@@ -639,11 +652,11 @@ def run_sweep(
     interrupted = False
     if todo:
         if backend == "serial":
-            interrupted = run_serial(todo, out, threads_per_worker, on_result)
+            interrupted = run_serial(jobs, out, threads_per_worker, on_result)
         elif backend == "process":
-            interrupted = run_process(todo, out, workers, threads_per_worker, on_result)
+            interrupted = run_process(jobs, out, workers, threads_per_worker, on_result)
         else:
-            interrupted = run_ray(todo, out, workers, threads_per_worker, ray_address, on_result)
+            interrupted = run_ray(jobs, out, workers, threads_per_worker, ray_address, on_result)
     summary = summarize_sweep(out)
     written = write_summary(out, summary)
     log(f"wrote {', '.join(str(p) for p in written)}")

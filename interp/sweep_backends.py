@@ -1,7 +1,8 @@
 """How a sweep's points run: in this process, in a local process pool, or as Ray tasks.
 
-Each backend trains a list of :class:`interp.sweep.SweepPoint` into their run directories with
-:func:`run_point`, reports every result through a callback as it comes, and returns whether the
+Each backend trains a list of jobs into their run directories with :func:`run_job` (a job is one
+:class:`interp.sweep.SweepPoint`, or several seeds of one config trained stacked in one process,
+see :func:`stack_jobs`), reports every result through a callback as it comes, and returns whether the
 sweep was interrupted (Ctrl-C). A point that fails is reported as failed and the others go on.
 On Ctrl-C every running point saves its resume state (:func:`interp.training.train` does that on
 KeyboardInterrupt) before the backend returns; points not yet started are left alone.
@@ -12,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import io
+import json
 import multiprocessing
 import os
 import queue
@@ -31,7 +33,16 @@ if TYPE_CHECKING:
 
 OnResult = Callable[[dict], None]
 
-__all__ = ["run_point", "run_serial", "run_process", "run_ray", "import_ray", "steps_done"]
+__all__ = [
+    "run_point",
+    "run_job",
+    "stack_jobs",
+    "run_serial",
+    "run_process",
+    "run_ray",
+    "import_ray",
+    "steps_done",
+]
 
 RAY_HINT = (
     "the ray backend needs Ray: pip install 'induction-cliff[ray]' (or pip install 'ray>=2.9')"
@@ -84,6 +95,78 @@ def run_point(point: SweepPoint, run_dir: str | os.PathLike, threads: int = 1) -
     return _result(point, run_dir, status, action, error, round(time.monotonic() - start, 1))
 
 
+def run_job(job: Sequence[SweepPoint], out: str | os.PathLike, threads: int = 1) -> list[dict]:
+    """Train (or resume) a job: one point, or several seeds of one config trained together with
+    :func:`interp.training.train_many` (see :func:`stack_jobs`); never raises for a failed run.
+
+    Stacked points that cannot train together (their resume states stand at different steps) are
+    trained one after the other instead.
+
+    Returns:
+        One result per point (as :func:`run_point`).
+
+    Raises:
+        KeyboardInterrupt: on Ctrl-C, after every run of the job saved its state.
+    """
+    from interp.training import RunDirectoryError, train_many
+
+    out = Path(out)
+    if len(job) == 1:
+        return [run_point(job[0], out / job[0].name, threads)]
+    first = job[0]
+    dirs = [out / p.name for p in job]
+    resuming = [(d / "checkpoints" / checkpoints.RESUME_NAME).exists() for d in dirs]
+    cfg = dataclasses.replace(first.train, num_threads=threads)
+    start = time.monotonic()
+    try:
+        with contextlib.redirect_stderr(io.StringIO()):
+            train_many(first.task, first.model, cfg, [p.seed for p in job], dirs, resume=True,
+                       progress=False)  # fmt: skip
+    except KeyboardInterrupt:
+        raise
+    except RunDirectoryError as err:
+        if "different steps" not in str(err):
+            return [_failed(p, d, err) for p, d in zip(job, dirs)]
+        return [run_point(p, d, threads) for p, d in zip(job, dirs)]
+    except Exception as err:  # a failed job is recorded, the others go on
+        return [_failed(p, d, err) for p, d in zip(job, dirs)]
+    seconds = round(time.monotonic() - start, 1)
+    return [
+        _result(p, d, "done", "resumed" if r else "trained", "", seconds)
+        for p, d, r in zip(job, dirs, resuming)
+    ]
+
+
+def stack_jobs(points: Sequence[SweepPoint], stack: int) -> list[list[SweepPoint]]:
+    """Group the points into jobs of up to ``stack`` seeds of the same config that
+    :func:`interp.training.train_many` can train together (others stay alone)."""
+    from interp.model import InductionNet
+    from interp.stacked import supports_stacking
+
+    if stack <= 1:
+        return [[p] for p in points]
+    groups: dict[str, list[SweepPoint]] = {}
+    jobs: list[list[SweepPoint]] = []
+    for p in points:
+        stackable = (
+            p.train.backend == "fast"
+            and p.train.intervention is None
+            and supports_stacking(InductionNet(p.model, seed=None))
+        )
+        if not stackable:
+            jobs.append([p])
+            continue
+        key = json.dumps(
+            {**p.configs_dict(), "train": {**p.configs_dict()["train"], "seed": None}},
+            sort_keys=True,
+            default=str,
+        )
+        groups.setdefault(key, []).append(p)
+    for group in groups.values():
+        jobs.extend(group[i : i + stack] for i in range(0, len(group), stack))
+    return jobs
+
+
 def _result(
     point: SweepPoint,
     run_dir: Path,
@@ -110,8 +193,11 @@ def _failed(point: SweepPoint, run_dir: Path, err: BaseException) -> dict:
     return _result(point, run_dir, "failed", "failed", f"{type(err).__name__}: {err}")
 
 
-def run_serial(todo: Sequence[SweepPoint], out: Path, threads: int, on_result: OnResult) -> bool:
-    """Train the points one after the other in this process (torch's thread count is restored).
+def run_serial(
+    todo: Sequence[Sequence[SweepPoint]], out: Path, threads: int, on_result: OnResult
+) -> bool:
+    """Train the jobs (lists of points, see :func:`stack_jobs`) one after the other in this
+    process (torch's thread count is restored).
 
     Returns:
         Whether Ctrl-C stopped the sweep (the running point saved its state).
@@ -120,11 +206,13 @@ def run_serial(todo: Sequence[SweepPoint], out: Path, threads: int, on_result: O
 
     before = torch.get_num_threads()
     try:
-        for p in todo:
+        for job in todo:
             try:
-                on_result(run_point(p, out / p.name, threads))
+                for result in run_job(job, out, threads):
+                    on_result(result)
             except KeyboardInterrupt:
-                on_result(_interrupted(p, out / p.name))
+                for p in job:
+                    on_result(_interrupted(p, out / p.name))
                 return True
     finally:
         torch.set_num_threads(before)
@@ -149,31 +237,35 @@ def _interrupt_once(signum, frame):
     raise KeyboardInterrupt
 
 
-def _pool_run_point(point: SweepPoint, run_dir: str, threads: int) -> dict | None:
+def _pool_run_job(job: list[SweepPoint], out: str, threads: int) -> list[dict]:
     signal.signal(signal.SIGINT, _interrupt_once)
     try:
         if _STOP is not None and _STOP.is_set():
-            return None  # the sweep was interrupted before this point started
-        return run_point(point, run_dir, threads)
+            return []  # the sweep was interrupted before this job started
+        return run_job(job, out, threads)
     except KeyboardInterrupt:
-        return _interrupted(point, Path(run_dir))
+        return [_interrupted(p, Path(out) / p.name) for p in job]
     finally:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-def _future_result(future, point: SweepPoint, out: Path) -> dict | None:
+def _future_results(future, job: list[SweepPoint], out: Path) -> list[dict]:
     try:
         return future.result()
     except CancelledError:
-        return None
+        return []
     except Exception as err:  # the worker process died (BrokenProcessPool) or could not start
-        return _failed(point, out / point.name, err)
+        return [_failed(p, out / p.name, err) for p in job]
 
 
 def run_process(
-    todo: Sequence[SweepPoint], out: Path, workers: int, threads: int, on_result: OnResult
+    todo: Sequence[Sequence[SweepPoint]],
+    out: Path,
+    workers: int,
+    threads: int,
+    on_result: OnResult,
 ) -> bool:
-    """Train the points in a pool of ``workers`` spawned processes, ``threads`` torch threads each.
+    """Train the jobs (lists of points, see :func:`stack_jobs`) in a pool of ``workers`` spawned processes, ``threads`` torch threads each.
 
     Returns:
         Whether Ctrl-C (in the terminal, or SIGINT to this process) stopped the sweep: running
@@ -184,15 +276,14 @@ def run_process(
     executor = ProcessPoolExecutor(
         max_workers=workers, mp_context=ctx, initializer=_init_pool_worker, initargs=(stop, pids)
     )
-    futures = {executor.submit(_pool_run_point, p, str(out / p.name), threads): p for p in todo}
+    futures = {executor.submit(_pool_run_job, list(j), str(out), threads): j for j in todo}
     reported = set()
     interrupted = False
     try:
         try:
             for future in as_completed(futures):
                 reported.add(future)
-                result = _future_result(future, futures[future], out)
-                if result is not None:
+                for result in _future_results(future, futures[future], out):
                     on_result(result)
         except KeyboardInterrupt:
             interrupted = True
@@ -206,10 +297,9 @@ def run_process(
                     break
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGINT)
-            for future, p in futures.items():  # running points save their state and return
+            for future, job in futures.items():  # running jobs save their state and return
                 if future not in reported:
-                    result = _future_result(future, p, out)
-                    if result is not None:
+                    for result in _future_results(future, job, out):
                         on_result(result)
     finally:
         executor.shutdown(wait=True, cancel_futures=True)
@@ -226,15 +316,15 @@ def import_ray():
     return ray
 
 
-def _ray_run_point(point: SweepPoint, run_dir: str, threads: int) -> dict:
+def _ray_run_job(job: list[SweepPoint], out: str, threads: int) -> list[dict]:
     try:
-        return run_point(point, run_dir, threads)
+        return run_job(job, out, threads)
     except KeyboardInterrupt:  # ray.cancel() interrupts a running task this way
-        return _interrupted(point, Path(run_dir))
+        return [_interrupted(p, Path(out) / p.name) for p in job]
 
 
 def run_ray(
-    todo: Sequence[SweepPoint],
+    todo: Sequence[Sequence[SweepPoint]],
     out: Path,
     workers: int,
     threads: int,
@@ -259,27 +349,29 @@ def run_ray(
         else:
             ray.init(num_cpus=workers * threads, include_dashboard=False)
         started = True
-    remote = ray.remote(num_cpus=threads, max_retries=0)(_ray_run_point)
-    pending = {remote.remote(p, str(out / p.name), threads): p for p in todo}
+    remote = ray.remote(num_cpus=threads, max_retries=0)(_ray_run_job)
+    pending = {remote.remote(list(j), str(out), threads): j for j in todo}
 
-    def result_of(ref, p):
+    def results_of(ref, job):
         try:
             return ray.get(ref)
         except ray.exceptions.TaskCancelledError:
-            return _interrupted(p, out / p.name)
+            return [_interrupted(p, out / p.name) for p in job]
         except Exception as err:  # a worker died or the task could not run
-            return _failed(p, out / p.name, err)
+            return [_failed(p, out / p.name, err) for p in job]
 
     try:
         while pending:
             done, _ = ray.wait(list(pending), num_returns=1)
             for ref in done:
-                on_result(result_of(ref, pending.pop(ref)))
+                for result in results_of(ref, pending.pop(ref)):
+                    on_result(result)
     except KeyboardInterrupt:
         for ref in pending:
             ray.cancel(ref)
-        for ref, p in pending.items():
-            on_result(result_of(ref, p))
+        for ref, job in pending.items():
+            for result in results_of(ref, job):
+                on_result(result)
         return True
     finally:
         if started:
