@@ -61,10 +61,14 @@ def last_layer_rows_read(batch: Batch) -> Tensor:
     """Query rows of the last layer's pattern that :func:`progress_measures` reads on ``batch``:
     the query row (TILA2, TLA2, N_eff) and the item rows that have an induction target in some
     sequence of the batch (the induction score; with B = 1 no item row has one)."""
-    n_pos = batch.tokens.shape[1]
-    with_target = induction_mask(batch).any(dim=(0, 2))  # [query_pos]
-    with_target[n_pos - 1] = True
-    return torch.nonzero(with_target).flatten()
+    # The rows of induction_mask that have a target, from the metadata alone: item j (row 2j)
+    # has one where an earlier item shares its class.
+    n = batch.item_classes.shape[1]
+    same = batch.item_classes[:, :, None] == batch.item_classes[:, None, :]  # [b, n, n]
+    earlier = torch.ones(n, n, dtype=torch.bool, device=same.device).tril(-1)
+    items = torch.nonzero((same & earlier).any(dim=(0, 2))).flatten()
+    query = torch.tensor([2 * n], device=items.device)
+    return torch.cat([2 * items, query])
 
 
 def hooks_active(model) -> bool:

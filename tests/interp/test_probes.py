@@ -124,3 +124,33 @@ def test_copied_item_probe_decodes_item_class_in_hand_built_net():
     batch = gen.iw(600, torch.Generator().manual_seed(0))
     good = copied_item_probe(hand_built_induction_net(gen.config), batch)
     assert good["test_acc"] > 0.9 > good["chance"]
+
+
+@pytest.mark.parametrize("B", [1, 2, 4])
+def test_evaluation_reads_only_the_rows_it_needs_and_gets_the_same_measures(B):
+    """The training loop's evaluation computes layer 2's pattern on the query row and the item
+    rows with an induction target only; its measures equal those of the full patterns."""
+    from interp.evaluation import logits_and_measures
+    from interp.probes import (
+        cache_patterns,
+        induction_mask,
+        last_layer_rows_read,
+        progress_measures,
+    )
+
+    task = TaskConfig(K=64, L=32, N=8, B=B, n_eval=256)
+    ic = TaskGenerator(task, 0).eval_sets(seed=1)["ic"]
+    rows = last_layer_rows_read(ic)
+    with_target = torch.nonzero(induction_mask(ic).any(dim=(0, 2))).flatten().tolist()
+    assert rows.tolist() == sorted(set(with_target) | {16})  # and the query row, always
+    if B == 1:  # no class repeats in the context: only the query row
+        assert rows.tolist() == [16]
+    model = InductionNet(ModelConfig.from_task(task), seed=0).double()
+    ic = ic.__class__(**{**ic.__dict__, "tokens": ic.tokens.double()})
+    logits, full = cache_patterns(model, ic)
+    reference = progress_measures(full, logits, ic)
+    fast_logits_, measures = logits_and_measures(model, ic)
+    torch.testing.assert_close(fast_logits_, logits)
+    assert measures.keys() == reference.keys()
+    for name in reference:
+        assert measures[name] == pytest.approx(reference[name], rel=1e-9, abs=1e-12), name
