@@ -44,6 +44,22 @@ class Preset:
     seeds: tuple[int, ...] = (0,)
 
 
+# The paper's optimiser and schedule (Reddy 2024), and the demo's labelled deviation from it.
+PAPER_TRAIN = TrainConfig(
+    optimizer="sgd", lr=0.01, weight_decay=1e-6, batch_size=128, steps=100_000
+)
+DEMO_TRAIN = TrainConfig(
+    optimizer="adam",
+    lr=2e-4,
+    weight_decay=1e-6,
+    batch_size=128,
+    steps=3500,
+    eval_every=50,
+    checkpoint_every=500,
+    n_log_checkpoints=12,
+)
+
+
 def _fig2_presets() -> list[Preset]:
     """The sweeps of the paper's Fig 2, at the paper's settings and reduced (``-quick``).
 
@@ -54,18 +70,9 @@ def _fig2_presets() -> list[Preset]:
     for 1500 steps (a DEVIATION, as in the demo, with a larger lr so that the picture forms within
     the budget) and 512 sequences per evaluation set.
     """
-    paper_train = TrainConfig(
-        optimizer="sgd", lr=0.01, weight_decay=1e-6, batch_size=128, steps=100_000
-    )
-    quick_train = TrainConfig(
-        optimizer="adam",
-        lr=1e-3,
-        weight_decay=1e-6,
-        batch_size=128,
-        steps=1500,
-        eval_every=100,
-        checkpoint_every=500,
-        n_log_checkpoints=6,
+    paper_train = PAPER_TRAIN
+    quick_train = dataclasses.replace(
+        DEMO_TRAIN, lr=1e-3, steps=1500, eval_every=100, n_log_checkpoints=6
     )
     headline = TaskConfig(K=512, L=32, N=8, B=2, eps=0.1, alpha=0.0, p_B=1.0, p_C=0.0)
     paper = "plain SGD lr 0.01, batch 128, 1e5 steps, seeds 0-5"
@@ -134,17 +141,13 @@ PRESETS: dict[str, Preset] = {
         Preset(
             name="paper-fig1d",
             task=TaskConfig(K=512, L=32, N=8, B=2, eps=0.1, alpha=0.0, p_B=1.0, p_C=0.0),
-            train=TrainConfig(
-                optimizer="sgd", lr=0.01, weight_decay=1e-6, batch_size=128, steps=100_000
-            ),
+            train=PAPER_TRAIN,
             note="Reddy 2024 Fig 1d: K=512, B=2, plain SGD lr 0.01, batch 128, 1e5 steps.",
         ),
         Preset(
             name="paper-fig3",
             task=TaskConfig(K=256, L=32, N=8, B=1, eps=0.1, alpha=0.0, p_B=1.0, p_C=0.8),
-            train=TrainConfig(
-                optimizer="sgd", lr=0.01, weight_decay=1e-6, batch_size=128, steps=100_000
-            ),
+            train=PAPER_TRAIN,
             note="Reddy 2024 Fig 3: K=256, B=1, p_C=0.8, plain SGD lr 0.01, batch 128, 1e5 steps.",
         ),
         Preset(
@@ -152,16 +155,7 @@ PRESETS: dict[str, Preset] = {
             task=TaskConfig(
                 K=256, L=32, N=8, B=1, eps=0.1, alpha=0.0, p_B=1.0, p_C=0.8, n_eval=1024
             ),
-            train=TrainConfig(
-                optimizer="adam",
-                lr=2e-4,
-                weight_decay=1e-6,
-                batch_size=128,
-                steps=3500,
-                eval_every=50,
-                checkpoint_every=500,
-                n_log_checkpoints=12,
-            ),
+            train=DEMO_TRAIN,
             note=(
                 "Fast demo of the paper-fig3 task. DEVIATION: Adam lr 2e-4 for 3500 steps instead of "
                 "the paper's SGD lr 0.01 for 1e5 steps, and 1024 sequences per evaluation set."
