@@ -27,7 +27,13 @@ from interp.attention import attention_scale
 from interp.model import InductionNet
 from interp.positional import LearnedAdded, NoPositions, OneHotConcat
 
-__all__ = ["fast_logits", "fast_patterns", "supports_fast_path", "query_row_one_head"]
+__all__ = [
+    "fast_logits",
+    "fast_patterns",
+    "supports_fast_path",
+    "query_row_one_head",
+    "output_is_identity",
+]
 
 
 def supports_fast_path(model: InductionNet) -> bool:
@@ -137,11 +143,24 @@ def _per_head_matrix(W: Tensor) -> Tensor:
     return W.permute(1, 0, 2).reshape(W.shape[1], -1)
 
 
+def output_is_identity(W_O: Float[Tensor, "head_index d_head d_model"]) -> bool:
+    """Whether the heads' fixed output map (heads side by side) is the identity, as in the paper,
+    so that its matmul can be skipped. Checked once per version of the buffer, not at every step."""
+    cached = getattr(W_O, "_identity_at_version", None)
+    if cached is not None and cached[0] == W_O._version:
+        return cached[1]
+    flat = W_O.reshape(-1, W_O.shape[-1])
+    result = flat.shape[0] == flat.shape[1] and torch.equal(
+        flat, torch.eye(flat.shape[0], dtype=flat.dtype, device=flat.device)
+    )
+    W_O._identity_at_version = (W_O._version, result)
+    return result
+
+
 def _value_output(attn) -> Tensor:
     """``W_V W_O`` per head, ``[h, d_model, d_model]`` (``W_V`` itself when ``W_O`` is the
     paper's fixed identity)."""
-    h, d, e = attn.W_V.shape
-    if h == 1 and e == d and torch.equal(attn.W_O[0], torch.eye(d, device=attn.W_O.device)):
+    if attn.n_heads == 1 and output_is_identity(attn.W_O):
         return attn.W_V
     return attn.W_V @ attn.W_O
 
@@ -270,13 +289,10 @@ def _two_layer(model: InductionNet, inp: _Inputs, rows: Tensor | None):
             )
         patterns = [a1, a2_full]
     z2 = torch.einsum("bgd,gde->bge", mixed, attn2.W_V).reshape(b, -1)
-    W_O2 = attn2.W_O.reshape(-1, attn2.W_O.shape[-1])
-    if W_O2.shape[0] == W_O2.shape[1] and torch.equal(
-        W_O2, torch.eye(W_O2.shape[0], device=W_O2.device)
-    ):
+    if output_is_identity(attn2.W_O):
         out2 = z2
     else:
-        out2 = z2 @ W_O2
+        out2 = z2 @ attn2.W_O.reshape(-1, attn2.W_O.shape[-1])
     return model.classifier(r_last + out2), patterns
 
 
@@ -324,12 +340,8 @@ def _forward(model: InductionNet, tokens: Tensor, positions: Tensor, keep_patter
             q_in = resid[:, -1:] if last_row_only else resid
             q = _heads(q_in @ _stack(attn.W_Q), h, e)
         scale = attention_scale(attn.attn_scale, n_keys, e, attn.n_train)
-        W_O = attn.W_O.reshape(h * e, -1)  # heads summed through the fixed output map
-        # The paper's W_O is a fixed identity (one head of width d_model): skip that matmul.
-        if W_O.shape[0] == W_O.shape[1] and torch.equal(
-            W_O, torch.eye(W_O.shape[0], device=W_O.device)
-        ):
-            W_O = None
+        # Heads summed through the fixed output map; the paper's is the identity: skip it.
+        W_O = None if output_is_identity(attn.W_O) else attn.W_O.reshape(h * e, -1)
         if last_row_only:
             scale = scale[-1:] if isinstance(scale, Tensor) else scale
             pattern = _pattern(q[:, :, -1:], k, scale, None)  # the query row sees every key

@@ -27,7 +27,7 @@ from jaxtyping import Float, Int
 from torch import Tensor
 
 from interp.attention import attention_scale
-from interp.fast import query_row_one_head, supports_fast_path
+from interp.fast import output_is_identity, query_row_one_head, supports_fast_path
 from interp.model import InductionNet
 from interp.positional import LearnedAdded, OneHotConcat
 
@@ -75,7 +75,7 @@ class ModelStack:
             for i, m in enumerate(models):
                 dict(m.named_parameters())[name].data = stacked.data[i]
         ref = models[0]
-        self._W_O = [ref.blocks[k].attn.W_O[0] for k in range(2)]  # fixed buffers, shared
+        self._W_O = [ref.blocks[k].attn.W_O for k in range(2)]  # fixed buffers, shared
         self._attn = [ref.blocks[k].attn for k in range(2)]
         self._onehot = isinstance(ref.positional, OneHotConcat)
         self._learned = isinstance(ref.positional, LearnedAdded)
@@ -141,11 +141,8 @@ def stacked_logits(
     s1 = s1 if isinstance(scale1, float) and scale1 == 1.0 else s1 * scale1
     a1 = torch.softmax(s1.masked_fill(~causal, float("-inf")), dim=-1)  # [S*b, n, n]
 
-    W_O1 = stack._W_O[0]
-    identity = W_O1.shape[0] == W_O1.shape[1] and torch.equal(
-        W_O1, torch.eye(W_O1.shape[0], device=W_O1.device)
-    )
-    W_VO = WV1 if identity else WV1 @ W_O1  # [S, d, d]
+    W_O1, W_O2 = stack._W_O  # [1, e, d] each
+    W_VO = WV1 if output_is_identity(W_O1) else WV1 @ W_O1[0]  # [S, d, d]
     u_flat = u.view(S * b, n, d)
     u_bar = (a1[:, -1:] @ u_flat).view(S, b, d)
     r_last = u[:, :, -1] + u_bar.bmm(W_VO)  # [S, b, d]
@@ -153,12 +150,8 @@ def stacked_logits(
     WQ2, WK2, WV2 = (p[f"blocks.1.attn.{w}"][:, 0] for w in ("W_Q", "W_K", "W_V"))
     mixed = query_row_one_head(u_flat, a1, r_last, WQ2, WK2, W_VO, scale2)[0]  # [S, b, d]
     out2 = mixed.bmm(WV2)
-    W_O2 = stack._W_O[1]
-    if not (
-        W_O2.shape[0] == W_O2.shape[1]
-        and torch.equal(W_O2, torch.eye(W_O2.shape[0], device=W_O2.device))
-    ):
-        out2 = out2 @ W_O2
+    if not output_is_identity(W_O2):
+        out2 = out2 @ W_O2[0]
     x = r_last + out2
     for i in range(stack._n_hidden):
         W, bias = p[f"classifier.hidden.{i}.weight"], p[f"classifier.hidden.{i}.bias"]

@@ -105,3 +105,17 @@ def test_cache_patterns_honours_active_hooks():
         _, hooked = cache_patterns(model, batch)
     assert torch.allclose(hooked[1], uniform_pattern(hooked[1]))
     assert not torch.allclose(free[1], hooked[1])
+
+
+def test_output_identity_check_is_cached_per_buffer_version():
+    from interp.fast import output_is_identity
+
+    model = InductionNet(ModelConfig.from_task(TASK), seed=0)
+    W_O = model.blocks[1].attn.W_O
+    assert output_is_identity(W_O) and output_is_identity(W_O)  # second call: from the cache
+    with torch.no_grad():
+        W_O[0, 0, 1] = 0.5  # an in-place change bumps the version: checked again
+    assert not output_is_identity(W_O)
+    assert not output_is_identity(
+        InductionNet(ModelConfig.from_task(TASK, n_heads=2, d_head=32), seed=0).blocks[0].attn.W_O
+    )
