@@ -1,24 +1,31 @@
 """Atomic checkpoint files: weights in safetensors, resume state with torch.save.
 
-Every file is written to a temporary name in the same directory, flushed and fsynced, then renamed
-over the target (``os.replace`` is atomic on POSIX), so an interruption leaves either the old file or
-the new one, never half of one.
+Every file goes through the toolkit's one atomic writer (:mod:`interp.atomic`), so an interruption
+leaves either the old file or the new one, never half of one. Run directories as a whole are owned
+by :mod:`interp.rundir`.
 """
 
 from __future__ import annotations
 
-import json
-import os
+import pickle
 import re
-import tempfile
+import zipfile
 from pathlib import Path
 
 import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file, save
 
+from interp.atomic import (
+    write_bytes_atomic,
+    write_json_atomic,
+    write_text_atomic,
+    write_with_atomic,
+)
+
 __all__ = [
     "RESUME_NAME",
+    "STEP_RE",
     "CheckpointError",
     "write_bytes_atomic",
     "write_text_atomic",
@@ -32,39 +39,11 @@ __all__ = [
 ]
 
 RESUME_NAME = "resume.pt"
-_STEP_RE = re.compile(r"^step_(\d{8})\.safetensors$")
+STEP_RE = re.compile(r"^step_(\d{8})\.safetensors$")
 
 
 class CheckpointError(RuntimeError):
     """A checkpoint file is missing, truncated or corrupted."""
-
-
-def _atomic(path: Path, write) -> None:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            write(f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
-def write_bytes_atomic(path: Path, data: bytes) -> None:
-    _atomic(path, lambda f: f.write(data))
-
-
-def write_text_atomic(path: Path, text: str) -> None:
-    write_bytes_atomic(path, text.encode())
-
-
-def write_json_atomic(path: Path, obj) -> None:
-    write_text_atomic(path, json.dumps(obj, indent=2, sort_keys=True) + "\n")
 
 
 def weights_path(directory: Path, step: int) -> Path:
@@ -89,13 +68,15 @@ def load_weights(directory: Path, step: int, model: torch.nn.Module) -> None:
     try:
         state = load_file(str(path))
     except (SafetensorError, OSError, ValueError) as err:
+        first = str(err).splitlines()[0] if str(err) else type(err).__name__
         raise CheckpointError(
-            f"cannot read checkpoint {path}: it is missing, truncated or corrupted ({err})"
-        ) from err
+            f"cannot read checkpoint {path}: it is missing, truncated or corrupted ({first})"
+        ) from None
     try:
         model.load_state_dict(state, strict=True)
     except RuntimeError as err:
-        raise CheckpointError(f"checkpoint {path} does not fit this model: {err}") from err
+        first = str(err).splitlines()[0]
+        raise CheckpointError(f"checkpoint {path} does not fit this model: {first}") from None
 
 
 def list_steps(directory: Path) -> list[int]:
@@ -103,23 +84,34 @@ def list_steps(directory: Path) -> list[int]:
     directory = Path(directory)
     if not directory.is_dir():
         return []
-    return sorted(int(m.group(1)) for p in directory.iterdir() if (m := _STEP_RE.match(p.name)))
+    return sorted(int(m.group(1)) for p in directory.iterdir() if (m := STEP_RE.match(p.name)))
 
 
 def save_resume(path: Path, state: dict) -> None:
     """Atomically save the full resume state (model, optimizer, RNG, step, accumulators)."""
 
-    def write(f):
-        torch.save(state, f)
-
-    _atomic(path, write)
+    write_with_atomic(path, lambda f: torch.save(state, f))
 
 
 def load_resume(path: Path, map_location=None) -> dict:
     """Load a resume state, with a clear error if the file is truncated or corrupted."""
     try:
         return torch.load(path, map_location=map_location, weights_only=True)
-    except Exception as err:  # torch raises several types for broken pickles/zips
+    except FileNotFoundError as err:
+        raise CheckpointError(f"cannot read resume state {path}: the file is missing") from err
+    except pickle.UnpicklingError as err:
+        if "weights_only" in str(err) or "Weights only load failed" in str(err):
+            # A complete file whose pickle asks for code to run: never loaded, whoever wrote it.
+            raise CheckpointError(
+                f"refusing to load resume state {path}: it holds objects other than tensors and "
+                "plain data (a file this toolkit did not write, or was tampered with)"
+            ) from None
         raise CheckpointError(
-            f"cannot read resume state {path}: it is truncated or corrupted ({err})"
-        ) from err
+            f"cannot read resume state {path}: it is truncated or corrupted"
+        ) from None
+    except (RuntimeError, EOFError, OSError, zipfile.BadZipFile, ValueError) as err:
+        # torch raises several types for cut or damaged zip archives
+        first = str(err).splitlines()[0] if str(err) else type(err).__name__
+        raise CheckpointError(
+            f"cannot read resume state {path}: it is truncated or corrupted ({first})"
+        ) from None

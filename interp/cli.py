@@ -17,108 +17,73 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import logging
+import os
 import sys
 from pathlib import Path
+
+from interp.overrides import build_configs, parse_overrides
 
 __all__ = ["main", "parse_overrides", "build_configs"]
 
 
-def _convert(value: str, current):
-    """Parse ``value`` to the type of a config field's current value."""
-    if value.lower() in ("none", "null"):
-        return None
-    if isinstance(current, bool):
-        if value.lower() in ("true", "1", "yes"):
-            return True
-        if value.lower() in ("false", "0", "no"):
-            return False
-        raise ValueError(f"expected true or false, got {value!r}")
-    if isinstance(current, int):
-        as_float = float(value)
-        if as_float != int(as_float):
-            raise ValueError(f"expected an integer, got {value!r}")
-        return int(as_float)
-    if isinstance(current, float):
-        return float(value)
-    if current is None:
-        for cast in (int, float):
-            try:
-                return cast(value)
-            except ValueError:
-                pass
-    return value
+def _resumed_configs(args, out: Path):
+    """The configs to resume the run in ``out`` with: the stored ones, with ``--set`` allowed only
+    on the fields a resumption may change, and ``--seed`` only if it is the stored seed."""
+    from interp.overrides import convert_value
+    from interp.rundir import RESUMABLE_TRAIN_FIELDS, load_run
 
-
-def parse_overrides(pairs: list[str]) -> dict[str, str]:
-    """``["K=512", "lr=0.1"]`` -> ``{"K": "512", "lr": "0.1"}`` with a clear error if malformed."""
-    out = {}
-    for pair in pairs:
-        if "=" not in pair:
-            raise ValueError(f"--set {pair!r} is invalid: expected key=value")
-        key, value = pair.split("=", 1)
-        out[key.strip()] = value.strip()
-    return out
-
-
-def build_configs(preset_name: str, overrides: dict[str, str], seed: int | None):
-    """The task, model and train configs of a preset with ``--set`` overrides applied.
-
-    A key is a field name of ``TaskConfig``, ``TrainConfig`` or ``ModelConfig`` (optionally
-    prefixed ``task.``, ``train.`` or ``model.``). The model's ``D``, ``L``, ``n_positions`` and
-    ``n_ctx_train`` follow the task and cannot be set.
-    """
-    from interp.model import ModelConfig
-    from interp.presets import get_preset
-
-    preset = get_preset(preset_name)
-    task_f = {f.name: getattr(preset.task, f.name) for f in dataclasses.fields(preset.task)}
-    train_f = {f.name: getattr(preset.train, f.name) for f in dataclasses.fields(preset.train)}
-    derived = {"D", "L", "n_positions", "n_ctx_train"}
-    model_defaults = ModelConfig()
-    model_f = {
-        f.name: preset.model.get(f.name, getattr(model_defaults, f.name))
-        for f in dataclasses.fields(ModelConfig)
-        if f.name not in derived
-    }
-    groups = {"task": task_f, "train": train_f, "model": model_f}
-    allowed = sorted(set(task_f) | set(train_f) | set(model_f))
-    for key, value in overrides.items():
-        group_name, _, name = key.rpartition(".")
-        targets = (
-            [groups[group_name]]
-            if group_name in groups
-            else [g for g in groups.values() if name in g]
+    run = load_run(out)
+    if run.kind != "induction_net":
+        raise ValueError(
+            f"{out} is a {run.kind} run; `induction-cliff train` resumes network runs only"
         )
-        if group_name and group_name not in groups:
-            targets = []
-        if not targets or name not in targets[0]:
-            raise ValueError(f"--set key {key!r} is unknown: allowed keys are {allowed}")
+    where = out / "config.json"
+    if args.seed is not None and args.seed != run.train_config.seed:
+        raise ValueError(
+            f"--seed {args.seed} contradicts train.seed={run.train_config.seed} in {where}; a "
+            "resumed run keeps its seed (choose another --out for a new seed)"
+        )
+    changes = {}
+    stored = {
+        "task": dataclasses.asdict(run.task),
+        "model": run.model_config.to_dict(),
+        "train": dataclasses.asdict(run.train_config),
+    }
+    for key, value in parse_overrides(args.set or []).items():
+        group, _, name = key.rpartition(".")
+        groups = [group] if group else [g for g in stored if name in stored[g]]
+        if not groups or groups[0] not in stored or name not in stored[groups[0]]:
+            raise ValueError(f"--set key {key!r} is unknown")
+        current = stored[groups[0]][name]
         try:
-            targets[0][name] = _convert(value, targets[0][name])
-        except ValueError as err:
-            raise ValueError(f"--set {key}={value!r} is invalid: {err}") from err
-    if seed is not None:
-        train_f["seed"] = seed
-    from interp.task import TaskConfig
-    from interp.training import TrainConfig
-
-    task = TaskConfig(**task_f)
-    return task, ModelConfig.from_task(task, **model_f), TrainConfig(**train_f), preset
+            new = convert_value(value, current)
+        except (ValueError, OverflowError) as err:
+            raise ValueError(f"--set {key}={value!r} is invalid: {err}") from None
+        if new == current:
+            continue
+        if groups[0] != "train" or name not in RESUMABLE_TRAIN_FIELDS:
+            raise ValueError(
+                f"--set {key}={value} contradicts {groups[0]}.{name}={current!r} in {where}; only "
+                f"{', '.join(RESUMABLE_TRAIN_FIELDS)} may change when resuming"
+            )
+        changes[name] = new
+    return run.task, run.model_config, dataclasses.replace(run.train_config, **changes), ""
 
 
 def _cmd_train(args) -> int:
-    from interp.training import RunDirectoryError, TrainingDiverged, load_run, train
+    from interp.rundir import classify, refuse_broken
+    from interp.training import train
 
-    if (
-        args.resume
-        and args.out
-        and (Path(args.out) / "config.json").exists()
-        and not args.set
-        and args.preset is None
-    ):
-        run = load_run(args.out)
-        task, model_cfg, train_cfg = run.task, run.model_config, run.train_config
-        note = ""
+    if args.resume and args.overwrite:
+        raise ValueError("--resume and --overwrite contradict each other: give one of them")
+    if args.resume and not args.out:
+        raise ValueError("--resume needs --out (the run directory to continue)")
+    if args.resume and classify(args.out) == "broken":
+        refuse_broken(args.out)  # never start a preset over a run whose config is unreadable
+    if args.resume and args.preset is None and classify(args.out) == "run":
+        # Resuming without --preset: the stored configs are the reference, never a preset's.
+        task, model_cfg, train_cfg, note = _resumed_configs(args, Path(args.out))
     else:
         task, model_cfg, train_cfg, preset = build_configs(
             args.preset or "demo", parse_overrides(args.set or []), args.seed
@@ -130,21 +95,15 @@ def _cmd_train(args) -> int:
         print(f"preset: {note}", file=sys.stderr)
     if train_cfg.deviation_note():
         print(f"DEVIATION from the paper: {train_cfg.deviation_note()}", file=sys.stderr)
-    try:
-        metrics = train(
-            task,
-            model_cfg,
-            train_cfg,
-            out,
-            resume=args.resume,
-            overwrite=args.overwrite,
-            progress=not args.quiet,
-        )
-    except (TrainingDiverged, RunDirectoryError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 3
-    except KeyboardInterrupt:
-        return 130
+    metrics = train(
+        task,
+        model_cfg,
+        train_cfg,
+        out,
+        resume=args.resume,
+        overwrite=args.overwrite,
+        progress=not args.quiet,
+    )
     last = metrics.iloc[-1]
     print(
         f"done: step {int(last['step'])}  IC acc {last['ic_acc']:.3f}  IC2 acc {last['ic2_acc']:.3f}  "
@@ -155,11 +114,12 @@ def _cmd_train(args) -> int:
 
 def _cmd_measures(args) -> int:
     from interp.over_training import measures_over_checkpoints
+    from interp.rundir import load_run
 
-    for run_dir in args.run_dirs:
-        df = measures_over_checkpoints(run_dir, n=args.n)
-        path = Path(run_dir) / "checkpoint_measures.csv"
-        df.to_csv(path, index=False)
+    runs = [load_run(d) for d in args.run_dirs]  # every directory checked before any work
+    for run in runs:
+        df = measures_over_checkpoints(run, n=args.n)
+        path = run.write_output("checkpoint_measures.csv", df)
         print(f"wrote {path} ({len(df)} rows)")
     return 0
 
@@ -170,7 +130,9 @@ def _cmd_transition(args) -> int:
     report = transition_report(args.run_dirs, measure=args.measure)
     print(report.to_string(index=False))
     if args.out:
-        report.to_csv(args.out, index=False)
+        from interp.atomic import write_text_atomic
+
+        write_text_atomic(args.out, report.to_csv(index=False))
         print(f"wrote {args.out}")
     return 0
 
@@ -198,7 +160,11 @@ def _cmd_figures(args) -> int:
 
 
 def _cmd_evaluate(args) -> int:
+    from interp.atomic import write_text_atomic
     from interp.length import evaluate_lengths, parse_n_pairs
+    from interp.rundir import load_run
+
+    load_run(args.run_dir)  # a clear error before any work
 
     scale = args.rope_scale if args.rope_scale == "auto" else float(args.rope_scale)
     df = evaluate_lengths(
@@ -209,8 +175,11 @@ def _cmd_evaluate(args) -> int:
         rope_scaling=args.rope_scaling,
         rope_scale=scale,
     )
-    path = Path(args.out) if args.out else Path(args.run_dir) / "length_eval.csv"
-    df.to_csv(path, index=False)
+    if args.out:
+        path = Path(args.out)
+        write_text_atomic(path, df.to_csv(index=False))
+    else:
+        path = load_run(args.run_dir).write_output("length_eval.csv", df)
     cols = [c for c in ("n_pairs", "ic_acc", "ila1", "tila2", "untrained_positions") if c in df]
     print(df[cols].to_string(index=False))
     print(f"wrote {path}")
@@ -417,14 +386,74 @@ def make_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _one_line(err: BaseException) -> str:
+    text = str(err).strip().splitlines()
+    return text[0] if text else type(err).__name__
+
+
+class _StderrHandler(logging.StreamHandler):
+    """Writes to whatever ``sys.stderr`` is at the time of each record."""
+
+    @property
+    def stream(self):
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value) -> None:
+        pass
+
+
+def _setup_logging() -> None:
+    """Library notes and warnings (``logging``) go to stderr as plain lines."""
+    handler = _StderrHandler()
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    for name in ("interp", "phenomenology"):
+        logger = logging.getLogger(name)
+        if not logger.handlers:
+            logger.addHandler(handler)
+        logger.setLevel(logging.INFO)
+        logger.propagate = False
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the ``induction-cliff`` command."""
+    """Entry point of the ``induction-cliff`` command.
+
+    Every failure a user can cause ends in one line on stderr and a non-zero exit: 2 for invalid
+    input, 3 for a run or sweep directory that cannot be used (or a diverged run), 1 for anything
+    unexpected (``INDUCTION_CLIFF_TRACEBACK=1`` shows its traceback), 128 + the signal number
+    when SIGINT or SIGTERM stopped training (its state saved).
+    """
     args = make_parser().parse_args(argv)
+    _setup_logging()
+    from interp.checkpoints import CheckpointError
+    from interp.rundir import RunDirectoryError
+    from interp.training import TrainingDiverged, TrainingInterrupted
+
     try:
         return args.func(args)
-    except ValueError as err:
-        print(f"error: {err}", file=sys.stderr)
+    except TrainingInterrupted as err:
+        return 128 + err.signum
+    except KeyboardInterrupt:
+        return 130
+    except (RunDirectoryError, CheckpointError, TrainingDiverged) as err:
+        print(f"error: {_one_line(err)}", file=sys.stderr)
+        return 3
+    except (ValueError, OverflowError) as err:
+        print(f"error: {_one_line(err)}", file=sys.stderr)
         return 2
+    except OSError as err:
+        where = f" {err.filename}" if getattr(err, "filename", None) else ""
+        print(f"error: cannot access{where}: {err.strerror or _one_line(err)}", file=sys.stderr)
+        return 3
+    except Exception as err:
+        if os.environ.get("INDUCTION_CLIFF_TRACEBACK"):
+            raise
+        print(
+            f"error: {type(err).__name__}: {_one_line(err)} (unexpected; rerun with "
+            "INDUCTION_CLIFF_TRACEBACK=1 for the traceback)",
+            file=sys.stderr,
+        )
+        return 1
 
 
 if __name__ == "__main__":

@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from interp.atomic import write_bytes_atomic, write_text_atomic
 from interp.plots import OKABE_ITO
 
 STATIC_FORMATS = ("pdf", "svg", "png")
@@ -379,7 +380,8 @@ def export_figure(
     for fmt in formats:
         path = stem.with_name(f"{stem.name}.{fmt}")
         if fmt == "html":
-            styled.write_html(path, include_plotlyjs=True, include_mathjax=False, full_html=True)
+            html = styled.to_html(include_plotlyjs=True, include_mathjax=False, full_html=True)
+            write_text_atomic(path, html)
         else:
             width = styled.layout.width or 700
             height = styled.layout.height or 500
@@ -392,10 +394,10 @@ def export_figure(
                 # A crashed or hung browser is not reused: the next export starts a fresh one.
                 close_export_server()
                 raise
-            path.write_bytes(image)
+            write_bytes_atomic(path, image)
         written.append(path)
     if csv:
         path = stem.with_name(f"{stem.name}.csv")
-        figure_data(fig).to_csv(path, index=False)
+        write_text_atomic(path, figure_data(fig).to_csv(index=False))
         written.append(path)
     return written

@@ -168,8 +168,8 @@ def attention_patterns(run, steps: Sequence[int], batch) -> np.ndarray:
 def summarize_runs(run_dirs: Sequence[str | os.PathLike]) -> pd.DataFrame:
     """One row per run: its task and train settings and its final metrics, for phase diagrams.
 
-    Reads ``config.json`` and the last row of ``metrics.csv`` of each directory directly, so it
-    works on any run directory in the format of ``docs/CONTRACT.md``.
+    Opens each directory with :func:`interp.rundir.load_run` (validated; a torn last row of
+    ``metrics.csv`` is dropped and reported).
 
     Args:
         run_dirs: run directories.
@@ -178,16 +178,16 @@ def summarize_runs(run_dirs: Sequence[str | os.PathLike]) -> pd.DataFrame:
         Columns ``run``, every task field (``K``, ``B``, ``eps``, ...), ``seed``, ``optimizer``,
         ``lr``, ``intervention``, then the last evaluation's metrics (``step``, ``ic_acc``, ...).
     """
+    from interp.rundir import load_run
+
     rows = []
-    for d in run_dirs:
-        d = Path(d)
-        config = json.loads((d / "config.json").read_text())
-        last = pd.read_csv(d / "metrics.csv").iloc[-1].to_dict()
-        train_cfg = config.get("train", {})
+    for run in [load_run(d) for d in run_dirs]:
+        last = run.metrics.iloc[-1].to_dict() if len(run.metrics) else {}
+        train_cfg = run.train_config
         rows.append(
-            {"run": str(d)}
-            | config.get("task", {})
-            | {k: train_cfg.get(k) for k in ("seed", "optimizer", "lr", "intervention")}
+            {"run": str(run.path)}
+            | run.task.to_dict()
+            | {k: getattr(train_cfg, k) for k in ("seed", "optimizer", "lr", "intervention")}
             | last
         )
     return pd.DataFrame(rows)

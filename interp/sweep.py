@@ -39,7 +39,7 @@ import itertools
 import json
 import math
 import os
-import shutil
+import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -50,6 +50,15 @@ import pandas as pd
 
 from interp import checkpoints
 from interp.model import ModelConfig
+from interp.rundir import (
+    LOCK_NAME,
+    RunDirectoryError,
+    RunLock,
+    classify,
+    read_config,
+    read_metrics,
+    remove_run_files,
+)
 from interp.sweep_backends import (
     import_ray,
     run_job,
@@ -95,8 +104,9 @@ _FINAL_METRICS = ("ic_acc", "ic2_acc", "iw_acc")
 _TRANSITION_COLUMNS = ("transition_step", "transition_width", "plateau_level", "plateau_length")
 
 
-class SweepDirectoryError(RuntimeError):
-    """The sweep folder holds a different sweep (or a run directory with another config)."""
+class SweepDirectoryError(RunDirectoryError):
+    """The sweep folder holds a different sweep (or a run directory with another config), is not
+    a sweep folder, or is being written by another process."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -299,7 +309,7 @@ class SweepSpec:
             ValueError: the base preset and overrides are invalid, or some points are (the
                 message names each such point, the field and the allowed values).
         """
-        from interp.cli import build_configs
+        from interp.overrides import build_configs
 
         # The preset's own configs: the type of each field, and what a reference falls back to.
         base = build_configs(self.preset, {}, None)[:3]
@@ -394,9 +404,13 @@ def parse_grid(pairs: Sequence[str]) -> dict[str, list[str]]:
     grid = {}
     for pair in pairs:
         key, sep, values = pair.partition("=")
-        items = [v.strip() for v in values.split(",") if v.strip()]
-        if not sep or not key.strip() or not items:
+        items = [v.strip() for v in values.split(",")]
+        if not sep or not key.strip() or not values.strip():
             raise ValueError(f"--grid {pair!r} is invalid: expected field=value1,value2,...")
+        if "" in items:
+            raise ValueError(f"--grid {pair!r} is invalid: value {items.index('') + 1} is empty")
+        if len(set(items)) != len(items):
+            raise ValueError(f"--grid {pair!r} is invalid: a value is repeated")
         grid[key.strip()] = items
     return grid
 
@@ -449,9 +463,39 @@ def load_manifest(out_dir: str | os.PathLike) -> dict:
     if not path.exists():
         raise SweepDirectoryError(f"{out_dir} is not a sweep folder (no {MANIFEST})")
     try:
-        return json.loads(path.read_text())
+        manifest = json.loads(path.read_text())
     except json.JSONDecodeError as err:
-        raise SweepDirectoryError(f"{path} is not valid JSON ({err})") from err
+        raise SweepDirectoryError(f"{path} is not valid JSON ({err})") from None
+    points = manifest.get("points") if isinstance(manifest, dict) else None
+    if not isinstance(points, list) or not isinstance(manifest.get("spec"), dict):
+        raise SweepDirectoryError(f"{path}: the fields 'spec' and 'points' are missing or invalid")
+    for i, p in enumerate(points):
+        name = p.get("name") if isinstance(p, dict) else None
+        point_dir(Path(out_dir), name, where=f"{path}: points[{i}].name")
+    return manifest
+
+
+_POINT_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.=+,-]*$")
+
+
+def point_dir(out: Path, name, where: str = "point name") -> Path:
+    """The run directory of the point ``name`` inside the sweep folder ``out``.
+
+    Names are read from disk (``sweep.json``), so each is checked to be one plain path component
+    that stays inside ``out``: a name such as ``../victim`` or ``/home/x`` is refused, never
+    followed.
+
+    Raises:
+        SweepDirectoryError: the name is not a plain point name.
+    """
+    if not isinstance(name, str) or not _POINT_NAME.match(name) or name in (".", ".."):
+        raise SweepDirectoryError(
+            f"{where}={name!r} is invalid: a point name is one plain folder name inside the sweep"
+        )
+    path = out / name
+    if path.resolve().parent != out.resolve():
+        raise SweepDirectoryError(f"{where}={name!r} resolves outside {out}; refused")
+    return path
 
 
 def _comparable(configs: Mapping) -> dict:
@@ -496,13 +540,16 @@ def _check_manifest(out: Path, old: dict, new: dict) -> None:
 def _check_run_dirs(out: Path, points: Sequence[SweepPoint]) -> None:
     """Existing run directories must hold the point's run (a resumption changes nothing else)."""
     for p in points:
-        path = out / p.name / "config.json"
-        if not path.exists():
+        run_dir = point_dir(out, p.name)
+        what = classify(run_dir)
+        if what in ("absent", "empty"):
             continue
-        try:
-            there = json.loads(path.read_text())
-        except json.JSONDecodeError as err:
-            raise SweepDirectoryError(f"{path} is not valid JSON ({err})") from err
+        if what != "run":
+            raise SweepDirectoryError(
+                f"{run_dir} is not a run directory of this sweep ({what}); move it away, or pass "
+                "--overwrite to delete the sweep's runs"
+            )
+        there, _ = read_config(run_dir / "config.json")
         if _comparable(there) != _comparable(p.configs_dict()):
             raise SweepDirectoryError(
                 f"{out / p.name} holds a run with a different config "
@@ -512,23 +559,36 @@ def _check_run_dirs(out: Path, points: Sequence[SweepPoint]) -> None:
 
 
 def _remove_sweep(out: Path, names: Sequence[str]) -> None:
-    """Delete what a sweep wrote into ``out`` (its points' run directories and its own files)."""
-    for name in names:
-        if (out / name).is_dir():
-            shutil.rmtree(out / name)
+    """Delete what a sweep wrote into ``out``: the run files of its points' run directories (a
+    point directory that is not a run is left alone), its own files and its figures. Every name
+    is checked by :func:`point_dir` first, so nothing outside ``out`` is touched."""
+    dirs = [point_dir(out, name) for name in names]  # all checked before anything is deleted
+    for run_dir in dirs:
+        if classify(run_dir) in ("run", "broken"):
+            remove_run_files(run_dir)
+            with contextlib.suppress(OSError):
+                if (run_dir / LOCK_NAME).is_file():
+                    (run_dir / LOCK_NAME).unlink()
+                run_dir.rmdir()  # only if nothing else is left in it
     for name in (MANIFEST, STATUS, SUMMARY, SUMMARY_OVER_SEEDS):
-        (out / name).unlink(missing_ok=True)
-    if (out / "figures").is_dir():
-        shutil.rmtree(out / "figures")
+        path = out / name
+        if path.is_symlink() or path.is_file():
+            path.unlink()
+    figures = out / "figures"
+    if figures.is_dir() and not figures.is_symlink():
+        for p in figures.iterdir():
+            if p.name.startswith("phase_diagram") and (p.is_file() or p.is_symlink()):
+                p.unlink()
+        with contextlib.suppress(OSError):
+            figures.rmdir()
 
 
 def _prepare(out: Path, spec: SweepSpec, points: Sequence[SweepPoint], overwrite: bool) -> None:
     new = _manifest(spec, points)
-    if overwrite and out.exists():
-        old_names = []
-        if (out / MANIFEST).exists():
-            with contextlib.suppress(SweepDirectoryError):
-                old_names = [p["name"] for p in load_manifest(out).get("points", [])]
+    if out.exists() and not (out / MANIFEST).exists():
+        _prepare_check_foreign(out)
+    if overwrite and (out / MANIFEST).exists():
+        old_names = [p["name"] for p in load_manifest(out).get("points", [])]
         _remove_sweep(out, [*old_names, *(p.name for p in points)])
     elif (out / MANIFEST).exists():
         _check_manifest(out, load_manifest(out), new)
@@ -602,6 +662,53 @@ def run_sweep(
     log = log or (lambda line: print(line, file=sys.stderr, flush=True))
     out = Path(out_dir)
     points = spec.points()  # validates every point before any work
+    if out.exists() and not out.is_dir():
+        raise SweepDirectoryError(f"{out} exists and is not a directory")
+    if out.is_dir() and not (out / MANIFEST).exists():
+        _prepare_check_foreign(out)  # refuse a foreign folder before even the lock file is made
+    out.mkdir(parents=True, exist_ok=True)
+    # One sweep driver per folder; each point's run directory has its own lock too.
+    with RunLock(out):
+        return _run_sweep_locked(
+            spec,
+            out,
+            points,
+            backend,
+            workers,
+            threads_per_worker,
+            stack,
+            ray_address,
+            overwrite,
+            figures,
+            formats,
+            log,
+        )
+
+
+def _prepare_check_foreign(out: Path) -> None:
+    others = sorted(p.name for p in out.iterdir() if p.name != LOCK_NAME)
+    if others:
+        raise SweepDirectoryError(
+            f"{out} is not empty and is not a sweep folder (no {MANIFEST}; it holds "
+            f"{', '.join(others[:3])}{', ...' if len(others) > 3 else ''}); nothing was "
+            "written: choose a new or empty --out"
+        )
+
+
+def _run_sweep_locked(
+    spec,
+    out,
+    points,
+    backend,
+    workers,
+    threads_per_worker,
+    stack,
+    ray_address,
+    overwrite,
+    figures,
+    formats,
+    log,
+) -> pd.DataFrame:
     _prepare(out, spec, points, overwrite)
 
     todo, n_resume = [], 0
@@ -698,14 +805,13 @@ def summarize_sweep(out_dir: str | os.PathLike) -> pd.DataFrame:
     status = _read_status(out)
     rows = []
     for p in manifest["points"]:
-        run_dir = out / p["name"]
+        run_dir = point_dir(out, p["name"])
         steps = int(p["train"]["steps"])
         row = {"point": p["name"], **{f: p["values"].get(f) for f in fields}, "seed": p["seed"]}
         row |= {"steps": steps, "steps_done": 0}
         row |= {m: float("nan") for m in (*_FINAL_METRICS, *_TRANSITION_COLUMNS)}
         row["transition_reason"] = "no metrics yet"
-        metrics_path = run_dir / "metrics.csv"
-        metrics = pd.read_csv(metrics_path) if metrics_path.exists() else pd.DataFrame()
+        metrics = read_metrics(run_dir / "metrics.csv").frame
         if len(metrics):
             last = metrics.iloc[-1]
             row["steps_done"] = int(metrics["step"].max())

@@ -24,8 +24,6 @@ from concurrent.futures import CancelledError, ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import pandas as pd
-
 from interp import checkpoints
 
 if TYPE_CHECKING:
@@ -51,14 +49,13 @@ RAY_HINT = (
 
 def steps_done(run_dir: Path) -> int:
     """The last step in ``run_dir/metrics.csv`` (0 without metrics)."""
-    path = run_dir / "metrics.csv"
-    if not path.exists():
-        return 0
+    from interp.rundir import RunDirectoryError, read_metrics
+
     try:
-        steps = pd.read_csv(path, usecols=["step"])["step"]
-    except (ValueError, pd.errors.EmptyDataError):
+        frame = read_metrics(Path(run_dir) / "metrics.csv").frame
+    except RunDirectoryError:
         return 0
-    return int(steps.max()) if len(steps) else 0
+    return int(frame["step"].max()) if len(frame) else 0
 
 
 def run_point(point: SweepPoint, run_dir: str | os.PathLike, threads: int = 1) -> dict:

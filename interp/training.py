@@ -20,28 +20,33 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import json
+import logging
 import math
 import os
-import shutil
 import signal
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import torch
 import torch.nn.functional as F
 from tqdm.auto import tqdm
 
-from interp import checkpoints
 from interp.evaluation import evaluate
 from interp.fast import fast_logits, supports_fast_path
-from interp.interventions import INTERVENTIONS, intervention_hooks
+from interp.interventions import intervention_hooks
 from interp.model import InductionNet, ModelConfig
+from interp.rundir import (
+    FORMAT_VERSION,
+    Run,
+    RunDirectoryError,
+    RunWriter,
+    configs_dict,
+    load_run,
+)
 from interp.task import TaskConfig, TaskGenerator
+from interp.train_config import TrainConfig, checkpoint_schedule, derive_seed
 
 __all__ = [
     "TrainConfig",
@@ -50,193 +55,35 @@ __all__ = [
     "load_run",
     "Run",
     "TrainingDiverged",
+    "TrainingInterrupted",
     "RunDirectoryError",
     "checkpoint_schedule",
     "derive_seed",
     "FORMAT_VERSION",
 ]
 
-FORMAT_VERSION = 1
-OPTIMIZERS = ("sgd", "adam")
-BACKENDS = ("fast", "hooked")
-# Fields added after format version 1 was first written, with the value that older runs used.
-_LEGACY_TRAIN_DEFAULTS = {"backend": "hooked"}
+log = logging.getLogger(__name__)
 
 
 class TrainingDiverged(RuntimeError):
-    """The training loss became NaN or infinite. The last good checkpoint is kept."""
+    """The training loss (or an evaluation) became NaN or infinite. The last good checkpoint is
+    kept."""
 
 
-class RunDirectoryError(RuntimeError):
-    """The run directory holds a different run (or no run, when resuming)."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class TrainConfig:
-    """How to train.
+class TrainingInterrupted(KeyboardInterrupt):
+    """Training stopped at a step boundary on SIGINT (Ctrl-C) or SIGTERM, its state saved.
 
     Attributes:
-        optimizer: ``sgd`` (the paper) or ``adam`` (a deviation that moves the transition earlier).
-        lr: learning rate (the paper: 0.01 with SGD).
-        weight_decay: L2 weight decay (the paper: 1e-6).
-        momentum: SGD momentum (the paper: 0).
-        batch_size: fresh sequences per step (the paper: 128).
-        steps: optimisation steps (the paper: 1e5).
-        eval_every: steps between evaluations (each writes a row of ``metrics.csv``).
-        checkpoint_every: steps between regular weight checkpoints.
-        n_log_checkpoints: extra weight checkpoints, log-spaced between step 1 and ``steps``.
-        checkpoint_on_jump: also checkpoint at any evaluation where IC accuracy moved by more than
-            this since the previous one (dense checkpoints around the transition); ``None`` disables.
-        seed: the run's seed; class means, initial weights, the training stream and the evaluation
-            sets each get their own stream derived from it (:func:`derive_seed`).
-        device: torch device for training (``cpu`` by default).
-        num_threads: torch CPU threads (``None`` leaves torch's default).
-        intervention: a training-time intervention from :data:`interp.interventions.INTERVENTIONS`
-            (``None``: plain training).
-        backend: ``fast`` computes the training forward with :func:`interp.fast.fast_logits` (the
-            same mathematics, equal to float rounding, ~1.4x faster on CPU), falling back to the
-            hooked forward where it does not apply (interventions, RoPE/CoPE); ``hooked`` always uses
-            the hooked forward. Evaluation and probes always use the hooked model.
+        signum: the signal that asked for the stop.
     """
 
-    optimizer: str = "sgd"
-    lr: float = 0.01
-    weight_decay: float = 1e-6
-    momentum: float = 0.0
-    batch_size: int = 128
-    steps: int = 100_000
-    eval_every: int = 500
-    checkpoint_every: int = 5000
-    n_log_checkpoints: int = 20
-    checkpoint_on_jump: float | None = 0.02
-    seed: int = 0
-    device: str = "cpu"
-    num_threads: int | None = None
-    intervention: str | None = None
-    backend: str = "fast"
-
-    def __post_init__(self) -> None:
-        if self.optimizer not in OPTIMIZERS:
-            raise ValueError(
-                f"TrainConfig.optimizer={self.optimizer!r} is invalid: allowed values are {OPTIMIZERS}"
-            )
-        for name in ("batch_size", "steps", "eval_every", "checkpoint_every"):
-            value = getattr(self, name)
-            if not (isinstance(value, int) and value > 0):
-                raise ValueError(
-                    f"TrainConfig.{name}={value!r} is invalid: must be a positive integer"
-                )
-        if not (isinstance(self.n_log_checkpoints, int) and self.n_log_checkpoints >= 0):
-            raise ValueError(
-                f"TrainConfig.n_log_checkpoints={self.n_log_checkpoints!r} is invalid: must be >= 0"
-            )
-        if not (math.isfinite(self.lr) and self.lr > 0):
-            raise ValueError(f"TrainConfig.lr={self.lr!r} is invalid: must be a positive number")
-        for name in ("weight_decay", "momentum"):
-            value = getattr(self, name)
-            if not (math.isfinite(value) and value >= 0):
-                raise ValueError(f"TrainConfig.{name}={value!r} is invalid: must be >= 0")
-        if self.num_threads is not None and self.num_threads < 1:
-            raise ValueError(
-                f"TrainConfig.num_threads={self.num_threads!r} is invalid: >= 1 or None"
-            )
-        if self.backend not in BACKENDS:
-            raise ValueError(
-                f"TrainConfig.backend={self.backend!r} is invalid: allowed values are {BACKENDS}"
-            )
-        if self.intervention is not None and self.intervention not in INTERVENTIONS:
-            raise ValueError(
-                f"TrainConfig.intervention={self.intervention!r} is invalid: allowed values are "
-                f"None or one of {tuple(INTERVENTIONS)}"
-            )
-
-    @property
-    def is_paper_optimizer(self) -> bool:
-        """True for the paper's optimiser: plain SGD, lr 0.01, weight decay 1e-6, no momentum."""
-        return (
-            self.optimizer == "sgd"
-            and self.lr == 0.01
-            and self.weight_decay == 1e-6
-            and self.momentum == 0
-        )
-
-    def deviation_note(self) -> str:
-        """A short label of how the optimiser differs from the paper's ('' if it does not)."""
-        if self.is_paper_optimizer:
-            return ""
-        return f"{self.optimizer} lr {self.lr:g} (paper: SGD lr 0.01)"
-
-
-def derive_seed(seed: int, purpose: str) -> int:
-    """An independent 63-bit seed for one purpose (``"task"``, ``"init"``, ``"stream"``, ``"eval"``)."""
-    purposes = {"task": 0, "init": 1, "stream": 2, "eval": 3}
-    state = np.random.SeedSequence([int(seed), purposes[purpose]]).generate_state(2, np.uint32)
-    return int((int(state[0]) << 31) ^ int(state[1]))
-
-
-def checkpoint_schedule(cfg: TrainConfig) -> set[int]:
-    """Steps at which weights are saved: 0, log-spaced, every ``checkpoint_every``, and the last."""
-    steps = {0, cfg.steps}
-    steps.update(range(cfg.checkpoint_every, cfg.steps + 1, cfg.checkpoint_every))
-    if cfg.n_log_checkpoints:
-        steps.update(int(round(s)) for s in np.geomspace(1, cfg.steps, cfg.n_log_checkpoints))
-    return steps
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
 
 
 def _configs_dict(task: TaskConfig, model: ModelConfig, train_cfg: TrainConfig) -> dict:
-    return {
-        "format_version": FORMAT_VERSION,
-        "task": task.to_dict(),
-        "model": model.to_dict(),
-        "train": dataclasses.asdict(train_cfg),
-    }
-
-
-# Fields that may change when resuming without changing the mathematics of the run.
-_RESUMABLE_TRAIN_FIELDS = {"steps", "device", "num_threads"}
-
-
-def _train_fields(d: dict) -> dict:
-    return {**_LEGACY_TRAIN_DEFAULTS, **d.get("train", {})}
-
-
-def _same_run(a: dict, b: dict) -> bool:
-    if a.get("task") != b.get("task") or a.get("model") != b.get("model"):
-        return False
-    ta = {k: v for k, v in _train_fields(a).items() if k not in _RESUMABLE_TRAIN_FIELDS}
-    tb = {k: v for k, v in _train_fields(b).items() if k not in _RESUMABLE_TRAIN_FIELDS}
-    return ta == tb
-
-
-def _prepare_run_dir(out_dir: Path, configs: dict, resume: bool, overwrite: bool) -> bool:
-    """Create or check the run directory. Returns True if there is a run to resume."""
-    config_path = out_dir / "config.json"
-    if config_path.exists():
-        try:
-            existing = json.loads(config_path.read_text())
-        except json.JSONDecodeError as err:
-            raise RunDirectoryError(f"{config_path} is not valid JSON ({err})") from err
-        if overwrite:
-            shutil.rmtree(out_dir)
-        elif not resume:
-            same = "the same" if _same_run(existing, configs) else "a different"
-            raise RunDirectoryError(
-                f"{out_dir} already holds a run with {same} config: pass resume=True (--resume) "
-                "to continue it or overwrite=True (--overwrite) to start again"
-            )
-        elif not _same_run(existing, configs):
-            raise RunDirectoryError(
-                f"{out_dir} holds a run with a different config; only "
-                f"{sorted(_RESUMABLE_TRAIN_FIELDS)} may change when resuming (use --overwrite to "
-                "start again)"
-            )
-        else:
-            return (out_dir / "checkpoints" / checkpoints.RESUME_NAME).exists()
-    elif overwrite and out_dir.exists():
-        shutil.rmtree(out_dir)
-    (out_dir / "checkpoints").mkdir(parents=True, exist_ok=True)
-    checkpoints.write_json_atomic(config_path, configs)
-    return False
+    return configs_dict(task, model, train_cfg)
 
 
 def train(
@@ -249,8 +96,14 @@ def train(
     overwrite: bool = False,
     progress: bool = True,
     stop_after: int | None = None,
+    kind: str = "induction_net",
+    extra_metrics=None,
 ) -> pd.DataFrame:
     """Train the network on fresh batches of the task; evaluate, checkpoint and resume.
+
+    The one training loop of the toolkit: other models (the minimal induction head of
+    :mod:`phenomenology.minimal`) train through it with their ``kind`` and get the same run
+    directory, resume, atomic writes, signal handling and progress bar.
 
     Args:
         task: the task.
@@ -259,22 +112,40 @@ def train(
         out_dir: run directory; ``None`` trains in memory without writing anything.
         resume: continue the run in ``out_dir`` from its last resume state. The result is the same
             as an uninterrupted run, bit for bit, on the same machine.
-        overwrite: delete whatever ``out_dir`` holds and start again.
+        overwrite: delete the run in ``out_dir`` (only the files a run consists of; a directory
+            that is not a run is never written into) and start again.
         progress: show a progress bar with the step, losses and accuracies.
         stop_after: stop (as if interrupted, state saved) once this many steps are done; for tests
             and for splitting a long run over sessions.
+        kind: the kind of model (:data:`interp.rundir.RUN_KINDS`), recorded in ``config.json``;
+            ``model_config`` is that kind's config.
+        extra_metrics: ``(model, generator) -> dict`` of further columns for every evaluation row.
 
     Returns:
         The metrics, one row per evaluation (also in ``out_dir/metrics.csv``).
 
     Raises:
-        TrainingDiverged: the training loss became NaN or infinite (metrics and the last good
-            checkpoint are kept).
-        RunDirectoryError: ``out_dir`` holds a different run and neither resume nor overwrite
-            was asked for.
+        TrainingDiverged: the training loss or an evaluation became NaN or infinite (metrics
+            and the last good checkpoint are kept).
+        TrainingInterrupted: SIGINT or SIGTERM stopped the run at a step boundary (state saved;
+            a subclass of KeyboardInterrupt).
+        RunDirectoryError: ``out_dir`` cannot take this run (see :class:`interp.rundir.RunWriter`):
+            nothing was written then.
     """
-    run = _RunState(task, model_config, train_config, out_dir, resume, overwrite)
-    _loop([run], _single_step(run), progress, stop_after)
+    run = _RunState(
+        task,
+        model_config,
+        train_config,
+        out_dir,
+        resume,
+        overwrite,
+        kind=kind,
+        extra_metrics=extra_metrics,
+    )
+    try:
+        _loop([run], _single_step(run), progress, stop_after)
+    finally:
+        run.close()
     return pd.DataFrame(run.rows)
 
 
@@ -311,7 +182,7 @@ def train_many(
         ValueError: the model cannot be stacked (:func:`interp.stacked.supports_stacking`), an
             intervention or the hooked backend is asked for, or seeds/out_dirs do not match.
     """
-    from interp.stacked import ModelStack, supports_stacking
+    from interp.stacked import supports_stacking
 
     train_config = train_config or TrainConfig()
     seeds = list(seeds)
@@ -331,22 +202,33 @@ def train_many(
             "this model cannot be trained stacked (needs 2 layers, 1 head, and one-hot, learned or "
             "no positions); train it one per process with train()"
         )
-    runs = [
-        _RunState(
-            task,
-            model_config,
-            dataclasses.replace(train_config, seed=seed),
-            None if out_dirs is None else out_dirs[i],
-            resume,
-            overwrite,
-        )
-        for i, seed in enumerate(seeds)
-    ]
-    if len({r.step for r in runs}) > 1:
-        raise RunDirectoryError(
-            "the runs to resume stand at different steps "
-            f"({ {str(r.out): r.step for r in runs} }); resume them one by one with train()"
-        )
+    runs: list[_RunState] = []
+    try:
+        for i, seed in enumerate(seeds):
+            runs.append(
+                _RunState(
+                    task,
+                    model_config,
+                    dataclasses.replace(train_config, seed=seed),
+                    None if out_dirs is None else out_dirs[i],
+                    resume,
+                    overwrite,
+                )
+            )
+        if len({r.step for r in runs}) > 1:
+            raise RunDirectoryError(
+                "the runs to resume stand at different steps "
+                f"({ {str(r.out): r.step for r in runs} }); resume them one by one with train()"
+            )
+        return _train_stacked(runs, train_config, progress, stop_after)
+    finally:
+        for run in runs:
+            run.close()
+
+
+def _train_stacked(runs, train_config, progress, stop_after) -> list[pd.DataFrame]:
+    from interp.stacked import ModelStack
+
     stack = ModelStack([r.model for r in runs])
     optimizer = _make_optimizer(stack.parameters(), train_config)
     if runs[0].optimizer_state is not None:
@@ -393,10 +275,39 @@ def _stack_optimizer_states(states: list[dict]) -> dict:
     }
 
 
-class _RunState:
-    """One run inside the training loop: its directory, data, model, schedule and progress."""
+def _check_device(cfg: TrainConfig) -> None:
+    device = torch.device(cfg.device)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(
+            f"TrainConfig.device={cfg.device!r} is invalid here: torch sees no CUDA device"
+        )
+    if device.type == "mps" and not torch.backends.mps.is_available():
+        raise ValueError(f"TrainConfig.device={cfg.device!r} is invalid here: MPS is not available")
 
-    def __init__(self, task, model_config, train_config, out_dir, resume, overwrite) -> None:
+
+class _RunState:
+    """One run inside the training loop: its directory, data, model, schedule and progress.
+
+    Args:
+        kind: the kind of model (:data:`interp.rundir.RUN_KINDS`); ``induction_net`` is the
+            network, ``minimal_induction_head`` the minimal model of :mod:`phenomenology.minimal`.
+        extra_metrics: ``(model, generator) -> dict`` of further columns at every evaluation.
+    """
+
+    def __init__(
+        self,
+        task,
+        model_config,
+        train_config,
+        out_dir,
+        resume,
+        overwrite,
+        *,
+        kind: str = "induction_net",
+        extra_metrics=None,
+    ) -> None:
+        from interp.rundir import RUN_KINDS
+
         model_config = model_config or ModelConfig.from_task(task)
         cfg = self.cfg = train_config or TrainConfig()
         if (model_config.D, model_config.L) != (task.D, task.L):
@@ -404,27 +315,47 @@ class _RunState:
                 f"model_config (D={model_config.D}, L={model_config.L}) does not match task "
                 f"(D={task.D}, L={task.L}); build it with ModelConfig.from_task(task)"
             )
-        if model_config.n_positions < task.seq_len and model_config.positional != "none":
+        if (
+            isinstance(model_config, ModelConfig)
+            and model_config.n_positions < task.seq_len
+            and model_config.positional != "none"
+        ):
             raise ValueError(
                 f"model_config.n_positions={model_config.n_positions} is too small for sequences "
                 f"of {task.seq_len} tokens"
             )
+        _check_device(cfg)
+        # Everything is checked: only now is anything written.
         if cfg.num_threads:
             torch.set_num_threads(cfg.num_threads)
         self.device = device = torch.device(cfg.device)
-        configs = _configs_dict(task, model_config, cfg)
+        self.extra_metrics = extra_metrics
+        self.out = Path(out_dir) if out_dir is not None else None
+        self.writer = (
+            RunWriter.open(
+                self.out,
+                configs_dict(task, model_config, cfg, kind),
+                resume=resume,
+                overwrite=overwrite,
+                map_location=device,
+            )
+            if self.out is not None
+            else None
+        )
+        try:
+            self._build(task, model_config, cfg, kind, RUN_KINDS[kind].model_class())
+        except BaseException:
+            self.close()
+            raise
 
-        out = self.out = Path(out_dir) if out_dir is not None else None
-        # A directory with a config but no resume state yet (or --resume on a new directory)
-        # starts from scratch.
-        can_resume = _prepare_run_dir(out, configs, resume, overwrite) if out is not None else False
-
+    def _build(self, task, model_config, cfg, kind, model_class) -> None:
+        device = self.device
         self.generator = TaskGenerator(task, seed=derive_seed(cfg.seed, "task"))
         self.eval_sets = {
             k: v.to(device)
             for k, v in self.generator.eval_sets(derive_seed(cfg.seed, "eval")).items()
         }
-        self.model = InductionNet(model_config, seed=derive_seed(cfg.seed, "init") % 2**63).to(
+        self.model = model_class(model_config, seed=derive_seed(cfg.seed, "init") % 2**63).to(
             device
         )
         self.optimizer = None  # set by the step function that owns it
@@ -436,10 +367,9 @@ class _RunState:
         )
         self.step, self.loss_sum, self.loss_count, self.last_ic_acc = 0, 0.0, 0, None
         self.rows: list[dict] = []
-        if can_resume:
-            state = checkpoints.load_resume(
-                out / "checkpoints" / checkpoints.RESUME_NAME, map_location=device
-            )
+        self.last_eval_step = -1
+        state = self.writer.resume_state if self.writer is not None else None
+        if state is not None:
             self.model.load_state_dict(state["model"])
             self.optimizer_state = state["optimizer"]
             self.stream.set_state(state["stream"])
@@ -450,15 +380,34 @@ class _RunState:
                 state["loss_count"],
             )
             self.last_ic_acc = state["last_ic_acc"]
-            self.rows = _read_metrics(out / "metrics.csv", up_to=state["last_eval_step"])
+            self.last_eval_step = state["last_eval_step"]
+            if "rows" in state:
+                # The metrics come from the resume state, not from metrics.csv, which a user or a
+                # disk may have damaged since; the file is rewritten from them.
+                self.rows = [dict(r) for r in state["rows"]]
+            else:  # resume states written before the rows were kept in them
+                from interp.rundir import read_metrics
+
+                frame = read_metrics(self.out / "metrics.csv").frame
+                if len(frame):
+                    frame = frame[frame["step"] <= self.last_eval_step]
+                self.rows = frame.to_dict("records")
+                if not self.rows or self.rows[-1]["step"] != self.last_eval_step:
+                    raise RunDirectoryError(
+                        f"{self.out / 'metrics.csv'} lacks the rows up to step "
+                        f"{self.last_eval_step} and the resume state (an older format) does not "
+                        "hold them; cannot resume exactly"
+                    )
         self.ckpt_steps = checkpoint_schedule(cfg)
-        self.last_eval_step = self.rows[-1]["step"] if self.rows else -1
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
 
     def save_resume(self) -> None:
-        if self.out is None:
+        if self.writer is None:
             return
-        checkpoints.save_resume(
-            self.out / "checkpoints" / checkpoints.RESUME_NAME,
+        self.writer.save_resume(
             {
                 "model": {k: v.clone() for k, v in self.model.state_dict().items()},
                 "optimizer": self.optimizer_state_fn(),
@@ -469,50 +418,72 @@ class _RunState:
                 "loss_count": self.loss_count,
                 "last_ic_acc": self.last_ic_acc,
                 "last_eval_step": self.last_eval_step,
+                "rows": [dict(r) for r in self.rows],
             },
         )
 
+    def _save_weights(self, step: int) -> None:
+        if not all(bool(torch.isfinite(p).all()) for p in self.model.state_dict().values()):
+            raise self.diverged(float("nan"), what="weights", at=step)
+        self.writer.save_weights(step, self.model)
+
     def evaluate_if_due(self) -> dict | None:
         """Evaluate, log and checkpoint if this step is an evaluation step; weights-only
-        checkpoint if it is only a checkpoint step. Returns the metrics row, if any."""
-        cfg, step, out = self.cfg, self.step, self.out
+        checkpoint if it is only a checkpoint step. Returns the metrics row, if any.
+
+        An evaluation with a non-finite loss (or weights that are not finite) stops the run as
+        diverged before anything of it is written: a checkpoint is good only if its evaluation
+        is finite, and the resume state stays at the last good evaluation."""
+        cfg, step = self.cfg, self.step
         if (step % cfg.eval_every == 0 or step == cfg.steps) and step > self.last_eval_step:
             row = {
                 "step": step,
                 "train_loss": self.loss_sum / self.loss_count if self.loss_count else float("nan"),
             }
             row.update(evaluate(self.model, self.eval_sets))
-            self.rows.append(row)
-            self.loss_sum, self.loss_count = 0.0, 0
+            if self.extra_metrics is not None:
+                row.update(self.extra_metrics(self.model, self.generator))
+            bad = [k for k, v in row.items() if k.endswith("_loss") and k != "train_loss"]
+            bad = [k for k in bad if not math.isfinite(row[k])]
+            if bad:
+                raise self.diverged(row[bad[0]], what=f"evaluation {bad[0]}", at=step)
             jumped = (
                 cfg.checkpoint_on_jump is not None
                 and self.last_ic_acc is not None
                 and abs(row["ic_acc"] - self.last_ic_acc) > cfg.checkpoint_on_jump
             )
+            if self.writer is not None and (step in self.ckpt_steps or jumped):
+                self._save_weights(step)
+            self.rows.append(row)
+            self.loss_sum, self.loss_count = 0.0, 0
             self.last_ic_acc, self.last_eval_step = row["ic_acc"], step
-            if out is not None:
-                _write_metrics(out / "metrics.csv", self.rows)
-                if step in self.ckpt_steps or jumped:
-                    checkpoints.save_weights(out / "checkpoints", step, self.model)
+            if self.writer is not None:
+                self.writer.write_metrics(self.rows)
             self.save_resume()
             return row
-        if out is not None and step in self.ckpt_steps:
-            checkpoints.save_weights(out / "checkpoints", step, self.model)
+        if self.writer is not None and step in self.ckpt_steps:
+            self._save_weights(step)
         return None
 
     def sample(self):
         return self.generator.sample(self.cfg.batch_size, self.stream).to(self.device)
 
-    def diverged(self, loss: float) -> TrainingDiverged:
+    def diverged(self, value: float, what: str = "training loss", at: int | None = None):
+        """The error to raise: names the last good checkpoint (one whose evaluation was finite)."""
         out = self.out
-        last = checkpoints.list_steps(out / "checkpoints") if out is not None else []
+        at = self.step + 1 if at is None else at
+        good = (
+            [s for s in self.writer.checkpoint_steps() if s <= self.last_eval_step]
+            if (self.writer is not None)
+            else []
+        )
         return TrainingDiverged(
-            f"training loss became {loss} at step {self.step + 1}"
+            f"{what} became {value} at step {at}"
             + (f" (seed {self.cfg.seed})" if out is None else f" ({out})")
             + "; stopped. "
             + (
-                f"Metrics are in {out / 'metrics.csv'}; the last good checkpoint is step "
-                f"{last[-1] if last else 'none'} (resume state at step {self.last_eval_step})."
+                f"Metrics up to step {self.last_eval_step} are in {out / 'metrics.csv'}; the last "
+                f"good checkpoint is step {good[-1] if good else 'none'}."
                 if out is not None
                 else ""
             )
@@ -577,28 +548,36 @@ def _stacked_step(runs: list[_RunState], stack, optimizer):
     return step
 
 
+_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
 @contextlib.contextmanager
 def _stop_at_step_boundary():
-    """While training, Ctrl-C (SIGINT) asks the loop to stop after the current step instead of
-    interrupting it half-way (a batch drawn but not learned from would make the resumed run differ
-    from an uninterrupted one). Yields a function telling whether a stop was asked for. Only in
-    the main thread (elsewhere, SIGINT keeps its usual meaning)."""
-    requested = []
+    """While training, Ctrl-C (SIGINT) or a scheduler's SIGTERM asks the loop to stop after the
+    current step instead of interrupting it half-way (a batch drawn but not learned from would make
+    the resumed run differ from an uninterrupted one). Yields a function returning the signal
+    number that asked for a stop (0: none). Only in the main thread (elsewhere, the signals keep
+    their usual meaning)."""
+    requested: list[int] = []
 
     def handler(signum, frame):
         if not requested:
-            print("\nCtrl-C: stopping after this step...", file=sys.stderr, flush=True)
+            name = "Ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name
+            print(f"\n{name}: stopping after this step...", file=sys.stderr, flush=True)
         requested.append(signum)
 
+    previous = {}
     try:
-        previous = signal.signal(signal.SIGINT, handler)
+        for sig in _STOP_SIGNALS:
+            previous[sig] = signal.signal(sig, handler)
     except ValueError:  # not the main thread
-        yield lambda: False
+        yield lambda: 0
         return
     try:
-        yield lambda: bool(requested)
+        yield lambda: requested[0] if requested else 0
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for sig, old in previous.items():
+            signal.signal(sig, old)
 
 
 def _loop(runs: list[_RunState], step_fn, progress: bool, stop_after: int | None) -> None:
@@ -637,105 +616,25 @@ def _loop(runs: list[_RunState], step_fn, progress: bool, stop_after: int | None
                     run.step += 1
                 bar.update(1)
                 if stop_requested():
-                    raise KeyboardInterrupt  # Ctrl-C arrived during the step: stop after it
-    except KeyboardInterrupt:
+                    # The signal arrived during the step: stop after it.
+                    raise TrainingInterrupted(stop_requested())
+    except KeyboardInterrupt as err:
         for run in runs:
             run.save_resume()
         bar.close()
         for run in runs:
             if run.out is not None:
-                print(
-                    f"\ninterrupted at step {run.step}; state saved. Resume with: induction-cliff "
-                    f"train --resume --out {run.out}",
-                    file=sys.stderr,
+                log.warning(
+                    "interrupted at step %d; state saved. Resume with: induction-cliff train "
+                    "--resume --out %s",
+                    run.step,
+                    run.out,
                 )
-        raise
+        if isinstance(err, TrainingInterrupted):
+            raise
+        raise TrainingInterrupted(signal.SIGINT) from None
     finally:
         bar.close()
-
-
-def _write_metrics(path: Path, rows: list[dict]) -> None:
-    checkpoints.write_text_atomic(path, pd.DataFrame(rows).to_csv(index=False))
-
-
-def _read_metrics(path: Path, up_to: int) -> list[dict]:
-    if not path.exists():
-        return []
-    df = pd.read_csv(path)
-    return df[df["step"] <= up_to].to_dict("records")
-
-
-@dataclass
-class Run:
-    """A finished (or interrupted) run, reopened from its directory.
-
-    Attributes:
-        path: the run directory.
-        task: its :class:`TaskConfig`.
-        model_config: its :class:`ModelConfig`.
-        train_config: its :class:`TrainConfig`.
-        metrics: ``metrics.csv`` as a DataFrame.
-    """
-
-    path: Path
-    task: TaskConfig
-    model_config: ModelConfig
-    train_config: TrainConfig
-    metrics: pd.DataFrame
-    _generator: TaskGenerator | None = field(default=None, repr=False)
-
-    @property
-    def checkpoint_steps(self) -> list[int]:
-        """Steps with saved weights, ascending."""
-        return checkpoints.list_steps(self.path / "checkpoints")
-
-    def load_model(self, step: int | None = None, device: str = "cpu") -> InductionNet:
-        """The network with the weights of checkpoint ``step`` (default: the last one)."""
-        steps = self.checkpoint_steps
-        if not steps:
-            raise FileNotFoundError(f"{self.path / 'checkpoints'} holds no weight checkpoints")
-        if step is None:
-            step = steps[-1]
-        if step not in steps:
-            raise ValueError(f"step={step} has no checkpoint; available steps: {steps}")
-        model = InductionNet(self.model_config, seed=None)
-        checkpoints.load_weights(self.path / "checkpoints", step, model)
-        return model.to(device)
-
-    def generator(self) -> TaskGenerator:
-        """The run's task generator (same class means and label vectors)."""
-        if self._generator is None:
-            self._generator = TaskGenerator(
-                self.task, seed=derive_seed(self.train_config.seed, "task")
-            )
-        return self._generator
-
-    def eval_sets(self, n: int | None = None, n_pairs: int | None = None) -> dict:
-        """The run's IC, IC2 and IW evaluation sets (the same ones training used, by default)."""
-        seed = derive_seed(self.train_config.seed, "eval")
-        return self.generator().eval_sets(seed, n=n, n_pairs=n_pairs)
-
-    def deviation_note(self) -> str:
-        """How this run's optimiser differs from the paper's ('' if it does not)."""
-        return self.train_config.deviation_note()
-
-
-def load_run(path: str | os.PathLike) -> Run:
-    """Reopen a run directory written by :func:`train`."""
-    path = Path(path)
-    config_path = path / "config.json"
-    if not config_path.exists():
-        raise RunDirectoryError(f"{path} is not a run directory (no config.json)")
-    cfg = json.loads(config_path.read_text())
-    metrics_path = path / "metrics.csv"
-    metrics = pd.read_csv(metrics_path) if metrics_path.exists() else pd.DataFrame()
-    return Run(
-        path=path,
-        task=TaskConfig(**cfg["task"]),
-        model_config=ModelConfig(**cfg["model"]),
-        train_config=TrainConfig(**_train_fields(cfg)),
-        metrics=metrics,
-    )
 
 
 def load_runs(paths: Sequence[str | os.PathLike]) -> list[Run]:

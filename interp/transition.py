@@ -22,7 +22,6 @@ import os
 import warnings
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -240,7 +239,9 @@ def transition_report(
         if isinstance(run, pd.DataFrame):
             name, metrics = f"run{i}", run
         else:
-            name, metrics = str(run), pd.read_csv(Path(run) / "metrics.csv")
+            from interp.rundir import load_run
+
+            name, metrics = str(run), load_run(run).metrics
         r = detect_transition(metrics["step"], metrics[measure], min_rise=min_rise)
         rows.append({"run": name, **r.to_dict()})
     df = pd.DataFrame(rows)

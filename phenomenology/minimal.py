@@ -26,8 +26,6 @@ directory format as :func:`interp.training.train`, so that curves can be compare
 from __future__ import annotations
 
 import dataclasses
-import json
-import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,14 +37,13 @@ from torch import Tensor, nn
 from transformer_lens import HookedRootModule
 from transformer_lens.hook_points import HookPoint
 
-from interp.evaluation import evaluate
-from interp.task import TaskConfig, TaskGenerator
-from interp.training import derive_seed
+from interp.task import TaskConfig
+from interp.train_config import TrainConfig
+from interp.training import train
 
 __all__ = ["MinimalConfig", "MinimalInductionHead", "train_minimal", "VARIANTS"]
 
 VARIANTS = ("three", "two")
-FORMAT_VERSION = 1
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -117,10 +114,11 @@ class MinimalInductionHead(HookedRootModule):
 
     Args:
         cfg: the model's configuration.
-        seed: seed for ``W``'s initial entries (only used when ``cfg.W_init_std > 0``).
+        seed: seed for ``W``'s initial entries (only used when ``cfg.W_init_std > 0``); None
+            for a model whose weights are loaded next (a checkpoint), which draws nothing.
     """
 
-    def __init__(self, cfg: MinimalConfig, seed: int = 0) -> None:
+    def __init__(self, cfg: MinimalConfig, seed: int | None = 0) -> None:
         super().__init__()
         self.cfg = cfg
         self.beta1 = nn.Parameter(torch.tensor(float(cfg.beta1_init)))
@@ -129,8 +127,11 @@ class MinimalInductionHead(HookedRootModule):
             self.beta2 = nn.Parameter(torch.tensor(float(cfg.beta2_init)))
         else:
             self.register_buffer("beta2", torch.tensor(0.0))
-        g = torch.Generator().manual_seed(int(seed))
-        self.W = nn.Parameter(torch.randn(cfg.L, cfg.D, generator=g) * cfg.W_init_std)
+        if seed is None:
+            self.W = nn.Parameter(torch.zeros(cfg.L, cfg.D))
+        else:
+            g = torch.Generator().manual_seed(int(seed))
+            self.W = nn.Parameter(torch.randn(cfg.L, cfg.D, generator=g) * cfg.W_init_std)
         self.blocks = nn.ModuleList([_Block(), _Block()])
         self.hook_logits = HookPoint()  # [batch, L]
         self.setup()
@@ -190,6 +191,9 @@ def train_minimal(
     model_config: MinimalConfig | None = None,
     weight_decay: float = 0.0,
     n_eval: int | None = None,
+    resume: bool = False,
+    overwrite: bool = False,
+    progress: bool = False,
 ) -> pd.DataFrame:
     """Trains the minimal induction head with SGD on fresh batches of the task.
 
@@ -203,14 +207,16 @@ def train_minimal(
         lr: learning rate.
         batch_size: fresh sequences per step.
         seed: run seed.
-        out_dir: run directory (``config.json`` and ``metrics.csv``, the network's format); None
-            writes nothing.
+        out_dir: run directory (the network's format, ``kind`` ``minimal_induction_head``;
+            reopened by :func:`interp.training.load_run`); None writes nothing.
         eval_every: steps between evaluations (and at the last step).
         variant: ``"three"`` or ``"two"``; ignored when ``model_config`` is given.
         model_config: full model configuration (initial values); default
             ``MinimalConfig.from_task(task_config, variant=variant)``.
         weight_decay: SGD weight decay.
-        n_eval: sequences per evaluation set (default ``task_config.n_eval``).
+        n_eval: sequences per evaluation set (default ``task_config.n_eval``; recorded as the
+            task's ``n_eval``).
+        resume, overwrite, progress: as in :func:`interp.training.train`.
 
     Returns:
         metrics, one row per evaluation: ``step, train_loss``, ``{ic,ic2,iw}_{acc,loss}``, the
@@ -218,7 +224,7 @@ def train_minimal(
         ``sigmoid(beta1)``) and the parameters ``beta1, alpha, beta2, xi`` (``xi``: the
         readout's gain on label content).
     """
-    for name, value, low in (("steps", steps, 0), ("batch_size", batch_size, 1)):
+    for name, value, low in (("steps", steps, 1), ("batch_size", batch_size, 1)):
         if not isinstance(value, int) or value < low:
             raise ValueError(f"{name}={value!r} must be an integer >= {low}")
     if not isinstance(eval_every, int) or eval_every < 1:
@@ -228,58 +234,41 @@ def train_minimal(
     cfg = model_config or MinimalConfig.from_task(task_config, variant=variant)
     if (cfg.D, cfg.L) != (task_config.D, task_config.L):
         raise ValueError("model_config D, L must match task_config (use MinimalConfig.from_task)")
+    task = dataclasses.replace(task_config, n_eval=n_eval) if n_eval else task_config
+    train_cfg = TrainConfig(
+        optimizer="sgd",
+        lr=lr,
+        weight_decay=weight_decay,
+        batch_size=batch_size,
+        steps=steps,
+        eval_every=eval_every,
+        seed=seed,
+        # A handful of scalars and W: weights at the start, the end and every evaluation's
+        # jump cost nothing and let the figures show the circuit at any stage.
+        checkpoint_every=steps,
+        n_log_checkpoints=10,
+        checkpoint_on_jump=0.02,
+        backend="hooked",
+    )
 
-    generator = TaskGenerator(task_config, seed=derive_seed(seed, "task"))
-    eval_sets = generator.eval_sets(derive_seed(seed, "eval"), n=n_eval)
-    stream = torch.Generator().manual_seed(derive_seed(seed, "stream"))
-    model = MinimalInductionHead(cfg, seed=derive_seed(seed, "init") % 2**63)
-    opt = torch.optim.SGD(model.parameters(), lr=lr, weight_decay=weight_decay)
-
-    train_cfg = {
-        "steps": steps,
-        "lr": lr,
-        "batch_size": batch_size,
-        "seed": seed,
-        "eval_every": eval_every,
-        "optimizer": "sgd",
-        "weight_decay": weight_decay,
-        "n_eval": n_eval,
-    }
-    out = Path(out_dir) if out_dir is not None else None
-    if out is not None:
-        out.mkdir(parents=True, exist_ok=True)
-        configs = {
-            "format_version": FORMAT_VERSION,
-            "task": task_config.to_dict(),
-            "model": cfg.to_dict(),
-            "train": train_cfg,
+    def parameters(model, generator) -> dict:
+        return {
+            "beta1": float(model.beta1.detach()),
+            "alpha": float(model.alpha.detach()),
+            "beta2": float(model.beta2.detach()),
+            "xi": _readout_gain(model, generator.label_vectors),
         }
-        (out / "config.json").write_text(json.dumps(configs, indent=2) + "\n")
 
-    rows: list[dict] = []
-    loss_sum, loss_count = 0.0, 0
-    for step in range(steps + 1):
-        if step % eval_every == 0 or step == steps:
-            row = {"step": step, "train_loss": loss_sum / loss_count if loss_count else math.nan}
-            row.update(evaluate(model, eval_sets))
-            row.update(
-                beta1=float(model.beta1.detach()),
-                alpha=float(model.alpha.detach()),
-                beta2=float(model.beta2.detach()),
-                xi=_readout_gain(model, generator.label_vectors),
-            )
-            rows.append(row)
-            loss_sum, loss_count = 0.0, 0
-        if step == steps:
-            break
-        batch = generator.sample(batch_size, stream)
-        loss = F.cross_entropy(model(batch.tokens, batch.positions), batch.target)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-        loss_sum += loss.item()
-        loss_count += 1
-    metrics = pd.DataFrame(rows)
-    if out is not None:
-        metrics.to_csv(out / "metrics.csv", index=False)
-    return metrics
+    # The one training loop (interp.training.train): same seeds, data stream and evaluation sets
+    # as a network run, and the same run directory, resume and signal handling.
+    return train(
+        task,
+        cfg,
+        train_cfg,
+        out_dir,
+        resume=resume,
+        overwrite=overwrite,
+        progress=progress,
+        kind="minimal_induction_head",
+        extra_metrics=parameters,
+    )
