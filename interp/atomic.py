@@ -17,6 +17,7 @@ Every file the toolkit writes (run directories, sweeps, figures' data) goes thro
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import tempfile
@@ -101,9 +102,21 @@ def write_text_atomic(path: str | os.PathLike, text: str) -> None:
     write_bytes_atomic(path, text.encode())
 
 
+def _finite_or_null(obj):
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    if isinstance(obj, dict):
+        return {k: _finite_or_null(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_finite_or_null(v) for v in obj]
+    return obj
+
+
 def write_json_atomic(path: str | os.PathLike, obj) -> None:
-    """Write ``obj`` as indented JSON to ``path`` atomically. NaN and infinity are refused."""
-    write_text_atomic(path, json.dumps(obj, indent=2, sort_keys=True, allow_nan=False) + "\n")
+    """Write ``obj`` as indented JSON to ``path`` atomically. NaN and infinities, which JSON does
+    not have, are written as ``null``."""
+    text = json.dumps(_finite_or_null(obj), indent=2, sort_keys=True, allow_nan=False)
+    write_text_atomic(path, text + "\n")
 
 
 def write_with_atomic(path: str | os.PathLike, write) -> None:

@@ -342,11 +342,12 @@ class SweepSpec:
                 name = "_".join([*(f"{k}={_fmt(v)}" for k, v in values.items()), f"seed={seed}"])
                 points.append(SweepPoint(name, values, seed, task, model, train))
         if errors:
-            shown = "\n  ".join(errors[:12])
-            more = f"\n  ... and {len(errors) - 12} more" if len(errors) > 12 else ""
+            # One line (the CLI shows one line per failure): the first points' errors, joined.
+            shown = "; ".join(errors[:3])
+            more = f"; ... and {len(errors) - 3} more" if len(errors) > 3 else ""
             raise ValueError(
                 f"sweep of preset {self.preset!r}: {len(errors)} invalid point(s), nothing was "
-                f"trained:\n  {shown}{more}"
+                f"trained: {shown}{more}"
             )
         names = [p.name for p in points]
         if len(set(names)) < len(names):
@@ -586,7 +587,7 @@ def _remove_sweep(out: Path, names: Sequence[str]) -> None:
 def _prepare(out: Path, spec: SweepSpec, points: Sequence[SweepPoint], overwrite: bool) -> None:
     new = _manifest(spec, points)
     if out.exists() and not (out / MANIFEST).exists():
-        _prepare_check_foreign(out)
+        _prepare_check_foreign(out, points)
     if overwrite and (out / MANIFEST).exists():
         old_names = [p["name"] for p in load_manifest(out).get("points", [])]
         _remove_sweep(out, [*old_names, *(p.name for p in points)])
@@ -665,7 +666,7 @@ def run_sweep(
     if out.exists() and not out.is_dir():
         raise SweepDirectoryError(f"{out} exists and is not a directory")
     if out.is_dir() and not (out / MANIFEST).exists():
-        _prepare_check_foreign(out)  # refuse a foreign folder before even the lock file is made
+        _prepare_check_foreign(out, points)  # refused before even the lock file is made
     out.mkdir(parents=True, exist_ok=True)
     # One sweep driver per folder; each point's run directory has its own lock too.
     with RunLock(out):
@@ -685,8 +686,11 @@ def run_sweep(
         )
 
 
-def _prepare_check_foreign(out: Path) -> None:
-    others = sorted(p.name for p in out.iterdir() if p.name != LOCK_NAME)
+def _prepare_check_foreign(out: Path, points: Sequence[SweepPoint] = ()) -> None:
+    """Refuse a non-empty folder that is not a sweep: only the lock file and this sweep's own
+    point directories (checked by :func:`_check_run_dirs`) may be there already."""
+    mine = {p.name for p in points}
+    others = sorted(p.name for p in out.iterdir() if p.name != LOCK_NAME and p.name not in mine)
     if others:
         raise SweepDirectoryError(
             f"{out} is not empty and is not a sweep folder (no {MANIFEST}; it holds "

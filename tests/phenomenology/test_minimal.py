@@ -80,7 +80,7 @@ def test_two_parameter_variant_has_no_beta2():
 def test_run_directory_format(run):
     out, metrics = run
     config = json.loads((out / "config.json").read_text())
-    assert config["task"]["L"] == TASK.L and config["model"]["kind"] == "minimal_induction_head"
+    assert config["task"]["L"] == TASK.L and config["kind"] == "minimal_induction_head"
     saved = pd.read_csv(out / "metrics.csv")
     network_columns = "step train_loss ic_acc ic_loss ic2_acc ic2_loss iw_acc iw_loss".split()
     measures = "ila1 tila2 tla2 cla prev_token_score induction_score".split()
