@@ -256,13 +256,20 @@ def test_summarize_runs_feeds_the_phase_diagram(tmp_path):
     import json
 
     from interp.figures import summarize_runs
+    from interp.model import ModelConfig
+    from interp.rundir import configs_dict
+    from interp.task import TaskConfig
+    from interp.training import TrainConfig
 
     dirs = []
     for K in (16, 64):
         for B in (1, 2):
             d = tmp_path / f"K{K}-B{B}"
             d.mkdir()
-            config = {"task": {"K": K, "B": B, "L": 8}, "train": {"seed": 0, "optimizer": "adam"}}
+            task = TaskConfig(D=15, K=K, L=8, N=4, N_max=4, B=B)
+            config = configs_dict(
+                task, ModelConfig.from_task(task), TrainConfig(seed=0, optimizer="adam")
+            )
             (d / "config.json").write_text(json.dumps(config))
             m = fake_metrics(0).assign(ic_acc=np.linspace(0, K / 100 + B / 10, 21))
             m.to_csv(d / "metrics.csv", index=False)

@@ -349,6 +349,7 @@ def test_7_real_divergence_names_a_good_checkpoint(tmp_path):
 def test_8_sigterm_saves_and_resume_is_exact(tmp_path):
     run = tmp_path / "run"
     args = ["--set", "steps=1000", "--set", "eval_every=50", "--set", "n_eval=64", "--quiet"]
+    args += ["--set", "num_threads=1"]  # the same arithmetic in this process below
     proc = cli("train", "--preset", "tiny", *args, "--out", str(run))
     wait_for(lambda: len(read_metrics(run / "metrics.csv").frame) >= 2, what="two evaluations")
     proc.send_signal(signal.SIGTERM)
@@ -358,10 +359,14 @@ def test_8_sigterm_saves_and_resume_is_exact(tmp_path):
     state = checkpoints.load_resume(run / "checkpoints" / "resume.pt")
     assert 0 < state["step"] < 1000
     loaded = load_run(run)
-    resumed = train(
-        loaded.task, loaded.model_config, loaded.train_config, run, resume=True, progress=False
-    )
-    full = train(loaded.task, loaded.model_config, loaded.train_config, None, progress=False)
+    threads = torch.get_num_threads()
+    try:
+        resumed = train(
+            loaded.task, loaded.model_config, loaded.train_config, run, resume=True, progress=False
+        )
+        full = train(loaded.task, loaded.model_config, loaded.train_config, None, progress=False)
+    finally:
+        torch.set_num_threads(threads)
     pd.testing.assert_frame_equal(resumed, full)
 
 
