@@ -388,6 +388,7 @@ def train_token_task(
     seed: int = 0,
     eval_every: int = 250,
     n_test: int = 512,
+    progress: bool = False,
 ) -> tuple[TokenNet, pd.DataFrame]:
     """Train a :class:`TokenNet` on one of the tasks with Adam; evaluate on its test sets.
 
@@ -397,33 +398,80 @@ def train_token_task(
         absolute table in the long sets raise an
         :class:`~interp.positional.UntrainedPositionWarning` (callers decide whether to silence it).
     """
-    model = TokenNet(cfg, seed=seed)
-    opt = torch.optim.Adam(model.parameters(), lr=lr)
-    g = torch.Generator().manual_seed(seed + 1_000_003)
-    tests = task.test_sets(n_test, seed=seed + 2_000_003)
-    rows = []
-    loss_sum, loss_n = 0.0, 0
-    for step in range(steps + 1):
-        if step % eval_every == 0 or step == steps:
-            model.eval()
-            row = {"step": step, "train_loss": loss_sum / loss_n if loss_n else float("nan")}
-            for name, batch in tests.items():
-                row.update({f"{name}_{k}": v for k, v in token_accuracy(model, batch).items()})
-            rows.append(row)
-            model.train()
-            loss_sum, loss_n = 0.0, 0
-        if step == steps:
-            break
-        batch = task.sample(batch_size, g)
-        logits = model(batch.tokens)
-        loss = F.cross_entropy(
+    from interp.training import TrainConfig, run_training_loop
+
+    run = _TokenRun(
+        task,
+        TokenNet(cfg, seed=seed),
+        TrainConfig(
+            optimizer="adam",
+            lr=lr,
+            weight_decay=0.0,
+            batch_size=batch_size,
+            steps=steps,
+            eval_every=eval_every,
+            seed=seed,
+        ),
+        tests=task.test_sets(n_test, seed=seed + 2_000_003),
+        stream=torch.Generator().manual_seed(seed + 1_000_003),
+    )
+    # The toolkit's one training loop: schedule, Ctrl-C/SIGTERM at a step boundary, divergence
+    # check and progress bar are the network's; this task brings its batches, loss and accuracy.
+    run_training_loop(run, progress=progress)
+    return run.model, pd.DataFrame(run.rows)
+
+
+class _TokenRun:
+    """A token-task run as :func:`interp.training.run_training_loop` drives it (in memory)."""
+
+    progress_columns = {"train_loss": "loss", "id_acc": "id"}
+
+    def __init__(self, task, model: TokenNet, cfg, tests: dict, stream: torch.Generator) -> None:
+        self.task, self.model, self.cfg, self.tests, self.stream = task, model, cfg, tests, stream
+        self.hooks: list = []
+        self.out = None
+        self.optimizer_state = None
+        self.step, self.loss_sum, self.loss_count = 0, 0.0, 0
+        self.rows: list[dict] = []
+        self._last_eval = -1
+
+    def sample(self) -> TokenBatch:
+        return self.task.sample(self.cfg.batch_size, self.stream)
+
+    def batch_loss(self, batch: TokenBatch) -> Tensor:
+        logits = self.model(batch.tokens)
+        return F.cross_entropy(
             logits.reshape(-1, logits.shape[-1]), batch.targets.reshape(-1), ignore_index=IGNORE
         )
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        loss_sum, loss_n = loss_sum + loss.item(), loss_n + 1
-    return model, pd.DataFrame(rows)
+
+    def evaluate_if_due(self) -> dict | None:
+        step = self.step
+        if (
+            not (step % self.cfg.eval_every == 0 or step == self.cfg.steps)
+            or step <= self._last_eval
+        ):
+            return None
+        was_training = self.model.training
+        self.model.eval()
+        mean = self.loss_sum / self.loss_count if self.loss_count else float("nan")
+        row = {"step": step, "train_loss": mean}
+        for name, batch in self.tests.items():
+            row.update({f"{name}_{k}": v for k, v in token_accuracy(self.model, batch).items()})
+        self.model.train(was_training)
+        self.rows.append(row)
+        self.loss_sum, self.loss_count, self._last_eval = 0.0, 0, step
+        return row
+
+    def save_resume(self) -> None:
+        """In memory: nothing to save."""
+
+    def diverged(self, value: float) -> Exception:
+        from interp.training import TrainingDiverged
+
+        return TrainingDiverged(
+            f"training loss became {value} at step {self.step + 1} (token task, seed "
+            f"{self.cfg.seed}); stopped. Try a smaller lr."
+        )
 
 
 def compare_encodings(

@@ -60,6 +60,7 @@ __all__ = [
     "checkpoint_schedule",
     "derive_seed",
     "FORMAT_VERSION",
+    "run_training_loop",
 ]
 
 log = logging.getLogger(__name__)
@@ -399,6 +400,7 @@ class _RunState:
                         "hold them; cannot resume exactly"
                     )
         self.ckpt_steps = checkpoint_schedule(cfg)
+        self._use_fast: bool | None = None
 
     def close(self) -> None:
         if self.writer is not None:
@@ -465,8 +467,24 @@ class _RunState:
             self._save_weights(step)
         return None
 
+    # What the progress bar shows of each evaluation row: column -> short name.
+    progress_columns = {"train_loss": "loss", "ic_acc": "ic", "iw_acc": "iw"}
+
     def sample(self):
         return self.generator.sample(self.cfg.batch_size, self.stream).to(self.device)
+
+    def batch_loss(self, batch) -> torch.Tensor:
+        """Cross-entropy of the query's label: the fast forward where it applies (same function,
+        no hooks to bypass), else the hooked one."""
+        if self._use_fast is None:
+            self._use_fast = (
+                self.cfg.backend == "fast" and not self.hooks and supports_fast_path(self.model)
+            )
+        if self._use_fast:
+            logits = fast_logits(self.model, batch.tokens, batch.positions)
+        else:
+            logits = self.model(batch.tokens, batch.positions)
+        return F.cross_entropy(logits, batch.target)
 
     def diverged(self, value: float, what: str = "training loss", at: int | None = None):
         """The error to raise: names the last good checkpoint (one whose evaluation was finite)."""
@@ -492,7 +510,9 @@ class _RunState:
 
 
 def _single_step(run: _RunState):
-    """One optimisation step of one run: the fast forward where it applies, else the hooked one."""
+    """One optimisation step of one run (any object with the loop's run attributes: ``model``,
+    ``cfg``, ``optimizer_state``, ``sample()``, ``batch_loss(batch)``, ``diverged(value)`` and the
+    loss accumulators; :class:`_RunState` is the network's, :mod:`interp.cope_tasks` has another)."""
     model = run.model
     optimizer = run.optimizer = _make_optimizer(
         [p for p in model.parameters() if p.requires_grad], run.cfg
@@ -500,15 +520,9 @@ def _single_step(run: _RunState):
     if run.optimizer_state is not None:
         optimizer.load_state_dict(run.optimizer_state)
     run.optimizer_state_fn = optimizer.state_dict
-    use_fast = run.cfg.backend == "fast" and not run.hooks and supports_fast_path(model)
 
     def step() -> None:
-        batch = run.sample()
-        if use_fast:
-            logits = fast_logits(model, batch.tokens, batch.positions)
-        else:
-            logits = model(batch.tokens, batch.positions)
-        loss = F.cross_entropy(logits, batch.target)
+        loss = run.batch_loss(run.sample())
         if not torch.isfinite(loss):
             raise run.diverged(loss.item())
         optimizer.zero_grad(set_to_none=True)
@@ -580,6 +594,21 @@ def _stop_at_step_boundary():
             signal.signal(sig, old)
 
 
+def run_training_loop(run, *, progress: bool = False, stop_after: int | None = None) -> None:
+    """Drive one run of any model through the toolkit's one training loop.
+
+    ``run`` brings what varies (the loop owns the schedule, signal handling, divergence check,
+    evaluation timing and progress bar): attributes ``cfg`` (:class:`TrainConfig`), ``model`` (a
+    ``HookedRootModule``), ``hooks`` (forward hooks held during training), ``step``,
+    ``loss_sum``, ``loss_count``, ``optimizer_state`` (None or a state to resume), ``out``
+    (None or its run directory), ``progress_columns``; methods ``sample()``,
+    ``batch_loss(batch) -> Tensor``, ``evaluate_if_due() -> dict | None``, ``save_resume()`` and
+    ``diverged(value) -> Exception``. The network's runs are :class:`_RunState`; CoPE's token tasks
+    (:mod:`interp.cope_tasks`) bring their own.
+    """
+    _loop([run], _single_step(run), progress, stop_after)
+
+
 def _loop(runs: list[_RunState], step_fn, progress: bool, stop_after: int | None) -> None:
     """The training loop shared by :func:`train` and :func:`train_many` (runs in lockstep)."""
     first = runs[0]
@@ -601,9 +630,11 @@ def _loop(runs: list[_RunState], step_fn, progress: bool, stop_after: int | None
                     row = run.evaluate_if_due()
                     if row is not None and run is first:
                         bar.set_postfix(
-                            loss=f"{row['train_loss']:.3f}",
-                            ic=f"{row['ic_acc']:.3f}",
-                            iw=f"{row['iw_acc']:.3f}",
+                            {
+                                short: f"{row[col]:.3f}"
+                                for col, short in run.progress_columns.items()
+                                if col in row
+                            }
                         )
                 if first.step >= cfg.steps:
                     break

@@ -120,3 +120,17 @@ def test_training_on_flipflop_learns_in_distribution():
     assert df.id_acc.iloc[-1] > 0.8
     acc = token_accuracy(model, task.sample(64, _g(9)))
     assert 0 <= acc["acc"] <= 1 and 0 <= acc["seq_acc"] <= 1
+
+
+def test_token_tasks_train_through_the_one_loop():
+    """The token tasks use interp.training's loop: a NaN loss stops the run with the loop's
+    TrainingDiverged instead of training on silently (the old private loop's behaviour)."""
+    import warnings
+
+    from interp.cope_tasks import FlipFlop, token_model_config, train_token_task
+    from interp.training import TrainingDiverged
+
+    task = FlipFlop(n_instr=8)
+    with warnings.catch_warnings(), pytest.raises(TrainingDiverged, match="token task"):
+        warnings.simplefilter("ignore")
+        train_token_task(task, token_model_config(task, "learned"), steps=50, lr=1e12, n_test=32)
