@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import logging
 import re
+import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -54,6 +55,7 @@ __all__ = [
     "Measure",
     "MeasureInputs",
     "MeasureTable",
+    "check_reads",
     "compute_measures",
     "get_measure",
     "last_layer_rows_read",
@@ -237,7 +239,7 @@ def register_measure(
         description=description,
         fit_quantity=fit_quantity,
         fit_map=fit_map,
-        source=getattr(compute, "__module__", "") or "",
+        source=_source(compute),
     )
     if name in MEASURES and not replace:
         raise ValueError(
@@ -247,6 +249,14 @@ def register_measure(
     MEASURES[name] = measure
     log.debug("registered measure %s from %s", name, measure.source)
     return measure
+
+
+def _source(compute: Callable) -> str:
+    """The module (or, for a plugin loaded from a file, the file) that defines ``compute``."""
+    module = getattr(compute, "__module__", None) or ""
+    if module.startswith("induction_cliff_plugin_"):  # see interp.plugins.load_plugin
+        return str(getattr(sys.modules.get(module), "__file__", module))
+    return module
 
 
 def unregister_measure(name: str) -> None:
@@ -332,7 +342,10 @@ def last_layer_rows_read(
     return torch.unique(torch.cat(parts))
 
 
-def _check_hooks(model, measures: list[Measure]) -> None:
+def check_reads(model, names: Iterable[str] | None = None) -> None:
+    """Raise a ``ValueError`` naming the measure if one reads a hook ``model`` does not have (the
+    command line checks this before training starts)."""
+    measures = _selected(names)
     have = model.hook_dict
     for m in measures:
         missing = [h for h in m.reads if h not in have]
@@ -383,7 +396,7 @@ def compute_measures(
     from interp.probes import cache_patterns
 
     measures = _selected(names)
-    _check_hooks(model, measures)
+    check_reads(model, [m.name for m in measures])
     n_layers = model.cfg.n_layers
     reads = list(dict.fromkeys(h for m in measures for h in m.reads))
     with torch.no_grad():

@@ -41,6 +41,7 @@ from interp.evaluation import evaluate
 from interp.fast import fast_logits, supports_fast_path
 from interp.interventions import INTERVENTIONS, intervention_hooks
 from interp.model import InductionNet, ModelConfig
+from interp.plugins import loaded_plugins
 from interp.task import TaskConfig, TaskGenerator
 
 __all__ = [
@@ -184,12 +185,13 @@ def checkpoint_schedule(cfg: TrainConfig) -> set[int]:
 
 
 def _configs_dict(task: TaskConfig, model: ModelConfig, train_cfg: TrainConfig) -> dict:
+    # The plugins loaded (--plugin) are recorded: their measures are columns of metrics.csv.
     return {
         "format_version": FORMAT_VERSION,
         "task": task.to_dict(),
         "model": model.to_dict(),
         "train": dataclasses.asdict(train_cfg),
-    }
+    } | ({"plugins": loaded_plugins()} if loaded_plugins() else {})
 
 
 # Fields that may change when resuming without changing the mathematics of the run.
