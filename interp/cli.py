@@ -121,13 +121,13 @@ def _cmd_train(args) -> int:
         run = load_run(args.out)
         task, model_cfg, train_cfg = run.task, run.model_config, run.train_config
         note = ""
-    if args.resume and args.out:
-        _check_recorded_plugins(args.out)
     else:
         task, model_cfg, train_cfg, preset = build_configs(
             args.preset or "demo", parse_overrides(args.set or []), args.seed
         )
         note = preset.note
+    if args.resume and args.out:
+        _check_recorded_plugins(args.out)
     from interp.measures import check_reads
     from interp.model import InductionNet
 

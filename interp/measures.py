@@ -231,7 +231,7 @@ def register_measure(
     measure = Measure(
         name=name,
         compute=compute,
-        reads=tuple(reads),
+        reads=reads if isinstance(reads, str) else tuple(reads),  # a bare string is refused
         rows=rows,
         label=label if label is not None else name,
         color=color,
