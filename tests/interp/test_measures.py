@@ -267,6 +267,17 @@ def test_plugin_errors_are_one_line_and_exit_2(registry, tmp_path, capsys):
     assert main(["list", "measures", "--plugin"]) == 2
     assert "--plugin needs a value" in capsys.readouterr().err
     assert "x1" not in MEASURES
+    ghost = tmp_path / "ghost.py"
+    ghost.write_text(
+        "from interp import register_measure\n"
+        "register_measure('ghost', lambda x: 0.0, reads=('blocks.7.hook_resid_post',),\n"
+        "                 color='#123456', direction='rising')\n"
+    )
+    out = tmp_path / "never"
+    assert main(["--plugin", str(ghost), "train", "--preset", "tiny", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "measure 'ghost'" in err and "blocks.7.hook_resid_post" in err and "Traceback" not in err
+    assert not out.exists()  # refused before any work
 
 
 def test_plugin_measures_reach_metrics_csv_of_a_cli_run(registry, tmp_path, capsys):
