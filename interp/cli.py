@@ -226,6 +226,7 @@ def _cmd_evaluate(args) -> int:
 
 
 def _cmd_sweep(args) -> int:
+    from interp.plugins import loaded_plugins
     from interp.sweep import (
         SweepDirectoryError,
         SweepSpec,
@@ -235,6 +236,11 @@ def _cmd_sweep(args) -> int:
         run_sweep,
     )
 
+    if loaded_plugins() and args.backend != "serial":
+        raise ValueError(
+            f"--plugin with --backend {args.backend}: worker processes do not load plugins yet, "
+            "so their runs would lack what the plugins add; use --backend serial"
+        )
     seeds = parse_seeds(args.seeds) if args.seeds else None
     grid, overrides = parse_grid(args.grid or []), parse_overrides(args.set or [])
     if args.preset is None:
