@@ -1,4 +1,4 @@
-"""Command line: ``induction-cliff {train,sweep,sweep-summary,measures,transition,fit,figures,presets,list}``.
+"""Command line: ``induction-cliff COMMAND`` (train, sweep, measures, fit, figures, list, ...).
 
 Examples::
 

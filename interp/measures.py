@@ -578,7 +578,8 @@ register_measure(
     label="L2 N_eff (query)",
     color="#F0E442",
     direction="falling",
-    description="layer 2: effective number of keys on the query row / visible keys (min over heads)",
+    description="layer 2: effective number of keys on the query row / visible keys (min over "
+    "heads)",
 )
 
 BUILTIN_MEASURES = measure_names()
