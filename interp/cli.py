@@ -1,4 +1,4 @@
-"""Command line: ``induction-cliff {train,sweep,sweep-summary,measures,transition,fit,figures,presets}``.
+"""Command line: ``induction-cliff COMMAND`` (train, sweep, measures, fit, figures, list, ...).
 
 Examples::
 
@@ -10,6 +10,8 @@ Examples::
     induction-cliff figures runs/demo --out runs/demo/figures
     induction-cliff sweep --preset fig2-kb-quick --out runs/fig2-kb   # rerun it to resume
     induction-cliff sweep --preset paper-fig1d --seeds 0-5 --out runs/fig1d --backend ray
+    induction-cliff --plugin my_measure.py train --preset tiny --out runs/t   # a new measure
+    induction-cliff list measures                               # also positional, models, ...
 """
 
 from __future__ import annotations
@@ -89,6 +91,12 @@ def _cmd_train(args) -> int:
             args.preset or "demo", parse_overrides(args.set or []), args.seed
         )
         note = preset.note
+    if args.resume and args.out:
+        _check_recorded_plugins(args.out)
+    from interp.measures import check_reads
+    from interp.model import InductionNet
+
+    check_reads(InductionNet(model_cfg, seed=0))  # every measure's hooks exist, before any work
     out = Path(args.out or f"runs/{args.preset or 'demo'}-seed{train_cfg.seed}")
     print(f"run directory: {out}", file=sys.stderr)
     if note:
@@ -187,6 +195,7 @@ def _cmd_evaluate(args) -> int:
 
 
 def _cmd_sweep(args) -> int:
+    from interp.plugins import loaded_plugins
     from interp.sweep import (
         SweepDirectoryError,
         SweepSpec,
@@ -196,6 +205,11 @@ def _cmd_sweep(args) -> int:
         run_sweep,
     )
 
+    if loaded_plugins() and args.backend != "serial":
+        raise ValueError(
+            f"--plugin with --backend {args.backend}: worker processes do not load plugins yet, "
+            "so their runs would lack what the plugins add; use --backend serial"
+        )
     seeds = parse_seeds(args.seeds) if args.seeds else None
     grid, overrides = parse_grid(args.grid or []), parse_overrides(args.set or [])
     if args.preset is None:
@@ -278,8 +292,100 @@ def _cmd_presets(args) -> int:
     return 0
 
 
+def _check_recorded_plugins(run_dir: str) -> None:
+    """A run trained with plugins resumes only with them loaded again (its metrics.csv has their
+    columns); say which, rather than load code named in a file."""
+    from interp.plugins import loaded_plugins, recorded_plugins
+
+    loaded = set(loaded_plugins())
+    missing = [p for p in recorded_plugins(run_dir) if p not in loaded]
+    if missing:
+        again = " ".join(f"--plugin {p}" for p in missing)
+        raise ValueError(
+            f"{Path(run_dir) / 'config.json'} field plugins: the run was trained with {missing}; "
+            f"resume with {again}"
+        )
+
+
+def _list_measures() -> list[str]:
+    from interp.measures import MEASURES
+
+    width = max(map(len, MEASURES))
+    lines = []
+    for name, m in MEASURES.items():
+        reads = ", ".join(m.reads) or "logits"
+        fit = f"; fitted as {m.fit_quantity} ({m.fit_map})" if m.fit_quantity else ""
+        lines.append(f"{name:{width}s} {m.direction:7s} {m.label} - {m.description}")
+        lines.append(f"{'':{width}s}         reads {reads}{fit}; from {m.source}")
+    return lines
+
+
+def _list_positional() -> list[str]:
+    """Positional encodings (:data:`interp.positional.POSITIONAL_ENCODINGS`: a tuple of names
+    today, a name -> class registry once it exists)."""
+    from interp.positional import POSITIONAL_ENCODINGS
+
+    if isinstance(POSITIONAL_ENCODINGS, dict):
+        return [f"{name:10s} {_first_line(obj)}" for name, obj in POSITIONAL_ENCODINGS.items()]
+    return list(POSITIONAL_ENCODINGS)
+
+
+def _dynamics_models() -> dict[str, object]:
+    """The phenomenological (dynamics) models ``induction-cliff fit`` can fit. Repoint this at
+    the model registry (``phenomenology.MODELS``) once it exists."""
+    import phenomenology
+
+    registry = getattr(phenomenology, "MODELS", None)
+    if registry is not None:
+        return dict(registry)
+    from phenomenology.fit import NestedLogitFit
+
+    return {"nested-logit": NestedLogitFit}
+
+
+def _list_models() -> list[str]:
+    return [f"{name:14s} {_first_line(obj)}" for name, obj in _dynamics_models().items()]
+
+
+def _list_interventions() -> list[str]:
+    from interp.interventions import INTERVENTIONS
+
+    return [
+        f"{name:18s} layer {layer + 1}: {_first_line(fn)}"
+        for name, (layer, fn) in INTERVENTIONS.items()
+    ]
+
+
+def _first_line(obj) -> str:
+    return ((getattr(obj, "__doc__", None) or "").strip().splitlines() or [""])[0]
+
+
+def _cmd_list(args) -> int:
+    if args.registry == "presets":
+        return _cmd_presets(args)
+    lines = {
+        "measures": _list_measures,
+        "positional": _list_positional,
+        "models": _list_models,
+        "interventions": _list_interventions,
+    }[args.registry]()
+    print("\n".join(lines))
+    return 0
+
+
+LIST_REGISTRIES = ("measures", "positional", "models", "presets", "interventions")
+
+
 def make_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="induction-cliff", description=__doc__.split("\n")[0])
+    parser.add_argument(
+        "--plugin",
+        action="append",
+        metavar="PATH_OR_MODULE",
+        help="import a .py file or module that registers measures, encodings or models, before "
+        "the command runs (repeatable; may stand anywhere on the line; recorded in config.json "
+        "by train)",
+    )
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser(
@@ -383,7 +489,30 @@ def make_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("presets", help="list the presets")
     p.set_defaults(func=_cmd_presets)
+
+    p = sub.add_parser("list", help="list a registry (with the plugins given by --plugin)")
+    p.add_argument("registry", choices=LIST_REGISTRIES)
+    p.set_defaults(func=_cmd_list)
     return parser
+
+
+def _take_plugins(argv: list[str]) -> tuple[list[str], list[str]]:
+    """``--plugin X`` / ``--plugin=X`` anywhere on the line -> (plugins, the other arguments)."""
+    plugins, rest = [], []
+    tokens = iter(argv)
+    for token in tokens:
+        if token == "--":
+            rest.extend([token, *tokens])
+        elif token == "--plugin":
+            value = next(tokens, None)
+            if value is None or value.startswith("-"):
+                raise ValueError("--plugin needs a value: a .py file or a module name")
+            plugins.append(value)
+        elif token.startswith("--plugin="):
+            plugins.append(token.split("=", 1)[1])
+        else:
+            rest.append(token)
+    return plugins, rest
 
 
 def _one_line(err: BaseException) -> str:
@@ -423,6 +552,14 @@ def main(argv: list[str] | None = None) -> int:
     unexpected (``INDUCTION_CLIFF_TRACEBACK=1`` shows its traceback), 128 + the signal number
     when SIGINT or SIGTERM stopped training (its state saved).
     """
+    try:
+        plugins, argv = _take_plugins(sys.argv[1:] if argv is None else list(argv))
+        from interp.plugins import load_plugins
+
+        load_plugins(plugins)  # before parsing: registries they extend are read from here on
+    except ValueError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
     args = make_parser().parse_args(argv)
     _setup_logging()
     from interp.checkpoints import CheckpointError

@@ -6,7 +6,8 @@ import torch
 import torch.nn.functional as F
 
 from interp.fast import fast_logits, supports_fast_path
-from interp.probes import cache_patterns, hooks_active, last_layer_rows_read, progress_measures
+from interp.measures import compute_measures
+from interp.probes import hooks_active
 from interp.task import Batch
 
 __all__ = ["evaluate", "accuracy_and_loss", "logits_and_measures"]
@@ -23,12 +24,11 @@ def accuracy_and_loss(logits: torch.Tensor, batch: Batch) -> tuple[float, float]
 def logits_and_measures(
     model, batch: Batch, *, chunk: int = 512
 ) -> tuple[torch.Tensor, dict[str, float]]:
-    """Logits on ``batch`` and every progress measure (:func:`interp.probes.progress_measures`),
-    computing only the attention rows the measures read. What the training loop's evaluation runs on
-    the IC set."""
-    rows = last_layer_rows_read(batch)
-    logits, patterns = cache_patterns(model, batch, chunk=chunk, last_layer_rows=rows)
-    return logits, progress_measures(patterns, logits, batch)
+    """Logits on ``batch`` and every registered progress measure (:data:`interp.measures.MEASURES`),
+    computing only the activations and attention rows the measures read
+    (:func:`interp.measures.compute_measures`). What the training loop's evaluation runs on the IC
+    set."""
+    return compute_measures(model, batch, chunk=chunk)
 
 
 def _logits(model, batch: Batch, fast: bool) -> torch.Tensor:
@@ -44,8 +44,9 @@ def evaluate(
     """Accuracy and loss on every evaluation set, and the progress measures on ``"ic"``.
 
     Returns:
-        ``{name}_acc`` and ``{name}_loss`` for each set, plus the columns of
-        :data:`interp.probes.MEASURE_NAMES` when ``measures`` is true and an ``"ic"`` set is given.
+        ``{name}_acc`` and ``{name}_loss`` for each set, plus one column per registered measure
+        (:data:`interp.measures.MEASURES`, in registration order) when ``measures`` is true and an
+        ``"ic"`` set is given.
     """
     was_training = model.training
     # The hook-free forward gives the same logits when no hook would be bypassed.

@@ -91,7 +91,7 @@ def fast_patterns(
         last_layer_rows: query positions of the last layer's pattern to compute (default: all).
             The query row is always computed; the other rows of that pattern are returned as
             zeros. The earlier layers are always complete. The progress measures read only item and query rows of layer 2
-            (:data:`interp.probes.LAYER2_ROWS_READ`).
+            (:func:`interp.measures.last_layer_rows_read`).
     """
     if len(model.blocks) == 2:
         inp = _Inputs(model, tokens, positions)

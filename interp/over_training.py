@@ -14,18 +14,14 @@ import pandas as pd
 import torch
 
 from interp.evaluation import accuracy_and_loss
-from interp.probes import cache_patterns, progress_measures
+from interp.measures import compute_measures
+from interp.probes import cache_patterns
 from interp.training import Run, load_run
 
 __all__ = ["measures_over_checkpoints", "patterns_over_checkpoints", "Probe"]
 
 # A probe takes (patterns per layer, logits, batch) and returns a float or a dict of floats.
 Probe = Callable[[list, torch.Tensor, object], "float | Mapping[str, float]"]
-
-
-def _default_probe(patterns, logits, batch) -> dict[str, float]:
-    acc, loss = accuracy_and_loss(logits, batch)
-    return {"ic_acc": acc, "ic_loss": loss, **progress_measures(patterns, logits, batch)}
 
 
 @torch.no_grad()
@@ -43,7 +39,9 @@ def measures_over_checkpoints(
     Args:
         run: a :class:`~interp.training.Run` or its directory.
         probes: ``{name: probe}``; a probe returning a dict contributes one measure per key
-            (named by the key). Default: IC accuracy and loss and all progress measures.
+            (named by the key). Default: accuracy and loss on the set (named ``ic_acc`` and
+            ``ic_loss`` whatever the set) and every registered measure
+            (:data:`interp.measures.MEASURES`, computed as in training's evaluation).
         steps: checkpoints to use (default: all).
         n: sequences of the evaluation set (default: the run's ``n_eval``).
         set_name: evaluation set, ``ic``, ``ic2`` or ``iw``.
@@ -53,11 +51,16 @@ def measures_over_checkpoints(
         Tidy DataFrame with columns ``step, measure, value``.
     """
     run = run if isinstance(run, Run) else load_run(run)
-    probes = probes or {"default": _default_probe}
     batch = run.eval_sets(n=n)[set_name].to(device)
     rows = []
     for step in steps or run.checkpoint_steps:
         model = run.load_model(step, device=device)
+        if probes is None:
+            logits, values = compute_measures(model, batch)
+            acc, loss = accuracy_and_loss(logits, batch)
+            values = {"ic_acc": acc, "ic_loss": loss, **values}
+            rows.extend({"step": step, "measure": k, "value": v} for k, v in values.items())
+            continue
         logits, patterns = cache_patterns(model, batch)
         for name, probe in probes.items():
             value = probe(patterns, logits, batch)

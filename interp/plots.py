@@ -21,6 +21,8 @@ import plotly.graph_objects as go
 from jaxtyping import Float
 from plotly.subplots import make_subplots
 
+from interp.measures import MeasureTable
+
 # Okabe & Ito (2008), "Color universal design": distinguishable under the common colour-vision
 # deficiencies. Their black comes last here, so that it goes to the train loss and to marks.
 OKABE_ITO = (
@@ -37,38 +39,33 @@ OKABE_ITO = (
 # A perceptually uniform, colour-blind-safe sequential scale for attention weights and losses.
 SEQUENTIAL_SCALE = "Viridis"
 
-# Display names and colours of the metrics.csv columns, so every figure speaks the same words.
-METRIC_LABELS = {
-    "train_loss": "train loss",
-    "ic_loss": "IC loss",
-    "ic2_loss": "IC2 loss",
-    "iw_loss": "IW loss",
-    "ic_acc": "IC",
-    "ic2_acc": "IC2",
-    "iw_acc": "IW",
-    "ila1": "ILA1",
-    "tila2": "TILA2",
-    "tla2": "TLA2",
-    "cla": "CLA",
-    "prev_token_score": "prev-token score",
-    "induction_score": "induction score",
-}
-METRIC_COLORS = {
-    "train_loss": OKABE_ITO[7],
-    "ic_loss": OKABE_ITO[3],
-    "ic2_loss": OKABE_ITO[2],
-    "iw_loss": OKABE_ITO[4],
-    "ic_acc": OKABE_ITO[3],
-    "ic2_acc": OKABE_ITO[2],
-    "iw_acc": OKABE_ITO[4],
-    "ila1": OKABE_ITO[0],
-    "tila2": OKABE_ITO[2],
-    "tla2": OKABE_ITO[1],
-    "cla": OKABE_ITO[5],
-    # distinct from ILA1 / TILA2, which they track closely in the same figure
-    "prev_token_score": OKABE_ITO[4],
-    "induction_score": OKABE_ITO[7],
-}
+# Display names and colours of the metrics.csv columns, so every figure speaks the same words:
+# accuracies and losses here, each progress measure's own label and colour from its registration
+# (interp.measures.MEASURES, read at lookup time).
+METRIC_LABELS = MeasureTable(
+    "label",
+    {
+        "train_loss": "train loss",
+        "ic_loss": "IC loss",
+        "ic2_loss": "IC2 loss",
+        "iw_loss": "IW loss",
+        "ic_acc": "IC",
+        "ic2_acc": "IC2",
+        "iw_acc": "IW",
+    },
+)
+METRIC_COLORS = MeasureTable(
+    "color",
+    {
+        "train_loss": OKABE_ITO[7],
+        "ic_loss": OKABE_ITO[3],
+        "ic2_loss": OKABE_ITO[2],
+        "iw_loss": OKABE_ITO[4],
+        "ic_acc": OKABE_ITO[3],
+        "ic2_acc": OKABE_ITO[2],
+        "iw_acc": OKABE_ITO[4],
+    },
+)
 
 # Rows of the progress-measure figure: (panel title, columns). Columns a run lacks are skipped.
 PROGRESS_PANELS = (

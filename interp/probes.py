@@ -1,5 +1,9 @@
 """Progress measures of the induction circuit (SPEC section 3), from hooked activations.
 
+The functions here are the mathematics; :mod:`interp.measures` registers them as the progress
+measures that evaluation writes to ``metrics.csv`` (``ila1``, ``tila2``, ...), and
+:func:`interp.measures.progress_measures` computes every registered one.
+
 Every probe is a plain function of attention patterns (or a model) and a :class:`~interp.task.Batch`,
 returning numbers or tensors with documented shapes. Patterns come from
 ``model.run_with_cache(..., names_filter=PATTERN_HOOKS)``; see :func:`cache_patterns`.
@@ -17,8 +21,6 @@ from __future__ import annotations
 import numpy as np
 import torch
 from jaxtyping import Bool, Float
-from sklearn.linear_model import LogisticRegression
-from sklearn.model_selection import train_test_split
 from torch import Tensor
 
 from interp.task import Batch
@@ -27,7 +29,6 @@ __all__ = [
     "PATTERN_HOOKS",
     "pattern_hook",
     "cache_patterns",
-    "last_layer_rows_read",
     "hooks_active",
     "ila1",
     "tila2",
@@ -39,9 +40,7 @@ __all__ = [
     "prev_token_score",
     "induction_score",
     "attention_sparsity",
-    "progress_measures",
     "copied_item_probe",
-    "MEASURE_NAMES",
 ]
 
 Pattern = Float[Tensor, "batch head_index query_pos key_pos"]
@@ -55,20 +54,6 @@ def pattern_hook(layer: int) -> str:
 def PATTERN_HOOKS(name: str) -> bool:  # noqa: N802 - used as a names_filter constant
     """``names_filter`` that keeps only attention patterns."""
     return name.endswith("attn.hook_pattern")
-
-
-def last_layer_rows_read(batch: Batch) -> Tensor:
-    """Query rows of the last layer's pattern that :func:`progress_measures` reads on ``batch``:
-    the query row (TILA2, TLA2, N_eff) and the item rows that have an induction target in some
-    sequence of the batch (the induction score; with B = 1 no item row has one)."""
-    # The rows of induction_mask that have a target, from the metadata alone: item j (row 2j)
-    # has one where an earlier item shares its class.
-    n = batch.item_classes.shape[1]
-    same = batch.item_classes[:, :, None] == batch.item_classes[:, None, :]  # [b, n, n]
-    earlier = torch.ones(n, n, dtype=torch.bool, device=same.device).tril(-1)
-    items = torch.nonzero((same & earlier).any(dim=(0, 2))).flatten()
-    query = torch.tensor([2 * n], device=items.device)
-    return torch.cat([2 * items, query])
 
 
 def hooks_active(model) -> bool:
@@ -88,8 +73,8 @@ def cache_patterns(
         chunk: sequences per forward pass.
         last_layer_rows: compute only these query rows of the last layer's pattern (and the query
             row); the other rows are zeros. ``None`` computes every row.
-            :func:`last_layer_rows_read` gives the rows :func:`progress_measures` needs; the
-            training loop's evaluation uses it (about half of layer 2's cost).
+            :func:`interp.measures.last_layer_rows_read` gives the rows the registered measures
+            read; the training loop's evaluation uses it (about half of layer 2's cost).
 
     Returns:
         ``(logits [batch, L], [pattern of layer l [batch, head_index, query_pos, key_pos]])``.
@@ -231,51 +216,6 @@ def attention_sparsity(pattern: Pattern, rows: Tensor | None = None) -> dict[str
     }
 
 
-MEASURE_NAMES = (
-    "ila1",
-    "tila2",
-    "tla2",
-    "cla",
-    "prev_token_score",
-    "induction_score",
-    "l1_neff_labels",
-    "l2_neff_query",
-)
-
-
-def progress_measures(
-    patterns: list[Pattern], logits: Float[Tensor, "batch L"], batch: Batch
-) -> dict[str, float]:
-    """All scalar progress measures of SPEC section 3 on one batch (normally the IC set).
-
-    Args:
-        patterns: ``[layer 1 pattern, layer 2 pattern]`` as returned by :func:`cache_patterns`.
-        logits: the network's logits on ``batch``.
-        batch: the sequences, with metadata.
-
-    Layer 2's pattern is read only on the rows of :func:`last_layer_rows_read` (items and query).
-
-    Returns:
-        ``ila1, tila2, tla2, cla, prev_token_score, induction_score``, and the normalised effective
-        number of keys of layer 1 on label rows (``l1_neff_labels``) and layer 2 on the query row
-        (``l2_neff_query``), minimum over heads.
-    """
-    p1, p2 = patterns[0], patterns[1]
-    n_pos = p1.shape[-1]
-    label_rows = torch.arange(1, n_pos - 1, 2, device=p1.device)
-    query_row = torch.tensor([n_pos - 1], device=p1.device)
-    return {
-        "ila1": ila1(p1, batch),
-        "tila2": tila2(p2, batch),
-        "tla2": tla2(p2, batch),
-        "cla": cla(logits, batch),
-        "prev_token_score": prev_token_score(p1, batch),
-        "induction_score": induction_score(p2, batch),
-        "l1_neff_labels": float(attention_sparsity(p1, label_rows)["n_eff"].min()),
-        "l2_neff_query": float(attention_sparsity(p2, query_row)["n_eff"].min()),
-    }
-
-
 @torch.no_grad()
 def copied_item_probe(
     model,
@@ -297,6 +237,9 @@ def copied_item_probe(
         ``{"train_acc", "test_acc", "chance", "n_classes"}``; ``chance`` is the accuracy of always
         predicting the most frequent class in the test split.
     """
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import train_test_split
+
     hook = f"blocks.{layer}.hook_resid_post"
     _, cache = model.run_with_cache(batch.tokens, batch.positions, names_filter=lambda n: n == hook)
     resid = cache[hook][:, 1:-1:2]  # [batch, n_pairs, d_model]

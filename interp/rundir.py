@@ -151,13 +151,17 @@ def configs_dict(task: TaskConfig, model, train: TrainConfig, kind: str = "induc
     """What ``config.json`` holds for these configs."""
     model_dict = model.to_dict() if hasattr(model, "to_dict") else dataclasses.asdict(model)
     model_dict = {k: v for k, v in model_dict.items() if k != "kind"}
+    from interp.plugins import loaded_plugins
+
+    # The plugins loaded (--plugin) are recorded: their measures are columns of metrics.csv.
+    plugins = loaded_plugins()
     return {
         "format_version": FORMAT_VERSION,
         "kind": kind,
         "task": task.to_dict(),
         "model": model_dict,
         "train": dataclasses.asdict(train),
-    }
+    } | ({"plugins": plugins} if plugins else {})
 
 
 def _comparable(d: Mapping) -> dict:

@@ -49,6 +49,7 @@ from scipy.optimize import least_squares
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
+from interp.measures import MeasureTable
 from phenomenology.landscape import LossFn, check_task, detect_cliff, gradient_flow
 
 __all__ = [
@@ -61,11 +62,14 @@ __all__ = [
     "read_run",
 ]
 
-AUX_QUANTITIES = {"ic_loss": "loss", "ic_acc": "acc", "cla": "cla", "ila1": "s1", "tila2": "p"}
-"""Run-curve name -> model quantity it is compared with."""
+AUX_QUANTITIES = MeasureTable("fit_quantity", {"ic_loss": "loss", "ic_acc": "acc"})
+"""Run-curve name -> model quantity it is compared with: IC loss and accuracy, and each registered
+progress measure that declares a ``fit_quantity`` (``cla``, ``ila1``, ``tila2``;
+:data:`interp.measures.MEASURES`)."""
 
-DEFAULT_MAPS = {"ila1": "affine", "tila2": "affine", "cla": "identity", "ic_acc": "identity"}
-"""How each bounded curve is compared with its model quantity (see the module docstring)."""
+DEFAULT_MAPS = MeasureTable("fit_map", {"ic_acc": "identity"})
+"""How each bounded curve is compared with its model quantity (see the module docstring); the
+measures' from their registration (``fit_map``)."""
 # Box for the fitted start: wide enough for any plateau the data can show (beta1_0 = -40 puts the
 # jump ~e^34 times later than beta1_0 = -6), narrow enough to stop a fit from running off to
 # "no jump ever" or to a large negative readout that the first steps would have to undo.
@@ -195,7 +199,7 @@ class NestedLogitFit(RegressorMixin, BaseEstimator):
 
     @property
     def _maps(self) -> dict[str, str]:
-        return DEFAULT_MAPS | dict(self.maps or {})
+        return {**DEFAULT_MAPS, **(self.maps or {})}
 
     @property
     def _uses_floor(self) -> bool:

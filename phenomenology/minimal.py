@@ -15,7 +15,7 @@ linear readout:
 The model is a TransformerLens ``HookedRootModule`` whose attention patterns are explicit
 ``[batch, head_index=1, query_pos, key_pos]`` tensors at the network's hook names
 (``blocks.0.attn.hook_pattern``, ``blocks.1.attn.hook_pattern``) and whose computation reads them
-back, so the network's probes (:func:`interp.probes.progress_measures`) and evaluation
+back, so the network's probes (:func:`interp.measures.progress_measures`) and evaluation
 (:func:`interp.evaluation.evaluate`) apply unchanged and hook interventions act on the circuit.
 Rows of tokens outside the circuit attend to themselves.
 
@@ -220,7 +220,7 @@ def train_minimal(
 
     Returns:
         metrics, one row per evaluation: ``step, train_loss``, ``{ic,ic2,iw}_{acc,loss}``, the
-        progress measures of :func:`interp.probes.progress_measures` (``ila1`` equals
+        progress measures of :func:`interp.measures.progress_measures` (``ila1`` equals
         ``sigmoid(beta1)``) and the parameters ``beta1, alpha, beta2, xi`` (``xi``: the
         readout's gain on label content).
     """

@@ -23,6 +23,24 @@ def test_recovers_step_of_noisy_logistic(mid, scale):
     assert r.plateau_end < r.step
 
 
+@pytest.mark.parametrize("mid, scale", [(30000, 800), (12000, 300), (45000, 2000)])
+def test_width_is_the_10_to_90_percent_rise_time(mid, scale):
+    """On a clean logistic the width equals the steps between the curve's own 10% and 90%
+    crossings, read off a dense grid (independently of the 2 ln 9 formula). The 20-80% time is
+    2 ln 4 / 2 ln 9 = 0.63 of it, far outside the 2% tolerance."""
+    steps = np.linspace(0, 60000, 600)
+    low, high = 0.1, 0.98
+    values = logistic(steps, low, high, mid, scale)
+    fine = np.linspace(0, 60000, 600001)
+    curve = logistic(fine, low, high, mid, scale)
+    t10 = fine[np.argmax(curve >= low + 0.1 * (high - low))]
+    t90 = fine[np.argmax(curve >= low + 0.9 * (high - low))]
+    r = detect_transition(steps, values)
+    assert r.transitioned
+    assert r.width == pytest.approx(t90 - t10, rel=0.02)
+    assert not r.width == pytest.approx(np.log(4) / np.log(9) * (t90 - t10), rel=0.1)
+
+
 def test_flat_curve_reports_no_transition():
     rng = np.random.default_rng(0)
     steps = np.linspace(0, 60000, 200)

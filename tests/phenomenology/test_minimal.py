@@ -9,7 +9,8 @@ import pandas as pd
 import pytest
 import torch
 
-from interp.probes import cache_patterns, progress_measures
+from interp.measures import progress_measures
+from interp.probes import cache_patterns
 from interp.task import TaskConfig, TaskGenerator
 from phenomenology.fit import detect_run_transition
 from phenomenology.minimal import MinimalConfig, MinimalInductionHead, train_minimal
