@@ -49,7 +49,8 @@ import numpy as np
 import pandas as pd
 
 from interp import checkpoints
-from interp.model import ModelConfig
+from interp.model import ModelConfig, canonical_model_dict
+from interp.positional import positional_parameters
 from interp.sweep_backends import (
     import_ray,
     run_job,
@@ -112,8 +113,9 @@ def _config_fields() -> dict[str, dict]:
         "model": {
             f.name: f.default
             for f in dataclasses.fields(ModelConfig)
-            if f.name not in derived | {"D", "L"}
-        },
+            if f.name not in derived | {"D", "L", "positional_config"}
+        }
+        | {flat: default for flat, (_, _, default) in positional_parameters().items()},
     }
 
 
@@ -456,7 +458,8 @@ def load_manifest(out_dir: str | os.PathLike) -> dict:
 
 def _comparable(configs: Mapping) -> dict:
     train = {k: v for k, v in configs.get("train", {}).items() if k not in _FREE_TRAIN_FIELDS}
-    return {"task": configs.get("task"), "model": configs.get("model"), "train": train}
+    model = canonical_model_dict(configs.get("model"))  # an old config.json's flat rope_* too
+    return {"task": configs.get("task"), "model": model, "train": train}
 
 
 def _first_difference(a: Mapping, b: Mapping) -> str:

@@ -40,7 +40,7 @@ from interp import checkpoints
 from interp.evaluation import evaluate
 from interp.fast import fast_logits, supports_fast_path
 from interp.interventions import INTERVENTIONS, intervention_hooks
-from interp.model import InductionNet, ModelConfig
+from interp.model import InductionNet, ModelConfig, canonical_model_dict
 from interp.task import TaskConfig, TaskGenerator
 
 __all__ = [
@@ -201,7 +201,8 @@ def _train_fields(d: dict) -> dict:
 
 
 def _same_run(a: dict, b: dict) -> bool:
-    if a.get("task") != b.get("task") or a.get("model") != b.get("model"):
+    same_model = canonical_model_dict(a.get("model")) == canonical_model_dict(b.get("model"))
+    if a.get("task") != b.get("task") or not same_model:
         return False
     ta = {k: v for k, v in _train_fields(a).items() if k not in _RESUMABLE_TRAIN_FIELDS}
     tb = {k: v for k, v in _train_fields(b).items() if k not in _RESUMABLE_TRAIN_FIELDS}
@@ -732,7 +733,7 @@ def load_run(path: str | os.PathLike) -> Run:
     return Run(
         path=path,
         task=TaskConfig(**cfg["task"]),
-        model_config=ModelConfig(**cfg["model"]),
+        model_config=ModelConfig.from_dict(cfg["model"]),
         train_config=TrainConfig(**_train_fields(cfg)),
         metrics=metrics,
     )
