@@ -10,6 +10,7 @@ Examples::
     induction-cliff figures runs/demo --out runs/demo/figures
     induction-cliff sweep --preset fig2-kb-quick --out runs/fig2-kb   # rerun it to resume
     induction-cliff sweep --preset paper-fig1d --seeds 0-5 --out runs/fig1d --backend ray
+    induction-cliff train --plugin tests/fixtures/alibi.py --set positional=alibi --out runs/alibi
 """
 
 from __future__ import annotations
@@ -335,6 +336,13 @@ def _cmd_presets(args) -> int:
 
 def make_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="induction-cliff", description=__doc__.split("\n")[0])
+    parser.add_argument(
+        "--plugin",
+        action="append",
+        metavar="PATH_OR_MODULE",
+        help="import a .py file or module that registers parts (e.g. a positional encoding) "
+        "before configs are built; repeatable, accepted anywhere on the command line",
+    )
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser(
@@ -441,8 +449,36 @@ def make_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _take_plugins(argv: list[str]) -> tuple[list[str], list[str]]:
+    """``--plugin X`` / ``--plugin=X`` anywhere in ``argv`` (so that they load before the parser
+    and the configs are built), and the remaining arguments."""
+    plugins, rest, i = [], [], 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "--plugin":
+            if i + 1 >= len(argv):
+                raise ValueError("--plugin needs a value: a .py file or a module name")
+            plugins.append(argv[i + 1])
+            i += 2
+            continue
+        if arg.startswith("--plugin="):
+            plugins.append(arg.split("=", 1)[1])
+        else:
+            rest.append(arg)
+        i += 1
+    return plugins, rest
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``induction-cliff`` command."""
+    try:
+        plugins, argv = _take_plugins(list(sys.argv[1:] if argv is None else argv))
+        from interp.plugins import load_plugins
+
+        load_plugins(plugins)
+    except ValueError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
     args = make_parser().parse_args(argv)
     try:
         return args.func(args)
