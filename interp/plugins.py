@@ -21,9 +21,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
 
-__all__ = ["load_plugins", "load_plugin"]
+__all__ = ["load_plugins", "load_plugin", "LOADED_PLUGINS"]
 
 log = logging.getLogger(__name__)
+
+#: the plugins this process loaded, as given (spawned sweep workers load them too).
+LOADED_PLUGINS: list[str] = []
 
 
 def load_plugin(spec: str) -> ModuleType:
@@ -69,6 +72,8 @@ def load_plugin(spec: str) -> ModuleType:
                 f"--plugin {spec!r}: importing it failed: {type(err).__name__}: {err}"
             ) from err
     log.info("loaded plugin %s (%s)", spec, module.__name__)
+    if spec not in LOADED_PLUGINS:
+        LOADED_PLUGINS.append(spec)
     return module
 
 

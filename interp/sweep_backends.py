@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from interp import checkpoints
+from interp.plugins import LOADED_PLUGINS, load_plugins
 
 if TYPE_CHECKING:
     from interp.sweep import SweepPoint
@@ -225,9 +226,10 @@ def run_serial(
 _STOP = None
 
 
-def _init_pool_worker(stop, pids) -> None:
+def _init_pool_worker(stop, pids, plugins=()) -> None:
     global _STOP
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    load_plugins(plugins)  # the parent's --plugin modules: their encodings and configs unpickle
     _STOP = stop
     pids.put(os.getpid())
 
@@ -274,7 +276,10 @@ def run_process(
     ctx = multiprocessing.get_context("spawn")
     stop, pids = ctx.Event(), ctx.Queue()
     executor = ProcessPoolExecutor(
-        max_workers=workers, mp_context=ctx, initializer=_init_pool_worker, initargs=(stop, pids)
+        max_workers=workers,
+        mp_context=ctx,
+        initializer=_init_pool_worker,
+        initargs=(stop, pids, tuple(LOADED_PLUGINS)),
     )
     futures = {executor.submit(_pool_run_job, list(j), str(out), threads): j for j in todo}
     reported = set()

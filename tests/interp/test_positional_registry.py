@@ -15,7 +15,7 @@ from interp.cli import build_configs, main
 from interp.fast import supports_fast_path
 from interp.length import rescale_rope
 from interp.model import InductionNet, ModelConfig, canonical_model_dict
-from interp.plugins import load_plugin
+from interp.plugins import LOADED_PLUGINS, load_plugin
 from interp.positional import (
     POSITIONAL_ENCODINGS,
     CopeConfig,
@@ -39,6 +39,8 @@ def alibi():
     yield module
     POSITIONAL_ENCODINGS.pop("alibi", None)
     sys.modules.pop(module.__name__, None)
+    if str(ALIBI) in LOADED_PLUGINS:
+        LOADED_PLUGINS.remove(str(ALIBI))
 
 
 def test_builtin_encodings_are_registered_with_their_configs():
