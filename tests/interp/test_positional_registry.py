@@ -225,6 +225,9 @@ def test_alibi_plugin_trains_through_the_cli_and_is_used(alibi, tmp_path, capsys
 
 
 def test_plugin_and_registry_errors_are_one_line(alibi, capsys):
+    # loading the same file again is the same module: one registration; spawned sweep workers
+    # load what LOADED_PLUGINS lists
+    assert load_plugin(str(ALIBI)) is alibi and LOADED_PLUGINS.count(str(ALIBI)) == 1
     assert main(["train", "--plugin", "no/such/plugin.py", "--preset", "tiny"]) == 2
     err = capsys.readouterr().err.strip()
     assert err == "error: --plugin 'no/such/plugin.py': no such file"
