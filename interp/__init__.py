@@ -1,21 +1,27 @@
 """induction-cliff: Reddy's in-context classification task, its network, probes and figures.
 
-``import interp`` imports nothing heavy; the registries are reached lazily:
-``interp.register_measure``, ``interp.get_measure`` and ``interp.MEASURES`` come from
-:mod:`interp.measures` (which itself imports torch only when a measure is computed).
+``import interp`` imports nothing heavy; the registries are reached lazily (loaded on first use,
+so that ``import interp.cli`` stays light)::
+
+    from interp import register_measure, MEASURES            # progress measures
+    from interp import register_positional, PositionalEncoding  # positional encodings
 """
 
 from __future__ import annotations
 
 import importlib
 
-__all__ = ["MEASURES", "get_measure", "register_measure"]
-
+# name -> module that defines it
 _LAZY = {
     "MEASURES": "interp.measures",
     "get_measure": "interp.measures",
     "register_measure": "interp.measures",
+    "register_positional": "interp.positional",
+    "PositionalEncoding": "interp.positional",
+    "POSITIONAL_ENCODINGS": "interp.positional",
 }
+
+__all__ = sorted(_LAZY)
 
 
 def __getattr__(name: str):

@@ -5,21 +5,24 @@ no biases, no ``1/sqrt(d)`` scale, a token may attend to itself, and no separate
 ``W_O`` is kept as a fixed (non-trainable) identity so that weights and hooks have TransformerLens
 shapes (``W_O [n_heads, d_head, d_model]``).
 
-Position-aware attention, chosen by the model's positional encoding (``interp.positional``):
+Position-aware attention asks the model's positional encoding (:mod:`interp.positional`) through
+its hooks, with no branch for a particular encoding:
 
-- RoPE: ``hook_q``/``hook_k`` record the unrotated queries and keys, and the extra hook points
-  ``hook_rot_q``/``hook_rot_k`` the rotated ones used in the scores (as in TransformerLens).
-- CoPE (Golovneva et al. 2024): the layer owns a zero-initialised table ``W_cope [p_max+1, d_head]``;
-  gates ``g_ij = sigmoid(s_ij)`` of the scaled, causally masked scores ``s_ij`` are recorded by
-  ``hook_cope_gates`` (and masked causally again after the hook, so a hook that forces them to 1
-  gives ``p_ij = i - j + 1``), contextual positions by ``hook_cope_positions``, and
-  ``q_i . e[p_ij]`` is added to the scores *unscaled*. Of the two published scalings (the paper's
-  equations use ``sigmoid(q.k)``; its code gates the logits already divided by ``sqrt(d)`` and adds
-  the position term after that division) this is the code's; with ``attn_scale="none"`` (the
-  paper's network) the two coincide.
+- an encoding that overrides ``rotate`` (RoPE) transforms q and k: ``hook_q``/``hook_k`` record
+  the unrotated queries and keys, and the extra hook points ``hook_rot_q``/``hook_rot_k`` the
+  rotated ones used in the scores (as in TransformerLens);
+- ``setup_layer(attn)`` adds the encoding's per-layer parameters and hook points (CoPE: the table
+  ``W_cope`` and ``hook_cope_gates``/``hook_cope_positions``);
+- an encoding that overrides ``score_bias`` (CoPE, ALiBi) adds a term to the scaled, causally
+  masked scores, which are then masked causally again.
 
 These hook points exist only in layers whose encoding needs them. With the other encodings the
 forward pass is the original one, operation for operation.
+
+``qk_bias=True`` adds trainable biases ``b_Q``, ``b_K`` (``[n_heads, d_head]``, zero-initialised,
+TransformerLens names) to the queries and keys before ``hook_q``/``hook_k`` (and before any
+rotation). Without rotation a key bias adds ``q_i . b_K``, the same for every key of query ``i``,
+which the softmax cancels; under RoPE the rotated bias depends on ``i - j`` and does not cancel.
 """
 
 from __future__ import annotations
@@ -32,12 +35,7 @@ from jaxtyping import Float
 from torch import Tensor, nn
 from transformer_lens.hook_points import HookPoint
 
-from interp.positional import (
-    ContextualPositions,
-    PositionalEncoding,
-    cope_bias,
-    cope_positions,
-)
+from interp.positional import PositionalEncoding
 
 __all__ = ["Attention", "ATTN_SCALES", "attention_scale"]
 
@@ -77,8 +75,10 @@ class Attention(nn.Module):
         d_head: head width (the paper: ``d_model``).
         attn_scale: one of :data:`ATTN_SCALES`.
         n_train: training sequence length, used by the ``log_n`` scale.
-        positional: the model's positional encoding (for RoPE-like rotations of q and k).
+        positional: the model's positional encoding (rotations of q and k, per-layer parts,
+            score biases).
         init_std: standard deviation of the ``W_Q, W_K, W_V`` entries (the paper: ``1/sqrt(D)``).
+        qk_bias: add trainable biases ``b_Q``, ``b_K`` to queries and keys (the paper: no).
     """
 
     def __init__(
@@ -91,6 +91,7 @@ class Attention(nn.Module):
         n_train: int,
         positional: PositionalEncoding,
         init_std: float,
+        qk_bias: bool = False,
     ) -> None:
         super().__init__()
         self.n_heads, self.d_head, self.attn_scale, self.n_train = (
@@ -102,6 +103,10 @@ class Attention(nn.Module):
         self.W_Q = nn.Parameter(torch.randn(n_heads, d_model, d_head) * init_std)
         self.W_K = nn.Parameter(torch.randn(n_heads, d_model, d_head) * init_std)
         self.W_V = nn.Parameter(torch.randn(n_heads, d_model, d_head) * init_std)
+        self.qk_bias = qk_bias
+        if qk_bias:
+            self.b_Q = nn.Parameter(torch.zeros(n_heads, d_head))
+            self.b_K = nn.Parameter(torch.zeros(n_heads, d_head))
         # Fixed output map: identity for one head of width d_model (the paper); heads are summed.
         W_O = torch.zeros(n_heads, d_head, d_model)
         W_O[:, : min(d_head, d_model), : min(d_head, d_model)] = torch.eye(min(d_head, d_model))
@@ -117,16 +122,12 @@ class Attention(nn.Module):
         self.hook_z = HookPoint()  # [batch, pos, head_index, d_head]
 
         # Any encoding that overrides rotate() (RoPE) gets its q/k transform and the rot hooks.
-        self.rotary = type(positional).rotate is not PositionalEncoding.rotate
-        self.cope_p_max = positional.p_max if isinstance(positional, ContextualPositions) else None
+        self.rotary = positional.rotates
+        self.biases_scores = positional.biases_scores
         if self.rotary:
             self.hook_rot_q = HookPoint()  # [batch, pos, head_index, d_head]
             self.hook_rot_k = HookPoint()  # [batch, pos, head_index, d_head]
-        if self.cope_p_max is not None:
-            # Zero init (Golovneva et al.'s code): CoPE starts as plain content attention.
-            self.W_cope = nn.Parameter(torch.zeros(self.cope_p_max + 1, d_head))
-            self.hook_cope_gates = HookPoint()  # [batch, head_index, query_pos, key_pos]
-            self.hook_cope_positions = HookPoint()  # [batch, head_index, query_pos, key_pos]
+        positional.setup_layer(self)
 
     def forward(
         self, resid: Float[Tensor, "batch pos d_model"], positions: Tensor
@@ -146,6 +147,8 @@ class Attention(nn.Module):
             self.W_V,
             "batch pos d_model, head_index d_model d_head -> batch pos head_index d_head",
         )
+        if self.qk_bias:
+            q, k = q + self.b_Q, k + self.b_K
         q, k, v = self.hook_q(q), self.hook_k(k), self.hook_v(v)
         if self.rotary:
             q, k = self._positional[0].rotate(q, k, positions)
@@ -160,12 +163,11 @@ class Attention(nn.Module):
         scores = scores * attention_scale(self.attn_scale, n_keys, self.d_head, self.n_train)
         causal = torch.ones(n_pos, n_pos, dtype=torch.bool, device=resid.device).tril()
         scores = scores.masked_fill(~causal, float("-inf"))
-        if self.cope_p_max is not None:
-            gates = self.hook_cope_gates(torch.sigmoid(scores)) * causal
-            cope_pos = self.hook_cope_positions(cope_positions(gates, self.cope_p_max))
-            scores = (scores + cope_bias(q, self.W_cope, cope_pos)).masked_fill(
-                ~causal, float("-inf")
+        if self.biases_scores:
+            bias = self._positional[0].score_bias(
+                self, scores=scores, q=q, k=k, positions=positions, causal=causal
             )
+            scores = (scores + bias).masked_fill(~causal, float("-inf"))
         scores = self.hook_attn_scores(scores)
         pattern = self.hook_pattern(torch.softmax(scores, dim=-1))
         z = self.hook_z(

@@ -205,10 +205,10 @@ def _cmd_sweep(args) -> int:
         run_sweep,
     )
 
-    if loaded_plugins() and args.backend != "serial":
+    if loaded_plugins() and args.backend == "ray":
         raise ValueError(
-            f"--plugin with --backend {args.backend}: worker processes do not load plugins yet, "
-            "so their runs would lack what the plugins add; use --backend serial"
+            "--plugin with --backend ray: Ray workers do not load plugins, so their runs would "
+            "lack what the plugins add; use --backend process or serial"
         )
     seeds = parse_seeds(args.seeds) if args.seeds else None
     grid, overrides = parse_grid(args.grid or []), parse_overrides(args.set or [])

@@ -323,7 +323,7 @@ def token_model_config(task, positional: str, **overrides) -> ModelConfig:
         cope_p_max=task.seq_len,
     )
     base.update(overrides)
-    return ModelConfig(**base)
+    return ModelConfig.from_dict(base)
 
 
 class TokenNet(HookedRootModule):

@@ -12,8 +12,14 @@ that evaluation and probes use) and skips the work the loss does not depend on:
 - **no hook points** are called.
 
 The result equals the hooked forward to float rounding (``tests/interp/test_fast.py`` checks logits
-and gradients). Encodings that act inside attention (anything with a non-trivial ``rotate``) and
-training-time interventions fall back to the hooked forward (:func:`supports_fast_path`).
+and gradients). Encodings that act inside attention (a ``rotate``, ``setup_layer`` or
+``score_bias`` hook: RoPE, CoPE, ALiBi) and training-time interventions fall back to the hooked
+forward (:func:`supports_fast_path`).
+
+With ``qk_bias`` the query bias enters as a fixed vector per head (``(u_i W_Q + b_Q) W_K^T`` scores
+key ``j`` by its dot product with ``u_j``); the key bias adds ``q_i . b_K``, the same for every key
+of query ``i``, which the softmax cancels, so the fast path leaves it out wherever ``W_Q W_K^T`` is
+formed: there ``b_K`` gets no gradient (``None``; the hooked model's is zero up to rounding).
 """
 
 from __future__ import annotations
@@ -25,7 +31,7 @@ from torch import Tensor
 
 from interp.attention import attention_scale
 from interp.model import InductionNet
-from interp.positional import LearnedAdded, NoPositions, OneHotConcat
+from interp.positional import OneHotConcat
 
 __all__ = [
     "fast_logits",
@@ -38,12 +44,10 @@ __all__ = [
 
 def supports_fast_path(model: InductionNet) -> bool:
     """Whether :func:`fast_logits` computes this model's function (else use ``model(...)``)."""
-    # Other HookedRootModules (the minimal model, the token-task nets) take the hooked path.
-    return isinstance(model, InductionNet) and type(model.positional) in (
-        OneHotConcat,
-        LearnedAdded,
-        NoPositions,
-    )
+    # Other HookedRootModules (the minimal model, the token-task nets) take the hooked path, and
+    # so do encodings that act inside attention. Those that only build the residual stream use
+    # their own forward/combine here (one-hot: a row gather).
+    return isinstance(model, InductionNet) and not model.positional.acts_in_attention
 
 
 def _pattern(q: Tensor, k: Tensor, scale, causal: Tensor | None) -> Tensor:
@@ -188,11 +192,15 @@ def _scores(attn, left, right) -> Tensor:
     if 2 * e >= d:
         G = attn.W_Q @ attn.W_K.transpose(-1, -2)  # [h, d, d]
         L = proj(left, _per_head_matrix(G))  # [b, rows, h * d]
+        if attn.qk_bias:  # (u_i G + b_Q W_K^T) . u_j; the key bias cancels in the softmax
+            L = L + (attn.b_Q[:, None] @ attn.W_K.transpose(-1, -2)).reshape(-1)
         L = L.view(L.shape[0], L.shape[1], h, d).transpose(1, 2)
         R = right.u if isinstance(right, _Inputs) else right
         return L @ R[:, None].transpose(-1, -2)
     q = proj(left, _per_head_matrix(attn.W_Q))
     k = proj(right, _per_head_matrix(attn.W_K))
+    if attn.qk_bias:
+        q, k = q + attn.b_Q.reshape(-1), k + attn.b_K.reshape(-1)
     q = q.view(q.shape[0], q.shape[1], h, e).transpose(1, 2)
     k = k.view(k.shape[0], k.shape[1], h, e).transpose(1, 2)
     return q @ k.transpose(-1, -2)
@@ -206,18 +214,23 @@ def query_row_one_head(
     W_K: Float[Tensor, "S d e"],
     W_VO: Float[Tensor, "S d d"],
     scale: Tensor | float,
+    b_Q: Float[Tensor, "S e"] | None = None,
 ) -> tuple[Float[Tensor, "S b d"], Float[Tensor, "SB 1 n"]]:
     """Layer 2's query row of one-head layers, for ``S`` models of ``b`` sequences each.
 
     ``u`` is layer 1's input and ``a1`` its pattern (sequences of all models flattened), ``r_last``
     the query's residual after layer 1, ``W_VO = W_V W_O`` of layer 1. Key ``j`` scores
-    ``r_j . w`` with ``w = W_K (W_Q^T r_last)`` and ``r_j . w = u_j . w + a1_j . (u W_VO w)``;
-    the attended residual is ``a2 u + (a2 a1) u W_VO``.
+    ``r_j . w`` with ``w = W_K (W_Q^T r_last + b_Q)`` and ``r_j . w = u_j . w + a1_j . (u W_VO w)``;
+    the attended residual is ``a2 u + (a2 a1) u W_VO``. A key bias would add the same score to
+    every key, which the softmax cancels.
 
     Returns ``(sum_j a2_j r_j [S, b, d], a2 [S*b, 1, n])``.
     """
     S, b, d = r_last.shape
-    w = r_last.bmm(W_Q).bmm(W_K.transpose(1, 2))  # [S, b, d]
+    q = r_last.bmm(W_Q)
+    if b_Q is not None:
+        q = q + b_Q[:, None]
+    w = q.bmm(W_K.transpose(1, 2))  # [S, b, d]
     wv = w.bmm(W_VO.transpose(1, 2))  # W_VO w
     uw_c = u @ torch.stack([w, wv], dim=-1).view(S * b, d, 2)  # [S*b, n, 2]: u.w, u.(W_VO w)
     s2 = uw_c[..., 0] + (a1 @ uw_c[..., 1:])[..., 0]
@@ -261,11 +274,20 @@ def _two_layer(model: InductionNet, inp: _Inputs, rows: Tensor | None):
     if attn1.n_heads == 1 and attn2.n_heads == 1:
         # The paper's one-head layers: the algebra of the branch below, in (b)mm calls.
         mixed, a2 = query_row_one_head(
-            u, a1[:, 0], r_last[None], attn2.W_Q, attn2.W_K, W_VO1, scale2
+            u,
+            a1[:, 0],
+            r_last[None],
+            attn2.W_Q,
+            attn2.W_K,
+            W_VO1,
+            scale2,
+            attn2.b_Q if attn2.qk_bias else None,
         )
         mixed = mixed[0][:, None]  # [b, 1, d] = sum_j a2_j r_j
     else:
         q2 = torch.einsum("bf,gfe->bge", r_last, attn2.W_Q)
+        if attn2.qk_bias:
+            q2 = q2 + attn2.b_Q
         w = torch.einsum("bge,gde->bgd", q2, attn2.W_K)  # [b, g, d]: r_j . w is key j's score
         v = torch.einsum("bgd,hfd->bhgf", w, W_VO1)  # W_VO1_h w
         c = torch.einsum("btf,bhgf->bhgt", u, v)  # (u W_VO1_h w)_t
@@ -339,6 +361,8 @@ def _forward(model: InductionNet, tokens: Tensor, positions: Tensor, keep_patter
             k, v = (_heads(t, h, e) for t in kv.split(h * e, dim=-1))
             q_in = resid[:, -1:] if last_row_only else resid
             q = _heads(q_in @ _stack(attn.W_Q), h, e)
+        if attn.qk_bias:  # [h, e] -> [1, h, 1, e]
+            q, k = q + attn.b_Q[None, :, None], k + attn.b_K[None, :, None]
         scale = attention_scale(attn.attn_scale, n_keys, e, attn.n_train)
         # Heads summed through the fixed output map; the paper's is the identity: skip it.
         W_O = None if output_is_identity(attn.W_O) else attn.W_O.reshape(h * e, -1)

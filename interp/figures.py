@@ -63,6 +63,8 @@ def run_note(run) -> str | None:
         notes.append(f"positional {model.positional} (paper: one-hot)")
     if getattr(model, "attn_scale", "none") != "none":
         notes.append(f"attention scale {model.attn_scale} (paper: none)")
+    if getattr(model, "qk_bias", False):
+        notes.append("query/key biases (paper: none)")
     intervention = getattr(run.train_config, "intervention", None)
     if intervention:
         notes.append(f"intervention {intervention}")

@@ -26,7 +26,7 @@ import pandas as pd
 import torch
 
 from interp.evaluation import evaluate
-from interp.positional import ROPE_SCALINGS, Rotary
+from interp.positional import ROPE_SCALINGS, get_positional
 from interp.task import TaskGenerator
 from interp.training import Run, derive_seed, load_run
 from interp.transition import detect_transition
@@ -45,21 +45,24 @@ def rescale_rope(model, scaling: str, scale: float = 1.0, mix_b: float | None = 
 
     Args:
         model: an :class:`~interp.model.InductionNet` (or any model with ``.positional``) whose
-            encoding is ``rope``.
+            encoding supports rescaling (``supports_rescaling``: ``rope``).
         scaling: ``"none"``, ``"pi"``, ``"ntk"`` or ``"mixed"`` (see
             :func:`interp.positional.rope_frequencies`).
         scale: the length ratio ``s``.
         mix_b: exponent of the ``mixed`` rescaling (``None`` keeps the current one).
     """
-    if not isinstance(model.positional, Rotary):
+    if not _rescalable(model):
         raise ValueError(
-            f"rope_scaling needs positional='rope'; this model's is {model.cfg.positional!r}"
+            f"rope_scaling needs an encoding that supports rescaling (positional='rope'); this "
+            f"model's is {model.cfg.positional!r}"
         )
     model.positional.set_scaling(scaling, scale, mix_b)
-    model.cfg = dataclasses.replace(
-        model.cfg, rope_scaling=scaling, rope_scale=float(scale), rope_mix_b=model.positional.mix_b
-    )
+    model.cfg = dataclasses.replace(model.cfg, positional_config=model.positional.config)
     return model
+
+
+def _rescalable(model) -> bool:
+    return getattr(model.positional, "supports_rescaling", False)
 
 
 def parse_n_pairs(text: str) -> tuple[int, ...]:
@@ -115,7 +118,7 @@ def length_table(
     n_train = generator.config.N
     rows = []
     saved = None
-    if isinstance(model.positional, Rotary):
+    if _rescalable(model):
         saved = (model.positional.scaling, model.positional.scale, model.positional.mix_b)
     try:
         for n_p in n_pairs:
@@ -129,7 +132,7 @@ def length_table(
                 rescale_rope(model, rope_scaling, s, rope_mix_b)
             row.update(evaluate(model, batches))
             row["positional"] = model.cfg.positional
-            rotary = isinstance(model.positional, Rotary)
+            rotary = _rescalable(model)
             row["rope_scaling"] = model.positional.scaling if rotary else None
             row["rope_scale"] = model.positional.scale if rotary else None
             rows.append(row)
@@ -221,7 +224,8 @@ def encoding_table(
             if not earlier:
                 raise ValueError(f"{run.path} has no checkpoint at or before step {step}")
             ckpt = earlier[-1]
-        scalings = rope_scalings if run.model_config.positional == "rope" else (None,)
+        rescalable = get_positional(run.model_config.positional).supports_rescaling
+        scalings = rope_scalings if rescalable else (None,)
         for scaling in scalings:
             df = evaluate_lengths(run, n_pairs, n=n, step=ckpt, rope_scaling=scaling, sets=sets)
             row = {

@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 from jaxtyping import Float, Int
@@ -27,7 +29,11 @@ from transformer_lens import HookedRootModule
 from transformer_lens.hook_points import HookPoint
 
 from interp.attention import ATTN_SCALES, Attention
-from interp.positional import POSITIONAL_ENCODINGS, ROPE_SCALINGS, make_positional
+from interp.positional import (
+    get_positional,
+    positional_config,
+    positional_parameters,
+)
 from interp.task import TaskConfig
 
 __all__ = [
@@ -36,6 +42,7 @@ __all__ = [
     "Classifier",
     "TransformerBlock",
     "positional_from_config",
+    "canonical_model_dict",
 ]
 
 
@@ -54,20 +61,24 @@ class ModelConfig:
         d_head: head width; ``None`` means ``d_model`` (the paper: ``W_Q`` is ``d_model x d_model``).
         d_mlp: width of the classifier's hidden layers (the paper: 128).
         n_mlp_layers: hidden ReLU layers of the classifier (the paper: 3).
-        positional: positional encoding, one of ``onehot`` (the paper: concatenated one-hot),
-            ``learned`` (learned absolute, added), ``none``, ``rope`` (rotary q/k; needs an even
-            ``d_head``, e.g. 64, since ``d_model = D = 63`` then), ``cope`` (contextual positions,
-            Golovneva et al. 2024). See :mod:`interp.positional`.
+        positional: positional encoding, a name registered in
+            :data:`interp.positional.POSITIONAL_ENCODINGS`: ``onehot`` (the paper: concatenated
+            one-hot), ``learned`` (learned absolute, added), ``none``, ``rope`` (rotary q/k; needs
+            an even ``d_head``, e.g. 64, since ``d_model = D = 63`` then), ``cope`` (contextual
+            positions, Golovneva et al. 2024), or one added with
+            :func:`interp.positional.register_positional`.
+        positional_config: the encoding's own parameters, an instance of its config class
+            (:class:`~interp.positional.RopeConfig`, :class:`~interp.positional.CopeConfig`; a
+            mapping of its fields is converted); ``None`` means its defaults (and stays ``None``
+            for encodings without parameters). The old flat names (``rope_base``, ``cope_p_max``,
+            in general ``{encoding}_{field}``) are accepted by :meth:`from_dict` and
+            :meth:`from_task` and can still be read as attributes (``cfg.rope_base``; ``None`` when
+            another encoding is in use).
         attn_scale: attention score scale, one of ``none`` (the paper), ``sqrt`` (``1/sqrt(d_head)``),
             ``log_n`` (entropy-invariant ``log_{n_train}(n_i)/sqrt(d_head)``).
         attn_init_std: std of attention weight entries; ``None`` means ``1/sqrt(D)`` (the paper).
-        rope_base: RoPE base (``theta_i = base^(-2i/d_head)``); used by ``rope`` only.
-        rope_scaling: RoPE length rescaling, one of ``none``, ``pi`` (interpolation), ``ntk``
-            (NTK-aware), ``mixed`` (Su's mixed base); usually changed at evaluation time only
-            (:meth:`interp.positional.Rotary.set_scaling`).
-        rope_scale: the rescaling's length ratio ``s``.
-        rope_mix_b: exponent ``b`` of the ``mixed`` rescaling (1: NTK-aware, 0: interpolation).
-        cope_p_max: largest contextual position of ``cope`` (positions clip there).
+        qk_bias: trainable biases ``b_Q``, ``b_K`` (``[n_heads, d_head]``, zero-initialised) added
+            to queries and keys (the paper: ``False``, no biases).
     """
 
     D: int = 63
@@ -80,13 +91,10 @@ class ModelConfig:
     d_mlp: int = 128
     n_mlp_layers: int = 3
     positional: str = "onehot"
+    positional_config: Any = None
     attn_scale: str = "none"
     attn_init_std: float | None = None
-    rope_base: float = 10000.0
-    rope_scaling: str = "none"
-    rope_scale: float = 1.0
-    rope_mix_b: float = 0.5
-    cope_p_max: int = 64
+    qk_bias: bool = False
 
     def __post_init__(self) -> None:
         for name in (
@@ -108,11 +116,15 @@ class ModelConfig:
             raise ValueError(
                 f"ModelConfig.d_head={self.d_head!r} is invalid: a positive integer or None"
             )
-        if self.positional not in POSITIONAL_ENCODINGS:
-            raise ValueError(
-                f"ModelConfig.positional={self.positional!r} is invalid: allowed values are "
-                f"{POSITIONAL_ENCODINGS}"
-            )
+        try:
+            encoding = get_positional(self.positional)
+        except ValueError as err:
+            raise ValueError(f"ModelConfig.{err}") from None
+        object.__setattr__(
+            self, "positional_config", positional_config(self.positional, self.positional_config)
+        )
+        if not isinstance(self.qk_bias, bool):
+            raise ValueError(f"ModelConfig.qk_bias={self.qk_bias!r} is invalid: true or false")
         if self.attn_scale not in ATTN_SCALES:
             raise ValueError(
                 f"ModelConfig.attn_scale={self.attn_scale!r} is invalid: allowed values are {ATTN_SCALES}"
@@ -123,40 +135,71 @@ class ModelConfig:
             raise ValueError(
                 f"ModelConfig.attn_init_std={self.attn_init_std!r} is invalid: must be > 0"
             )
-        if self.rope_scaling not in ROPE_SCALINGS:
-            raise ValueError(
-                f"ModelConfig.rope_scaling={self.rope_scaling!r} is invalid: allowed values are "
-                f"{ROPE_SCALINGS}"
-            )
-        if not (self.rope_base > 1 and self.rope_scale > 0 and self.rope_mix_b >= 0):
-            raise ValueError(
-                "ModelConfig.rope_base must be > 1, rope_scale > 0 and rope_mix_b >= 0; got "
-                f"{self.rope_base!r}, {self.rope_scale!r}, {self.rope_mix_b!r}"
-            )
-        if not (isinstance(self.cope_p_max, int) and self.cope_p_max >= 1):
-            raise ValueError(
-                f"ModelConfig.cope_p_max={self.cope_p_max!r} is invalid: an integer >= 1"
-            )
-        if self.positional == "rope" and self.d_head_effective % 2:
-            raise ValueError(
-                f"ModelConfig.d_head={self.d_head!r} is invalid for positional='rope': the head "
-                f"width ({self.d_head_effective}) must be even; set d_head (e.g. d_head=64)"
-            )
+        encoding.check_model_config(self)
 
     @classmethod
     def from_task(cls, task: TaskConfig, **overrides) -> ModelConfig:
-        """The paper's network for ``task``, with any field overridden."""
+        """The paper's network for ``task``, with any field overridden (old flat encoding
+        parameters such as ``rope_base=500`` are accepted, as in :meth:`from_dict`)."""
         base = dict(D=task.D, L=task.L, n_positions=task.P, n_ctx_train=task.seq_len)
         base.update(overrides)
-        return cls(**base)
+        return cls.from_dict(base)
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> ModelConfig:
+        """A config from :meth:`to_dict`'s output, or from an old ``config.json``'s ``"model"``.
+
+        Migrates the old format: flat encoding parameters ``{encoding}_{field}`` (``rope_base``,
+        ``rope_scaling``, ``rope_scale``, ``rope_mix_b``, ``cope_p_max``) go into the selected
+        encoding's ``positional_config`` (overriding the same field there); those of other
+        encodings are dropped, as they never acted on the model. Fields added since
+        (``qk_bias``) take their defaults, which are the old behaviour.
+
+        Raises:
+            ValueError: a key is neither a field nor a flat encoding parameter (the message names
+                it), or a value is invalid.
+        """
+        d = dict(d)
+        fields = {f.name for f in dataclasses.fields(cls)}
+        flat = positional_parameters()
+        positional = d.get("positional", "onehot")
+        nested: dict[str, Any] = {}
+        for key in [k for k in d if k not in fields]:
+            if key not in flat:
+                raise ValueError(
+                    f"ModelConfig field {key!r} is unknown: allowed fields are {sorted(fields)} "
+                    f"and the encodings' parameters {sorted(flat)}"
+                )
+            value = d.pop(key)
+            encoding, name, _ = flat[key]
+            if encoding == positional:
+                nested[name] = value
+        if nested:
+            given = d.get("positional_config")
+            if dataclasses.is_dataclass(given):
+                given = dataclasses.asdict(given)
+            d["positional_config"] = {**(given or {}), **nested}
+        return cls(**d)
+
+    def __getattr__(self, name: str) -> Any:
+        # Read access to the old flat encoding parameters (cfg.rope_base): only called for names
+        # that are not fields. None when the config uses another encoding.
+        flat = positional_parameters()
+        if name in flat:
+            encoding, field_name, _ = flat[name]
+            if self.__dict__.get("positional") == encoding:
+                return getattr(self.__dict__["positional_config"], field_name)
+            return None
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     @property
     def d_model(self) -> int:
-        """Residual width (``D + P`` for the one-hot concatenation, ``D`` otherwise)."""
-        # Only the one-hot concatenation widens the residual; learned positions are added, and
-        # rope/cope/none act inside attention or not at all. (No encoding is built here: building
-        # a learned table would draw from torch's global RNG.)
-        return self.D + self.n_positions if self.positional == "onehot" else self.D
+        """Residual width, as the encoding declares it (``D + P`` for the paper's one-hot
+        concatenation, ``D`` for the others here). No encoding is built: building a learned table
+        would draw from torch's global RNG."""
+        return get_positional(self.positional).residual_width(
+            self.D, self.n_positions, self.positional_config
+        )
 
     @property
     def d_head_effective(self) -> int:
@@ -168,17 +211,24 @@ class ModelConfig:
 
 def positional_from_config(cfg: ModelConfig):
     """The positional encoding ``cfg`` asks for, with its own parameters."""
-    return make_positional(
-        cfg.positional,
-        cfg.n_positions,
-        cfg.D,
-        d_head=cfg.d_head_effective if cfg.positional == "rope" else None,  # RoPE only
-        rope_base=cfg.rope_base,
-        rope_scaling=cfg.rope_scaling,
-        rope_scale=cfg.rope_scale,
-        rope_mix_b=cfg.rope_mix_b,
-        cope_p_max=cfg.cope_p_max,
+    return get_positional(cfg.positional).build(
+        cfg.positional_config,
+        n_positions=cfg.n_positions,
+        d_content=cfg.D,
+        d_head=cfg.d_head_effective,
     )
+
+
+def canonical_model_dict(d: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+    """``d`` (a ``config.json``'s ``"model"``) in today's format, so that an old run's config
+    compares equal to the same config written now; ``d`` itself if it does not parse (an encoding
+    whose plugin is not loaded)."""
+    if d is None:
+        return None
+    try:
+        return ModelConfig.from_dict(d).to_dict()
+    except (ValueError, TypeError):
+        return d
 
 
 class TransformerBlock(nn.Module):
@@ -194,6 +244,7 @@ class TransformerBlock(nn.Module):
             n_train=cfg.n_ctx_train,
             positional=positional,
             init_std=cfg.attn_init_std or 1.0 / math.sqrt(cfg.D),
+            qk_bias=cfg.qk_bias,
         )
         self.hook_resid_pre = HookPoint()  # [batch, pos, d_model]
         self.hook_attn_out = HookPoint()  # [batch, pos, d_model]

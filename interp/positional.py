@@ -1,14 +1,25 @@
-"""Positional encodings: pluggable parts that turn absolute positions into position information.
+"""Positional encodings: a registry of pluggable parts that give the network position information.
 
-A positional encoding decides four things, and the rest of the network asks it through this
-interface only:
+An encoding is a subclass of :class:`PositionalEncoding` registered under a name with
+:func:`register_positional`; ``ModelConfig(positional=NAME)`` picks it and the rest of the network
+asks it through these hooks only (none of them has a branch for a particular encoding):
 
-- ``d_model(D)``: the residual width it produces from ``D`` content dimensions;
+- ``residual_width(d_content, n_positions, config)`` (class method): the residual width it produces;
 - ``forward(positions)``: what ``hook_pos_embed`` records (one-hot rows, learned vectors, ...);
 - ``combine(embed, pos_embed)``: how content and position meet in the residual stream;
-- ``rotate(q, k, positions)``: a position-dependent transform of queries and keys (RoPE).
+- ``rotate(q, k, positions)``: a position-dependent transform of queries and keys (RoPE);
+- ``setup_layer(attn)``: parameters and hook points the encoding adds to each attention layer;
+- ``score_bias(attn, scores=..., q=..., k=..., positions=..., causal=...)``: a term added to the
+  (scaled, causally masked) attention scores (CoPE, ALiBi);
+- ``check_model_config(cfg)`` (class method): extra rules on the model (RoPE: an even head width);
+- ``supports_rescaling``: whether :mod:`interp.length` may change its eval-time rescaling.
 
-Encodings (``ModelConfig.positional``):
+An encoding's own parameters live in its own frozen config dataclass (``RopeConfig``,
+``CopeConfig``), held by ``ModelConfig.positional_config``. The old flat spelling of a parameter,
+``{encoding}_{field}`` (``rope_base``, ``cope_p_max``), is still accepted by ``--set`` and by
+:meth:`interp.model.ModelConfig.from_dict` (old ``config.json`` files).
+
+Encodings registered here (:data:`POSITIONAL_ENCODINGS`):
 
 - ``onehot``: the paper's one-hot of the absolute position, concatenated (``d_model = D + P``);
 - ``learned``: learned absolute vectors added to the content (``d_model = D``);
@@ -18,13 +29,20 @@ Encodings (``ModelConfig.positional``):
   width must be even, so set ``d_head`` (e.g. 64) since ``d_head`` defaults to ``d_model = 63``;
 - ``cope``: contextual positions (Golovneva et al. 2024). Nothing enters the residual stream;
   each attention layer owns a position table and adds ``q . e[p_ij]`` to its scores
-  (:func:`cope_positions`, :func:`cope_bias`; the attention layer does the wiring).
+  (:func:`cope_positions`, :func:`cope_bias`).
+
+``docs/contributing.md`` adds ALiBi from a module outside the package.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
+import re
 import warnings
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import pandas as pd
 import torch
@@ -32,6 +50,7 @@ import torch.nn.functional as F
 from einops import einsum
 from jaxtyping import Float, Int
 from torch import Tensor, nn
+from transformer_lens.hook_points import HookPoint
 
 __all__ = [
     "PositionalEncoding",
@@ -39,9 +58,16 @@ __all__ = [
     "LearnedAdded",
     "NoPositions",
     "Rotary",
+    "RopeConfig",
     "ContextualPositions",
+    "CopeConfig",
     "POSITIONAL_ENCODINGS",
     "ROPE_SCALINGS",
+    "register_positional",
+    "get_positional",
+    "positional_config",
+    "positional_parameters",
+    "positional_table",
     "make_positional",
     "rope_frequencies",
     "apply_rotary",
@@ -57,15 +83,53 @@ class UntrainedPositionWarning(UserWarning):
 
 
 class PositionalEncoding(nn.Module):
-    """Base class: no positional information (the 'none' control)."""
+    """Base class of the encodings: no positional information, every hook a no-op.
 
-    def __init__(self, n_positions: int) -> None:
+    Subclasses override the hooks they need and are registered with :func:`register_positional`,
+    which sets the class attributes ``name``, ``config_class`` and ``description``.
+
+    Args:
+        n_positions: size of the absolute-position table (``TaskConfig.P``).
+        config: the encoding's own config (an instance of ``config_class``), or None.
+    """
+
+    name: ClassVar[str] = ""
+    config_class: ClassVar[type | None] = None
+    description: ClassVar[str] = ""
+    #: whether :func:`interp.length.rescale_rope` may call ``set_scaling`` on it (RoPE).
+    supports_rescaling: ClassVar[bool] = False
+
+    def __init__(self, n_positions: int, config: Any = None) -> None:
         super().__init__()
         self.n_positions = n_positions
+        self.config = config
+
+    # ---- construction and shape
+
+    @classmethod
+    def build(
+        cls, config: Any, *, n_positions: int, d_content: int, d_head: int
+    ) -> PositionalEncoding:
+        """The encoding for a model with these sizes (``config``: its ``config_class`` or None).
+
+        Called inside the model's seeded RNG fork, before the attention layers are built.
+        """
+        return cls(n_positions, config)
+
+    @classmethod
+    def residual_width(cls, d_content: int, n_positions: int, config: Any) -> int:
+        """Residual width for ``d_content`` content dimensions (no encoding is built for it)."""
+        return d_content
+
+    @classmethod
+    def check_model_config(cls, model_config) -> None:
+        """Raise ``ValueError`` naming the field if ``model_config`` cannot use this encoding."""
 
     def d_model(self, d_content: int) -> int:
         """Residual width for ``d_content`` content dimensions."""
-        return d_content
+        return type(self).residual_width(d_content, self.n_positions, self.config)
+
+    # ---- the residual stream
 
     def forward(self, positions: Int[Tensor, "batch pos"]) -> Tensor:
         """What ``hook_pos_embed`` records."""
@@ -75,9 +139,50 @@ class PositionalEncoding(nn.Module):
         """Residual stream input from content and position embeddings."""
         return embed
 
+    # ---- inside attention
+
     def rotate(self, q: Tensor, k: Tensor, positions: Tensor) -> tuple[Tensor, Tensor]:
         """Position-dependent transform of queries and keys (identity unless RoPE-like)."""
         return q, k
+
+    def setup_layer(self, attn: nn.Module) -> None:
+        """Add this encoding's per-layer parameters and hook points to attention layer ``attn``.
+
+        Called at the end of :class:`~interp.attention.Attention`'s constructor; attributes set
+        here are part of the layer (state-dict key ``blocks.{l}.attn.NAME``, hook name
+        ``blocks.{l}.attn.hook_NAME``).
+        """
+
+    def score_bias(
+        self,
+        attn: nn.Module,
+        *,
+        scores: Float[Tensor, "batch head_index query_pos key_pos"],
+        q: Float[Tensor, "batch pos head_index d_head"],
+        k: Float[Tensor, "batch pos head_index d_head"],
+        positions: Int[Tensor, "batch pos"],
+        causal: Tensor,
+    ) -> Tensor | None:
+        """A term added to the scaled, causally masked ``scores`` (broadcastable to them), or
+        None. The layer masks the sum causally again."""
+        return None
+
+    @property
+    def rotates(self) -> bool:
+        """Whether this encoding transforms queries and keys (overrides :meth:`rotate`)."""
+        return type(self).rotate is not PositionalEncoding.rotate
+
+    @property
+    def biases_scores(self) -> bool:
+        """Whether this encoding adds to the attention scores (overrides :meth:`score_bias`)."""
+        return type(self).score_bias is not PositionalEncoding.score_bias
+
+    @property
+    def acts_in_attention(self) -> bool:
+        """Whether attention layers need this encoding (then the fast paths do not apply)."""
+        return self.rotates or self.biases_scores or type(self).setup_layer is not _base_setup_layer
+
+    # ---- length generalisation
 
     def untrained(self, positions: Tensor) -> int:
         """How many entries of ``positions`` lie past the table this encoding was trained on."""
@@ -94,6 +199,188 @@ class PositionalEncoding(nn.Module):
         return positions
 
 
+_base_setup_layer = PositionalEncoding.setup_layer
+
+
+# --------------------------------------------------------------------------------------------
+# the registry
+
+#: name -> encoding class, in registration order (``--set positional=NAME``).
+POSITIONAL_ENCODINGS: dict[str, type[PositionalEncoding]] = {}
+
+_NAME = re.compile(r"^[a-z][a-z0-9]*$")
+
+
+def register_positional(
+    name: str,
+    cls: type[PositionalEncoding] | None = None,
+    *,
+    config: type | None = None,
+    description: str | None = None,
+):
+    """Register a positional encoding under ``name`` (usable as a class decorator).
+
+    Args:
+        name: lowercase letters and digits (``--set positional=NAME``); the old flat spelling of
+            its parameters is ``NAME_FIELD``.
+        cls: a subclass of :class:`PositionalEncoding`; omit it to decorate a class.
+        config: its parameters, a frozen dataclass whose fields all have defaults (validated in
+            its ``__post_init__``); None if it has no parameters.
+        description: one line for ``list positional`` (default: the docstring's first line).
+
+    Returns:
+        ``cls`` (or the decorator).
+
+    Example::
+
+        @register_positional("alibi", config=AlibiConfig)
+        class Alibi(PositionalEncoding):
+            def score_bias(self, attn, *, scores, q, k, positions, causal):
+                return -self.config.slope * (positions[:, :, None] - positions[:, None]).abs()[:, None]
+    """
+
+    def add(cls: type[PositionalEncoding]) -> type[PositionalEncoding]:
+        if not (isinstance(name, str) and _NAME.match(name)):
+            raise ValueError(
+                f"register_positional name={name!r} is invalid: lowercase letters and digits"
+            )
+        if not (isinstance(cls, type) and issubclass(cls, PositionalEncoding)):
+            raise ValueError(
+                f"register_positional({name!r}): {cls!r} is not a PositionalEncoding subclass"
+            )
+        if config is not None:
+            params = getattr(config, "__dataclass_params__", None)
+            if params is None or not params.frozen:
+                raise ValueError(
+                    f"register_positional({name!r}): config={config!r} must be a frozen dataclass"
+                )
+            missing = [
+                f.name
+                for f in dataclasses.fields(config)
+                if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+            ]
+            if missing:
+                raise ValueError(
+                    f"register_positional({name!r}): config fields {missing} need defaults"
+                )
+        old = POSITIONAL_ENCODINGS.get(name)
+        if old is not None and (old.__module__, old.__qualname__) != (
+            cls.__module__,
+            cls.__qualname__,
+        ):
+            raise ValueError(
+                f"register_positional: {name!r} is already registered to "
+                f"{old.__module__}.{old.__qualname__}"
+            )
+        cls.name = name
+        cls.config_class = config
+        doc = (cls.__doc__ or "").strip().splitlines()
+        cls.description = description or (doc[0] if doc else "")
+        POSITIONAL_ENCODINGS[name] = cls
+        return cls
+
+    return add if cls is None else add(cls)
+
+
+def get_positional(name: str) -> type[PositionalEncoding]:
+    """The encoding class registered as ``name``."""
+    try:
+        return POSITIONAL_ENCODINGS[name]
+    except (KeyError, TypeError):
+        raise ValueError(
+            f"positional={name!r} is invalid: allowed values are {list(POSITIONAL_ENCODINGS)} "
+            "(an encoding from a plugin needs --plugin PATH_OR_MODULE)"
+        ) from None
+
+
+def positional_config(name: str, values: Any = None) -> Any:
+    """Encoding ``name``'s config from ``values`` (None: its defaults; a mapping of its fields; or
+    an instance of its config class). None for encodings without parameters.
+
+    Raises:
+        ValueError: naming the field, if ``values`` has an unknown or invalid field.
+    """
+    cls = get_positional(name)
+    config_class = cls.config_class
+    if config_class is None:
+        if values not in (None, {}):
+            raise ValueError(
+                f"ModelConfig.positional_config={values!r} is invalid: positional={name!r} has "
+                "no parameters"
+            )
+        return None
+    if isinstance(values, config_class):
+        return values
+    if values is None:
+        values = {}
+    if not isinstance(values, Mapping):
+        raise ValueError(
+            f"ModelConfig.positional_config={values!r} is invalid: positional={name!r} needs a "
+            f"{config_class.__name__} or a mapping of its fields"
+        )
+    allowed = [f.name for f in dataclasses.fields(config_class)]
+    unknown = sorted(set(values) - set(allowed))
+    if unknown:
+        raise ValueError(
+            f"ModelConfig.positional_config field(s) {unknown} are unknown for positional="
+            f"{name!r}: {config_class.__name__} has {allowed}"
+        )
+    return config_class(**values)
+
+
+def positional_parameters() -> dict[str, tuple[str, str, Any]]:
+    """The flat spelling of every registered encoding's parameters:
+    ``{"rope_base": ("rope", "base", 10000.0), "cope_p_max": ("cope", "p_max", 64), ...}``
+    (flat name -> encoding, field, default)."""
+    out = {}
+    for enc_name, cls in POSITIONAL_ENCODINGS.items():
+        if cls.config_class is None:
+            continue
+        for f in dataclasses.fields(cls.config_class):
+            default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
+            out[f"{enc_name}_{f.name}"] = (enc_name, f.name, default)
+    return out
+
+
+def positional_table() -> pd.DataFrame:
+    """One row per registered encoding: ``name, description, parameters, class`` (for ``list``)."""
+    rows = []
+    for name, cls in POSITIONAL_ENCODINGS.items():
+        params = (
+            ", ".join(f"{f.name}={f.default!r}" for f in dataclasses.fields(cls.config_class))
+            if cls.config_class
+            else ""
+        )
+        rows.append(
+            {
+                "name": name,
+                "description": cls.description,
+                "parameters": params,
+                "class": f"{cls.__module__}.{cls.__qualname__}",
+            }
+        )
+    return pd.DataFrame(rows, columns=["name", "description", "parameters", "class"])
+
+
+def make_positional(
+    name: str,
+    n_positions: int,
+    d_content: int,
+    *,
+    d_head: int | None = None,
+    config: Any = None,
+) -> PositionalEncoding:
+    """Build the encoding registered as ``name`` (``config``: its parameters, see
+    :func:`positional_config`; ``d_head`` defaults to ``d_content``)."""
+    cls = get_positional(name)
+    return cls.build(
+        positional_config(name, config),
+        n_positions=n_positions,
+        d_content=d_content,
+        d_head=d_head if d_head is not None else d_content,
+    )
+
+
 class NoPositions(PositionalEncoding):
     """No positional information at all (control)."""
 
@@ -105,8 +392,9 @@ class OneHotConcat(PositionalEncoding):
     ``N_max`` allows) get an all-zero position vector and an :class:`UntrainedPositionWarning`.
     """
 
-    def d_model(self, d_content: int) -> int:
-        return d_content + self.n_positions
+    @classmethod
+    def residual_width(cls, d_content: int, n_positions: int, config: Any) -> int:
+        return d_content + n_positions
 
     def forward(
         self, positions: Int[Tensor, "batch pos"]
@@ -133,6 +421,10 @@ class LearnedAdded(PositionalEncoding):
         super().__init__(n_positions)
         self.W_pos = nn.Parameter(torch.randn(n_positions, d_content) / d_content**0.5)
 
+    @classmethod
+    def build(cls, config, *, n_positions, d_content, d_head) -> LearnedAdded:
+        return cls(n_positions, d_content)
+
     def forward(self, positions: Int[Tensor, "batch pos"]) -> Float[Tensor, "batch pos d_model"]:
         positions = self._check_range(positions)
         in_range = positions < self.n_positions
@@ -150,6 +442,46 @@ class LearnedAdded(PositionalEncoding):
 
 
 ROPE_SCALINGS = ("none", "pi", "ntk", "mixed")
+
+
+@dataclass(frozen=True, kw_only=True)
+class RopeConfig:
+    """Parameters of ``rope`` (flat spelling ``rope_base``, ``rope_scaling``, ...).
+
+    Attributes:
+        base: RoPE base (``theta_i = base^(-2i/d_head)``).
+        scaling: length rescaling, one of ``none``, ``pi`` (interpolation), ``ntk`` (NTK-aware),
+            ``mixed`` (Su's mixed base); usually changed at evaluation time only
+            (:meth:`Rotary.set_scaling`).
+        scale: the rescaling's length ratio ``s``.
+        mix_b: exponent ``b`` of the ``mixed`` rescaling (1: NTK-aware, 0: interpolation).
+    """
+
+    base: float = 10000.0
+    scaling: str = "none"
+    scale: float = 1.0
+    mix_b: float = 0.5
+
+    def __post_init__(self) -> None:
+        for name in ("base", "scale", "mix_b"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise ValueError(f"RopeConfig.{name}={value!r} (rope_{name}) is invalid: a number")
+        if self.scaling not in ROPE_SCALINGS:
+            raise ValueError(
+                f"RopeConfig.scaling={self.scaling!r} (rope_scaling) is invalid: allowed values "
+                f"are {ROPE_SCALINGS}"
+            )
+        if not self.base > 1:
+            raise ValueError(f"RopeConfig.base={self.base!r} (rope_base) is invalid: must be > 1")
+        if not self.scale > 0:
+            raise ValueError(
+                f"RopeConfig.scale={self.scale!r} (rope_scale) is invalid: must be > 0"
+            )
+        if not self.mix_b >= 0:
+            raise ValueError(
+                f"RopeConfig.mix_b={self.mix_b!r} (rope_mix_b) is invalid: must be >= 0"
+            )
 
 
 def rope_frequencies(
@@ -210,8 +542,10 @@ class Rotary(PositionalEncoding):
     matter and no position is ever "untrained"; what changes with length are the angles
     ``(i - j) theta_k`` of the slow frequencies (see :func:`rotary_frequency_report`).
     The rescaling (``scaling``, ``scale``, ``mix_b``) are plain attributes: change them on a
-    trained model with :meth:`set_scaling` without retraining.
+    trained model with :meth:`set_scaling` without retraining (``config`` follows).
     """
+
+    supports_rescaling = True
 
     def __init__(
         self,
@@ -226,11 +560,27 @@ class Rotary(PositionalEncoding):
         self.d_head, self.base = d_head, base
         self.set_scaling(scaling, scale, mix_b)
 
+    @classmethod
+    def build(cls, config: RopeConfig, *, n_positions, d_content, d_head) -> Rotary:
+        return cls(n_positions, d_head, config.base, config.scaling, config.scale, config.mix_b)
+
+    @classmethod
+    def check_model_config(cls, model_config) -> None:
+        if model_config.d_head_effective % 2:
+            raise ValueError(
+                f"ModelConfig.d_head={model_config.d_head!r} is invalid for positional='rope': "
+                f"the head width ({model_config.d_head_effective}) must be even; set d_head "
+                "(e.g. d_head=64)"
+            )
+
     def set_scaling(self, scaling: str, scale: float = 1.0, mix_b: float | None = None) -> None:
         """Switch the eval-time rescaling (``"none"``, ``"pi"``, ``"ntk"``, ``"mixed"``)."""
         mix_b = getattr(self, "mix_b", 0.5) if mix_b is None else mix_b
         self.freqs = rope_frequencies(self.d_head, self.base, scaling, scale, mix_b)
         self.scaling, self.scale, self.mix_b = scaling, scale, mix_b
+        self.config = RopeConfig(
+            base=self.base, scaling=scaling, scale=float(scale), mix_b=float(mix_b)
+        )
 
     def rotate(self, q: Tensor, k: Tensor, positions: Tensor) -> tuple[Tensor, Tensor]:
         return apply_rotary(q, positions, self.freqs), apply_rotary(k, positions, self.freqs)
@@ -321,57 +671,61 @@ def cope_bias(
     return logits_int.gather(-1, ceil) * w + logits_int.gather(-1, floor) * (1 - w)
 
 
+@dataclass(frozen=True, kw_only=True)
+class CopeConfig:
+    """Parameters of ``cope`` (flat spelling ``cope_p_max``).
+
+    Attributes:
+        p_max: largest contextual position (positions clip there).
+    """
+
+    p_max: int = 64
+
+    def __post_init__(self) -> None:
+        if isinstance(self.p_max, bool) or not (isinstance(self.p_max, int) and self.p_max >= 1):
+            raise ValueError(
+                f"CopeConfig.p_max={self.p_max!r} (cope_p_max) is invalid: an integer >= 1"
+            )
+
+
 class ContextualPositions(PositionalEncoding):
-    """CoPE marker: nothing in the residual (``d_model = D``); each attention layer owns a table.
+    """CoPE: nothing in the residual (``d_model = D``); each attention layer owns a table.
 
     The table ``W_cope [p_max + 1, d_head]`` lives in each :class:`~interp.attention.Attention`
     (zero-initialised, as in Golovneva et al.'s code), since positions are computed from that
-    layer's own gates. Contextual positions never exceed ``p_max``, so no position is untrained
-    in the table sense; a longer sequence can still push more of them to the clip.
+    layer's own gates: ``g_ij = sigmoid(s_ij)`` of the scaled, causally masked scores ``s_ij``
+    (``hook_cope_gates``, masked causally again after the hook, so a hook that forces them to 1
+    gives ``p_ij = i - j + 1``), contextual positions (``hook_cope_positions``), and
+    ``q_i . e[p_ij]`` added to the scores *unscaled*. Of the two published scalings (the paper's
+    equations use ``sigmoid(q.k)``; its code gates the logits already divided by ``sqrt(d)`` and
+    adds the position term after that division) this is the code's; with ``attn_scale="none"``
+    (the paper's network) the two coincide. Contextual positions never exceed ``p_max``, so no
+    position is untrained in the table sense; a longer sequence can still push more of them to
+    the clip.
     """
 
     def __init__(self, n_positions: int, p_max: int) -> None:
-        super().__init__(n_positions)
-        if not (isinstance(p_max, int) and p_max >= 1):
-            raise ValueError(f"cope_p_max={p_max!r} is invalid: must be an integer >= 1")
+        super().__init__(n_positions, CopeConfig(p_max=p_max))
         self.p_max = p_max
 
+    @classmethod
+    def build(cls, config: CopeConfig, *, n_positions, d_content, d_head) -> ContextualPositions:
+        return cls(n_positions, config.p_max)
 
-POSITIONAL_ENCODINGS = ("onehot", "learned", "none", "rope", "cope")
+    def setup_layer(self, attn: nn.Module) -> None:
+        # Zero init (Golovneva et al.'s code): CoPE starts as plain content attention.
+        attn.W_cope = nn.Parameter(torch.zeros(self.p_max + 1, attn.d_head))
+        attn.hook_cope_gates = HookPoint()  # [batch, head_index, query_pos, key_pos]
+        attn.hook_cope_positions = HookPoint()  # [batch, head_index, query_pos, key_pos]
+
+    def score_bias(self, attn, *, scores, q, k, positions, causal) -> Tensor:
+        gates = attn.hook_cope_gates(torch.sigmoid(scores)) * causal
+        cope_pos = attn.hook_cope_positions(cope_positions(gates, self.p_max))
+        return cope_bias(q, attn.W_cope, cope_pos)
 
 
-def make_positional(
-    name: str,
-    n_positions: int,
-    d_content: int,
-    *,
-    d_head: int | None = None,
-    rope_base: float = 10000.0,
-    rope_scaling: str = "none",
-    rope_scale: float = 1.0,
-    rope_mix_b: float = 0.5,
-    cope_p_max: int = 64,
-) -> PositionalEncoding:
-    """Build the positional encoding called ``name`` (one of :data:`POSITIONAL_ENCODINGS`).
-
-    ``d_head`` is needed by ``rope`` only; the ``rope_*`` and ``cope_*`` arguments by their
-    encodings (see :func:`rope_frequencies` and :class:`ContextualPositions`).
-    """
-    if name == "onehot":
-        return OneHotConcat(n_positions)
-    if name == "learned":
-        return LearnedAdded(n_positions, d_content)
-    if name == "none":
-        return NoPositions(n_positions)
-    if name == "rope":
-        return Rotary(
-            n_positions,
-            d_head if d_head is not None else d_content,
-            rope_base,
-            rope_scaling,
-            rope_scale,
-            rope_mix_b,
-        )
-    if name == "cope":
-        return ContextualPositions(n_positions, cope_p_max)
-    raise ValueError(f"positional={name!r} is invalid: allowed values are {POSITIONAL_ENCODINGS}")
+register_positional("onehot", OneHotConcat)
+register_positional("learned", LearnedAdded)
+register_positional("none", NoPositions)
+register_positional("rope", Rotary, config=RopeConfig)
+register_positional("cope", ContextualPositions, config=CopeConfig)

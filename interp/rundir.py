@@ -166,12 +166,13 @@ def configs_dict(task: TaskConfig, model, train: TrainConfig, kind: str = "induc
 
 def _comparable(d: Mapping) -> dict:
     train = {k: v for k, v in (d.get("train") or {}).items() if k not in RESUMABLE_TRAIN_FIELDS}
-    return {
-        "kind": d.get("kind", "induction_net"),
-        "task": d.get("task"),
-        "model": d.get("model"),
-        "train": train,
-    }
+    kind = d.get("kind", "induction_net")
+    model = d.get("model")
+    if kind == "induction_net" and isinstance(model, Mapping):
+        from interp.model import canonical_model_dict
+
+        model = canonical_model_dict(model)  # an old config.json's flat rope_*/cope_* too
+    return {"kind": kind, "task": d.get("task"), "model": model, "train": train}
 
 
 def same_run(a: Mapping, b: Mapping) -> bool:

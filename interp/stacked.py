@@ -12,9 +12,9 @@ network (evaluation, probes and checkpoints see the weights the optimiser just u
 training step runs on the stack. :func:`stacked_logits` is the training forward: the mathematics of
 :func:`interp.fast.fast_logits` (and so of the hooked model), with a model axis.
 
-Supported: the two-layer, one-head networks that the fast path supports (one-hot, learned or no
-positions; any attention scale): :func:`supports_stacking`. Anything else trains one model per
-process.
+Supported: the two-layer, one-head networks that the fast path supports with one-hot, learned or
+no positions (any attention scale, with or without ``qk_bias``): :func:`supports_stacking`.
+Anything else trains one model per process.
 """
 
 from __future__ import annotations
@@ -29,14 +29,19 @@ from torch import Tensor
 from interp.attention import attention_scale
 from interp.fast import output_is_identity, query_row_one_head, supports_fast_path
 from interp.model import InductionNet
-from interp.positional import LearnedAdded, OneHotConcat
+from interp.positional import LearnedAdded, NoPositions, OneHotConcat
 
 __all__ = ["ModelStack", "stacked_logits", "supports_stacking"]
 
 
 def supports_stacking(model: InductionNet) -> bool:
     """Whether :class:`ModelStack` can train copies of this model together."""
-    return supports_fast_path(model) and model.cfg.n_layers == 2 and model.cfg.n_heads == 1
+    return (
+        supports_fast_path(model)
+        and type(model.positional) in (OneHotConcat, LearnedAdded, NoPositions)
+        and model.cfg.n_layers == 2
+        and model.cfg.n_heads == 1
+    )
 
 
 class ModelStack:
@@ -131,11 +136,22 @@ def stacked_logits(
     causal = torch.ones(n, n, dtype=torch.bool, device=u.device).tril()
     WQ1, WK1, WV1 = (p[f"blocks.0.attn.{w}"][:, 0] for w in ("W_Q", "W_K", "W_V"))
     e = WQ1.shape[-1]
+    bias = cfg.qk_bias
+    bQ1, bK1, bQ2 = (
+        (p["blocks.0.attn.b_Q"][:, 0], p["blocks.0.attn.b_K"][:, 0], p["blocks.1.attn.b_Q"][:, 0])
+        if bias
+        else (None, None, None)
+    )
     if 2 * e >= d:  # W_Q W_K^T once per step (see interp.fast._scores)
         left = proj(WQ1 @ WK1.transpose(1, 2))
+        if bias:  # b_Q W_K^T per model; the key bias cancels in the softmax
+            left = left + bQ1[:, None].bmm(WK1.transpose(1, 2))[:, None]
         s1 = left.view(S * b, n, d) @ u.view(S * b, n, d).transpose(1, 2)
     else:
-        q, k = proj(WQ1).view(S * b, n, e), proj(WK1).view(S * b, n, e)
+        q, k = proj(WQ1), proj(WK1)
+        if bias:
+            q, k = q + bQ1[:, None, None], k + bK1[:, None, None]
+        q, k = q.view(S * b, n, e), k.view(S * b, n, e)
         s1 = q @ k.transpose(1, 2)
     scale1 = attention_scale(attn1.attn_scale, n_keys, attn1.d_head, attn1.n_train)
     s1 = s1 if isinstance(scale1, float) and scale1 == 1.0 else s1 * scale1
@@ -148,7 +164,7 @@ def stacked_logits(
     r_last = u[:, :, -1] + u_bar.bmm(W_VO)  # [S, b, d]
     scale2 = attention_scale(attn2.attn_scale, n_keys, attn2.d_head, attn2.n_train)
     WQ2, WK2, WV2 = (p[f"blocks.1.attn.{w}"][:, 0] for w in ("W_Q", "W_K", "W_V"))
-    mixed = query_row_one_head(u_flat, a1, r_last, WQ2, WK2, W_VO, scale2)[0]  # [S, b, d]
+    mixed = query_row_one_head(u_flat, a1, r_last, WQ2, WK2, W_VO, scale2, bQ2)[0]  # [S, b, d]
     out2 = mixed.bmm(WV2)
     if not output_is_identity(W_O2):
         out2 = out2 @ W_O2[0]

@@ -49,7 +49,8 @@ import numpy as np
 import pandas as pd
 
 from interp import checkpoints
-from interp.model import ModelConfig
+from interp.model import ModelConfig, canonical_model_dict
+from interp.positional import positional_parameters
 from interp.rundir import (
     LOCK_NAME,
     RunDirectoryError,
@@ -122,8 +123,9 @@ def _config_fields() -> dict[str, dict]:
         "model": {
             f.name: f.default
             for f in dataclasses.fields(ModelConfig)
-            if f.name not in derived | {"D", "L"}
-        },
+            if f.name not in derived | {"D", "L", "positional_config"}
+        }
+        | {flat: default for flat, (_, _, default) in positional_parameters().items()},
     }
 
 
@@ -501,7 +503,8 @@ def point_dir(out: Path, name, where: str = "point name") -> Path:
 
 def _comparable(configs: Mapping) -> dict:
     train = {k: v for k, v in configs.get("train", {}).items() if k not in _FREE_TRAIN_FIELDS}
-    return {"task": configs.get("task"), "model": configs.get("model"), "train": train}
+    model = canonical_model_dict(configs.get("model"))  # an old config.json's flat rope_* too
+    return {"task": configs.get("task"), "model": model, "train": train}
 
 
 def _first_difference(a: Mapping, b: Mapping) -> str:

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from interp import checkpoints
+from interp.plugins import load_plugins, loaded_plugins
 
 if TYPE_CHECKING:
     from interp.sweep import SweepPoint
@@ -222,9 +223,10 @@ def run_serial(
 _STOP = None
 
 
-def _init_pool_worker(stop, pids) -> None:
+def _init_pool_worker(stop, pids, plugins=()) -> None:
     global _STOP
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    load_plugins(plugins)  # the parent's --plugin modules: their encodings and configs unpickle
     _STOP = stop
     pids.put(os.getpid())
 
@@ -271,7 +273,10 @@ def run_process(
     ctx = multiprocessing.get_context("spawn")
     stop, pids = ctx.Event(), ctx.Queue()
     executor = ProcessPoolExecutor(
-        max_workers=workers, mp_context=ctx, initializer=_init_pool_worker, initargs=(stop, pids)
+        max_workers=workers,
+        mp_context=ctx,
+        initializer=_init_pool_worker,
+        initargs=(stop, pids, tuple(loaded_plugins())),
     )
     futures = {executor.submit(_pool_run_job, list(j), str(out), threads): j for j in todo}
     reported = set()

@@ -278,10 +278,10 @@ def test_plugin_errors_are_one_line_and_exit_2(registry, tmp_path, capsys):
     err = capsys.readouterr().err
     assert "measure 'ghost'" in err and "blocks.7.hook_resid_post" in err and "Traceback" not in err
     assert not out.exists()  # refused before any work
-    # sweep workers would not load plugins: refused rather than runs silently without them
+    # Ray workers would not load plugins: refused rather than runs silently without them
     sweep = ["sweep", "--preset", "tiny", "--seeds", "0", "--out", str(out), "--no-figures"]
-    assert main(["--plugin", str(FIXTURE), *sweep]) == 2
-    assert "--backend serial" in capsys.readouterr().err and not out.exists()
+    assert main(["--plugin", str(FIXTURE), *sweep, "--backend", "ray"]) == 2
+    assert "Ray workers do not load plugins" in capsys.readouterr().err and not out.exists()
 
 
 def test_plugin_measures_reach_metrics_csv_of_a_cli_run(registry, tmp_path, capsys):
