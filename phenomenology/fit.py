@@ -67,6 +67,7 @@ from phenomenology.models import DynamicsModel, get_model, register_model
 
 __all__ = [
     "AUX_QUANTITIES",
+    "check_curve",
     "DEFAULT_MAPS",
     "MIN_POINTS",
     "PAPER_TASK",
@@ -423,8 +424,11 @@ class DynamicsFit(RegressorMixin, BaseEstimator):
     def _build(self) -> DynamicsModel:
         cls = get_model(self.model)
         target = self.target if self.target is not None else next(iter(cls.predicts))
-        return cls(task=dict(self.task or {}), target=target, aux=tuple(self.aux),
-                   **dict(self.options or {}))  # fmt: skip
+        try:
+            return cls(task=dict(self.task or {}), target=target, aux=tuple(self.aux),
+                       **dict(self.options or {}))  # fmt: skip
+        except TypeError as err:  # an option the model does not take
+            raise ValueError(f"model {self.model!r}: bad options: {err}") from None
 
     def _check_common(self) -> None:
         if not self.aux_weight > 0:
@@ -810,6 +814,50 @@ def plateau_problem(steps, values, *, direction: str, window: float = 0.1, tol: 
     )
 
 
+def check_curve(
+    curve: pd.DataFrame,
+    *,
+    task: Mapping[str, Any],
+    model: str = "nested-logit",
+    column: str = "ic_loss",
+    target: str | None = None,
+    aux: Sequence[str] = (),
+    options: Mapping[str, Any] | None = None,
+    source: str = "curve",
+) -> None:
+    """Checks that :func:`fit_curve` can fit this curve, before any fitting starts.
+
+    Raises:
+        ValueError: one line naming the field and ``source``: no ``step`` column, a column that
+            does not exist, non-numeric steps, fewer than :data:`MIN_POINTS` points, an unknown
+            model, a target the model does not predict, bad task parameters or model options.
+    """
+    if "step" not in curve.columns:
+        raise ValueError(f"{source}: no 'step' column (columns: {list(curve.columns)})")
+    for c in (column, *aux):
+        if c not in curve.columns:
+            cols = [x for x in curve.columns if x != "step"]
+            raise ValueError(f"{source}: column {c!r} does not exist (columns: {cols})")
+    for c in ("step", column, *aux):
+        if not pd.api.types.is_numeric_dtype(curve[c]):
+            raise ValueError(f"{source}: column {c!r} holds values that are not numbers")
+    cls = get_model(model)
+    target = target or column
+    if target not in cls.predicts:
+        raise ValueError(
+            f"--column {column!r}: model {model!r} predicts {sorted(cls.predicts)}; name the "
+            f"measure the column stands for with --target"
+        )
+    df = _clean(curve, [column, *aux])
+    if len(df) < MIN_POINTS:
+        raise ValueError(
+            f"{source}: column {column!r} has {len(df)} points; a fit needs at least {MIN_POINTS}"
+        )
+    if np.any(df["step"].to_numpy(dtype=float) < 0):
+        raise ValueError(f"{source}: column 'step' has negative steps")
+    DynamicsFit(model, task=dict(task), target=target, aux=tuple(aux), options=options)._build()
+
+
 def fit_curve(
     curve: pd.DataFrame,
     *,
@@ -852,31 +900,14 @@ def fit_curve(
     """
     from interp.transition import measure_direction
 
-    if "step" not in curve.columns:
-        raise ValueError(f"{source}: no 'step' column (columns: {list(curve.columns)})")
-    for c in (column, *aux):
-        if c not in curve.columns:
-            cols = [x for x in curve.columns if x != "step"]
-            raise ValueError(f"{source}: column {c!r} does not exist (columns: {cols})")
+    check_curve(curve, task=task, model=model, column=column, target=target, aux=aux,
+                options=options, source=source)  # fmt: skip
     if until is not None and fraction is not None:
         raise ValueError("give --until or --fraction, not both")
     if fraction is not None and not 0 < fraction <= 1:
         raise ValueError(f"--fraction must be in (0, 1], got {fraction!r}")
-    cls = get_model(model)
     target = target or column
-    if target not in cls.predicts:
-        raise ValueError(
-            f"--column {column!r}: model {model!r} predicts {sorted(cls.predicts)}; name the "
-            f"measure the column stands for with --target"
-        )
-    steps_all = pd.to_numeric(curve["step"], errors="coerce")
-    if steps_all.isna().any():
-        raise ValueError(f"{source}: column 'step' holds non-numbers")
     df = _clean(curve, [column, *aux]).rename(columns={column: target})
-    if len(df) < MIN_POINTS:
-        raise ValueError(
-            f"{source}: column {column!r} has {len(df)} points; a fit needs at least {MIN_POINTS}"
-        )
     observed = observed_transition(df, column=target)
     cutoff = until
     if fraction is not None:
@@ -904,6 +935,7 @@ def fit_curve(
     if problem is None and not math.isfinite(est.transition_step_):
         problem = "the fitted model has no transition within 100 times the fitted span"
     out["column"] = column
+    out["options"] = dict(options or {})
     out["fitted_until"] = float(steps[-1])
     out["until_step"] = None if cutoff is None else float(cutoff)
     out["n_points_fitted"] = int(len(part))

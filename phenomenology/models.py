@@ -162,8 +162,21 @@ class DynamicsModel:
             pred = self.curves(self.trajectory(grid, theta), theta, None)[self.target]
         except RuntimeError:
             return math.inf
-        r = find_transition(grid, pred, direction=self.direction(self.target), smooth_window=1)
-        return float(r.step) if r.transitioned and r.step is not None else math.inf
+        direction = self.direction(self.target)
+        r = find_transition(grid, pred, direction=direction, smooth_window=1)
+        if not r.transitioned or r.step is None:
+            return math.inf
+        if r.method == "logistic":
+            return float(r.step)
+        # The cliff is the argmax over grid points (0.3% apart): refine it on a fine local grid
+        # so that nearby parameters give distinguishable steps (the delta method, the bootstrap).
+        local = np.linspace(r.step / 1.01, r.step * 1.01, 2001)
+        try:
+            y = self.curves(self.trajectory(local, theta), theta, None)[self.target]
+        except RuntimeError:
+            return float(r.step)
+        sign = 1.0 if direction == "falling" else -1.0
+        return float(local[int(np.argmax(-sign * local * np.gradient(y, local)))])
 
     def fitted_attributes(self, theta: np.ndarray) -> dict[str, Any]:
         """Extra fitted attributes (name ending in ``_``) set on the estimator after a fit."""
