@@ -235,7 +235,7 @@ class NestedLogitModel(DynamicsModel):
         _, _, floor = self._unpack(theta)
         out = {}
         for name in self.measures:
-            q = self._map(name, traj[AUX_QUANTITIES[name]].to_numpy(), floor)
+            q = self._map(name, np.asarray(traj[AUX_QUANTITIES[name]], dtype=float), floor)
             if name != "ic_loss" and self.maps[name] == "affine":
                 if ys is not None:
                     a, b = _bounded_affine(q, ys[name])
@@ -278,14 +278,15 @@ class NestedLogitModel(DynamicsModel):
                 continue
             best, best_cost = None, np.inf
             t_cliff = detect_cliff(t_grid, traj["loss"].to_numpy()[1:]).transition
+            # Plain arrays: the grid below reads them thousands of times.
+            tt = traj["t"].to_numpy()
+            cols = {c: traj[c].to_numpy() for c in ("loss", "acc", "cla", "s1", "p")}
             log_grid = np.log(span / t_cliff) + np.linspace(-4.0, 4.0, 81)
             for log_ts in np.r_[math.log(data_cliff / t_cliff), log_grid]:
                 theta = [log_ts] + [start[s] for s in self.fit_start]
                 theta = np.array(theta + ([floor0] if self._uses_floor else []))
                 t = steps / math.exp(log_ts)
-                sub = pd.DataFrame(
-                    {c: np.interp(t, traj["t"], traj[c]) for c in ("loss", "acc", "cla", "s1", "p")}
-                )
+                sub = {c: np.interp(t, tt, cols[c]) for c in cols}
                 preds = self.curves(sub, theta, ys)
                 cost = sum(np.sum(((preds[k] - y) / scales[k]) ** 2) for k, y in ys.items())
                 if cost < best_cost:

@@ -119,13 +119,15 @@ class DynamicsModel:
         raise NotImplementedError
 
     def curves(
-        self, traj: pd.DataFrame, theta: np.ndarray, ys: Mapping[str, np.ndarray] | None
+        self, traj: Mapping[str, np.ndarray], theta: np.ndarray, ys: Mapping[str, np.ndarray] | None
     ) -> dict[str, np.ndarray]:
         """Predictions of each fitted measure in the run's units (default: the quantity itself).
 
+        ``traj`` is what :meth:`trajectory` returns, or a plain ``{column: array}`` mapping.
+
         ``ys`` is the data during fitting (for maps solved in closed form) and None afterwards.
         """
-        return {m: traj[self.predicts[m]].to_numpy(dtype=float) for m in self.measures}
+        return {m: np.asarray(traj[self.predicts[m]], dtype=float) for m in self.measures}
 
     def scale(self, measure: str, y: np.ndarray) -> float:
         """Residual scale of a measure: its standard deviation, at least 5% of its range (of 1
@@ -252,10 +254,12 @@ class LossModel(DynamicsModel):
                 traj = self._flow(t_grid, start)
             except RuntimeError:
                 continue
+            tt = traj["t"].to_numpy()
+            cols = {c: traj[c].to_numpy() for c in traj.columns}
             best, best_cost = None, np.inf
             for log_ts in math.log(max(steps[-1], 1.0)) + np.linspace(-10.0, 4.0, 57):
                 t = steps / math.exp(log_ts)
-                sub = pd.DataFrame({c: np.interp(t, traj["t"], traj[c]) for c in traj.columns})
+                sub = {c: np.interp(t, tt, cols[c]) for c in cols}
                 theta = np.array([log_ts, *start.values()])
                 preds = self.curves(sub, theta, ys)
                 cost = sum(np.sum(((preds[k] - y) / scales[k]) ** 2) for k, y in ys.items())
