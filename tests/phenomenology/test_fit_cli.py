@@ -175,3 +175,35 @@ def test_path_and_plugin_errors_are_one_line(tmp_path, capsys):
     rc, _, err = _fit(capsys, run, "--set", "L=16")
     _one_line_error(rc, err, "--set L", "config.json")
     assert not (run / "fit.json").exists()
+
+
+def test_the_fit_overlay_figure_refits_the_model_named_in_fit_json(tmp_path, capsys):
+    from interp.figures import _fit_overlay
+    from interp.training import load_run
+
+    metrics = pd.DataFrame({"step": STEPS, "ic_loss": _step_loss()})
+    run = _write_run(tmp_path / "run", metrics)
+    rc, _, err = _fit(capsys, run, "--model", "logistic-step", "--plugin", FIXTURE,
+                      "--until", "40000", "--n-boot", "0")  # fmt: skip
+    assert rc == 0, err
+    fig = _fit_overlay(load_run(run), metrics, None)
+    assert [t.name for t in fig.data] == ["IC loss (run)", "IC loss (fit)"]
+    assert fig.layout.title.text.startswith("logistic-step: run")
+    fitted = fig.data[1]
+    assert np.max(np.abs(np.interp(STEPS, fitted.x, fitted.y) - metrics["ic_loss"])) < 0.1
+
+
+def test_the_contributing_guide_example_runs_as_a_plugin(tmp_path, capsys):
+    """docs/contributing.md's worked example is the fixture's code, and it works as a plugin."""
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "contributing.md").read_text()
+    section = doc.split("## Add a dynamics model", 1)[1]
+    code = section.split("```python\n", 1)[1].split("```", 1)[0]
+    assert code.strip() in FIXTURE.read_text()
+    plugin = tmp_path / "doc_model.py"
+    plugin.write_text(code)
+    run = _write_run(tmp_path / "run", pd.DataFrame({"step": STEPS, "ic_loss": _step_loss(1)}))
+    rc, _, err = _fit(capsys, run, "--model", "logistic-step", "--plugin", plugin, "--n-boot", "0")
+    assert rc == 0, err
+    saved = json.loads((run / "fit.json").read_text())
+    assert saved["model"] == "logistic-step"
+    assert saved["params"]["t_mid"] == pytest.approx(TRUTH["t_mid"], rel=0.03)
