@@ -873,6 +873,7 @@ def fit_curve(
     n_boot: int = 50,
     random_state: int = 0,
     source: str = "curve",
+    estimator_options: Mapping[str, Any] | None = None,
 ) -> dict:
     """Fits a registered model to a curve table and forecasts its transition.
 
@@ -889,10 +890,13 @@ def fit_curve(
         options: model options.
         n_boot, random_state: the bootstrap interval.
         source: what the curve is, for messages (a path).
+        estimator_options: further :class:`DynamicsFit` arguments (``aux_weight``,
+            ``n_starts``, ``max_nfev``).
 
     Returns:
-        JSON-ready dict: :meth:`DynamicsFit.summary` plus ``column``, ``fitted_until``,
-        ``until_step`` (the same), ``n_points_fitted``, ``r2_all``, ``observed``,
+        JSON-ready dict: :meth:`DynamicsFit.summary` plus ``column``, ``options``,
+        ``fitted_until`` (the last step fitted), ``until_step`` (the cut-off asked for, from
+        ``until`` or ``fraction``; None for the whole curve), ``n_points_fitted``, ``r2_all``, ``observed``,
         ``forecast_transition_step``, ``forecast_interval`` ``[low, high]`` and ``forecast``
         (``"ok"`` or ``"cannot forecast: ..."``), and ``forecast_error`` where both are known.
 
@@ -925,8 +929,9 @@ def fit_curve(
             f"{source}: only {len(part)} points with step <= {cutoff:g}; a fit needs at least "
             f"{MIN_POINTS}"
         )
+    kwargs = {"n_boot": n_boot, "random_state": random_state} | dict(estimator_options or {})
     est = DynamicsFit(model, task=dict(task), target=target, aux=tuple(aux), options=options,
-                      n_boot=n_boot, random_state=random_state)  # fmt: skip
+                      **kwargs)  # fmt: skip
     est.fit(part["step"].to_numpy(dtype=float), part[[target, *aux]])
     out = est.summary()
     steps = part["step"].to_numpy(dtype=float)
@@ -958,6 +963,15 @@ def fit_curve(
     return _jsonable(out)
 
 
+_ESTIMATOR_KEYS = ("aux_weight", "n_starts", "max_nfev", "n_boot", "random_state")
+
+
+def _split(kwargs: Mapping[str, Any]) -> tuple[dict, dict]:
+    """``(model options, DynamicsFit arguments)`` out of one keyword dict."""
+    est = {k: v for k, v in kwargs.items() if k in _ESTIMATOR_KEYS}
+    return {k: v for k, v in kwargs.items() if k not in _ESTIMATOR_KEYS}, est
+
+
 def fit_run(
     run_dir: str | Path,
     *,
@@ -979,7 +993,9 @@ def fit_run(
         out_name: file written in ``run_dir`` (None: write nothing), atomically.
         model: a registered model name.
         fraction: fit only the first ``fraction`` of the plateau (see :func:`fit_curve`).
-        **estimator_kwargs: model options (the nested-logit model: ``free_floor``, ...).
+        **estimator_kwargs: model options (the nested-logit model: ``free_floor``, ...) and
+            :class:`DynamicsFit` arguments (``aux_weight``, ``n_starts``, ``max_nfev``,
+            ``n_boot``, ``random_state``).
 
     Returns:
         The :func:`fit_curve` dict plus ``run_dir``.
@@ -987,9 +1003,9 @@ def fit_run(
     from interp.checkpoints import write_json_atomic
 
     metrics, task = read_run(run_dir)
-    n_boot = estimator_kwargs.pop("n_boot", 50)
+    options, est = _split(estimator_kwargs)
     out = fit_curve(metrics, task=task, model=model, column=target, aux=aux, until=until_step,
-                    fraction=fraction, options=estimator_kwargs, n_boot=n_boot,
+                    fraction=fraction, options=options, estimator_options=est,
                     source=str(Path(run_dir) / "metrics.csv"))  # fmt: skip
     out["run_dir"] = str(run_dir)
     if out_name is not None:
@@ -1044,9 +1060,9 @@ def forecast_transition(
     else:
         metrics, task = read_run(run)
     aux = tuple(a for a in aux if a in metrics.columns and a != target)
-    n_boot = estimator_kwargs.pop("n_boot", 50)
+    options, est = _split(estimator_kwargs)
     out = fit_curve(metrics, task=task, column=target, aux=aux, fraction=fraction_of_plateau,
-                    options={"free_floor": free_floor, **estimator_kwargs}, n_boot=n_boot)  # fmt: skip
+                    options={"free_floor": free_floor, **options}, estimator_options=est)  # fmt: skip
     actual = out["observed"]["transition_step"]
     forecast = out["transition_step"]
     error = None if forecast is None or actual is None else forecast - actual
