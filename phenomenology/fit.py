@@ -308,7 +308,18 @@ class NestedLogitModel(DynamicsModel):
         # No cliff within 100 data spans: the loss never gets well below the plateau at log n.
         if np.min(loss) > 0.5 * math.log(self.N // self.B):
             return math.inf
-        return detect_cliff(t_grid, loss).transition * ts
+        # detect_cliff's transition (the largest -t dl/dt on the grid), refined between grid
+        # points by a parabola in log t: grid points lie 0.35% apart, and the delta method and
+        # the bootstrap need steps that move continuously with the parameters.
+        slope = -np.gradient(loss, t_grid) * t_grid
+        i = int(np.argmax(slope[1:])) + 1
+        if i >= len(t_grid) - 1:
+            return float(t_grid[i] * ts)
+        a, b, c = slope[i - 1], slope[i], slope[i + 1]
+        denom = a - 2 * b + c
+        shift = 0.5 * (a - c) / denom if denom < 0 else 0.0
+        log_step = math.log(t_grid[1] / t_grid[0])
+        return float(t_grid[i] * math.exp(np.clip(shift, -0.5, 0.5) * log_step) * ts)
 
     def report(self, theta, cov) -> tuple[dict, dict]:
         se = np.sqrt(np.clip(np.diag(cov), 0.0, None))
