@@ -246,8 +246,10 @@ def find_transition(
 
     Returns:
         A :class:`Transition`. For ``cliff``, ``step`` is the steepest log-step drop even when
-        ``transitioned`` is False (``reason`` says why it does not count), ``width`` is
-        ``end - onset``, ``plateau_end`` the onset and ``r2`` is NaN.
+        ``transitioned`` is False (``reason`` says why it does not count: too small a drop, the
+        steepest drop at the last point, a plateau shorter than 20% of the step, or a drop
+        slower than ``max_width_ratio``), ``width`` is ``end - onset``, ``plateau_end`` the
+        onset and ``r2`` is NaN.
     """
     if method is not None and method not in METHODS:
         raise ValueError(f"method must be one of {METHODS} or None, got {method!r}")
@@ -296,8 +298,13 @@ def find_transition(
     reason = ""
     if not drop > need:
         reason = f"drop {drop:.3g} from the plateau <= {need:.3g}"
-    elif c.onset <= c.plateau_start:
-        reason = "no plateau before the drop"
+    elif c.transition >= steps[-1]:
+        reason = "the steepest drop is at the last point: the curve may still be falling"
+    elif c.plateau_length < 0.2 * c.transition:
+        reason = (
+            f"no plateau before the drop: {c.plateau_length:.0f} steps, under 20% of the "
+            f"transition step {c.transition:.0f}"
+        )
     elif c.width > max_width_ratio * c.transition:
         reason = (
             f"gradual drop: onset-to-end width {c.width:.0f} > {max_width_ratio:g} x the "

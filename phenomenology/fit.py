@@ -805,24 +805,28 @@ def plateau_problem(steps, values, *, direction: str, window: float = 0.1, tol: 
     """Why a curve shows no plateau (None when it has one).
 
     A plateau is a stretch of at least ``window`` of the recorded steps over which the (rolling-
-    median smoothed) curve moves by at most ``tol`` of its whole range. A curve that keeps rising
-    or falling at a steady pace has none, and no plateau means nothing to forecast a jump from.
+    median smoothed) curve moves by at most ``tol`` of its whole range or by four times its
+    noise, whichever is larger (the noise: the robust spread of successive differences, so a
+    steady trend does not count as noise). A curve that keeps rising or falling at a steady pace
+    has none, and no plateau means nothing to forecast a jump from.
     """
     steps = np.asarray(steps, float)
-    y = pd.Series(np.asarray(values, float)).rolling(5, center=True, min_periods=1).median()
-    y = y.to_numpy()
+    raw = np.asarray(values, float)
+    y = pd.Series(raw).rolling(5, center=True, min_periods=1).median().to_numpy()
     span, rng = steps[-1] - steps[0], float(np.ptp(y))
     if rng == 0:
         return None
-    j = 0
+    d = np.diff(raw)
+    noise = 1.4826 * float(np.median(np.abs(d - np.median(d)))) / math.sqrt(2)
+    allowed = max(tol * rng, 4 * noise)
     for i in range(len(steps)):
-        while steps[j] < steps[i] - window * span:
-            j += 1
-        if steps[i] - steps[j] >= window * span * 0.999 and np.ptp(y[j : i + 1]) <= tol * rng:
+        # The shortest stretch ending at point i that covers `window` of the steps.
+        j = int(np.searchsorted(steps, steps[i] - window * span, side="right")) - 1
+        if j >= 0 and np.ptp(y[j : i + 1]) <= allowed:
             return None
     return (
-        f"no plateau: the {direction} curve moves by more than {tol:.0%} of its range over every "
-        f"stretch of {window:.0%} of the steps"
+        f"no plateau: the {direction} curve moves by more than {tol:.0%} of its range (and more "
+        f"than its noise) over every stretch of {window:.0%} of the steps"
     )
 
 

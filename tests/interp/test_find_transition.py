@@ -74,3 +74,9 @@ def test_figures_and_fit_report_the_same_transition():
     from_fit = observed_transition(metrics, column="ic_loss")
     assert from_fit["method"] == "cliff" and from_fit["transitioned"]
     assert from_figures == from_fit["transition_step"]
+
+
+def test_a_steady_fall_is_not_a_cliff():
+    """A straight line's steepest log-step drop is at its end, with no real plateau before it."""
+    r = find_transition(STEPS, 3.0 - STEPS / 30000.0, direction="falling")
+    assert not r.transitioned and "no plateau" in r.reason

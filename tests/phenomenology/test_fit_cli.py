@@ -111,11 +111,14 @@ def test_until_fits_only_the_steps_seen_and_set_changes_the_task(tmp_path, capsy
     pd.DataFrame({"step": STEPS, "ic_loss": _step_loss()}).to_csv(csv, index=False)
     out_json = tmp_path / "out.json"
     rc, out, err = _fit(capsys, csv, "--model", "logistic-step", "--plugin", FIXTURE,
-                        "--until", "20000", "--set", "L=64", "--json", out_json)  # fmt: skip
+                        "--until", "26000", "--set", "L=64", "--json", out_json)  # fmt: skip
     assert rc == 0, err
     saved = json.loads(out_json.read_text())
-    assert saved["fitted_until"] == 19800 and saved["until_step"] == 20000
-    assert saved["n_points_fitted"] == 67
+    assert saved["fitted_until"] == 25800 and saved["until_step"] == 26000
+    assert saved["n_points_fitted"] == 87
+    # A noisy plateau is a plateau: seeing the start of the drop, the forecast is made.
+    assert saved["forecast"] == "ok"
+    assert saved["forecast_transition_step"] == pytest.approx(30150, rel=0.1)
     assert saved["task"] == {"L": 64.0, "N": 8, "B": 2}
     assert "N, B: the paper's defaults; L from --set" in out
     assert not (tmp_path / "c.fit.json").exists()  # --json replaced the default path
@@ -207,3 +210,16 @@ def test_the_contributing_guide_example_runs_as_a_plugin(tmp_path, capsys):
     saved = json.loads((run / "fit.json").read_text())
     assert saved["model"] == "logistic-step"
     assert saved["params"]["t_mid"] == pytest.approx(TRUTH["t_mid"], rel=0.03)
+
+
+def test_plateau_problem_tells_a_noisy_plateau_from_a_steady_trend():
+    from phenomenology.fit import plateau_problem
+
+    rng = np.random.default_rng(5)
+    flat = 2.0 + rng.normal(0.0, 0.02, STEPS.size)  # noise spans its whole range
+    assert plateau_problem(STEPS, flat, direction="falling") is None
+    line = 3.0 - STEPS / 30000.0
+    assert plateau_problem(STEPS, line, direction="falling").startswith("no plateau")
+    noisy_line = line + rng.normal(0.0, 0.01, STEPS.size)  # noise far below the trend
+    assert plateau_problem(STEPS, noisy_line, direction="falling") is not None
+    assert plateau_problem(STEPS, _step_loss(), direction="falling") is None
