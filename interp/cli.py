@@ -206,7 +206,7 @@ def _parse_option(value: str):
     return value
 
 
-def _fit_sources(args) -> list[dict]:
+def _fit_sources(args, options: dict) -> list[dict]:
     """Every PATH of ``fit`` opened and checked (curve, task, where to write) before any fit."""
     import pandas as pd
 
@@ -258,7 +258,7 @@ def _fit_sources(args) -> list[dict]:
         check_curve(
             sources[-1]["curve"], task=sources[-1]["task"], model=args.model,
             column=args.column, target=args.target, aux=tuple(args.aux or ()),
-            options=args.options_parsed,
+            options=options,
             source=sources[-1]["source"],
         )  # fmt: skip
     return sources
@@ -321,8 +321,7 @@ def _cmd_fit(args) -> int:
     options = {}
     for key, value in parse_overrides(args.option or []).items():
         options[key] = _parse_option(value)
-    args.options_parsed = options
-    sources = _fit_sources(args)
+    sources = _fit_sources(args, options)
     for src in sources:
         result = fit_curve(
             src["curve"], task=src["task"], model=args.model, column=args.column,
