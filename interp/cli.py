@@ -7,6 +7,7 @@ Examples::
     induction-cliff train --preset paper-fig3 --set intervention=clamp_prev_token --out runs/clamp
     induction-cliff train --resume --out runs/fig3-s1          # continue an interrupted run
     induction-cliff fit runs/fig3-s1                            # writes runs/fig3-s1/fit.json
+    induction-cliff fit curve.csv --column loss --target ic_loss --set L=64
     induction-cliff figures runs/demo --out runs/demo/figures
     induction-cliff sweep --preset fig2-kb-quick --out runs/fig2-kb   # rerun it to resume
     induction-cliff sweep --preset paper-fig1d --seeds 0-5 --out runs/fig1d --backend ray
@@ -18,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import logging
 import os
 import sys
@@ -145,13 +145,160 @@ def _cmd_transition(args) -> int:
     return 0
 
 
-def _cmd_fit(args) -> int:
-    from phenomenology.fit import fit_run
+def _parse_number(flag: str, value: str | None, *, integer: bool = False):
+    if value is None:
+        return None
+    try:
+        number = float(value)
+    except ValueError:
+        raise ValueError(f"{flag}={value!r} is not a number") from None
+    if integer:
+        if number != int(number):
+            raise ValueError(f"{flag}={value!r} must be an integer")
+        return int(number)
+    return number
 
-    for run_dir in args.run_dirs:
-        result = fit_run(run_dir)
-        print(json.dumps({k: result[k] for k in ("r2", "transition_step") if k in result}))
-        print(f"wrote {Path(run_dir) / 'fit.json'}")
+
+def _parse_option(value: str):
+    """A model option's value: true/false/none, a number, a comma-separated tuple, or text."""
+    if "," in value:
+        return tuple(_parse_option(v.strip()) for v in value.split(",") if v.strip())
+    low = value.lower()
+    if low in ("true", "false"):
+        return low == "true"
+    if low in ("none", "null"):
+        return None
+    for cast in (int, float):
+        try:
+            return cast(value)
+        except ValueError:
+            pass
+    return value
+
+
+def _fit_sources(args, options: dict) -> list[dict]:
+    """Every PATH of ``fit`` opened and checked (curve, task, where to write) before any fit."""
+    import pandas as pd
+
+    from phenomenology.fit import PAPER_TASK, check_curve, read_run
+
+    task_set = parse_overrides(args.set or [])
+    for key in task_set:
+        if key not in PAPER_TASK:
+            raise ValueError(f"--set {key}: fit takes only the task parameters L, N and B")
+    sources = []
+    for spec in args.paths:
+        path = Path(spec)
+        if path.is_dir():
+            if not (path / "config.json").exists():
+                raise ValueError(f"{path}: not a run directory (no config.json) and not a CSV")
+            if task_set:
+                raise ValueError(
+                    f"--set {','.join(task_set)}: {path} is a run directory, its task comes from "
+                    f"{path / 'config.json'}"
+                )
+            curve, task = read_run(path)
+            sources.append({
+                "source": str(path / "metrics.csv"), "curve": curve, "task": task,
+                "task_note": f"from {path / 'config.json'}", "out": path / "fit.json",
+                "run_dir": str(path),
+            })  # fmt: skip
+        elif path.is_file():
+            try:
+                curve = pd.read_csv(path)
+            except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as err:
+                first = str(err).strip().splitlines()[0] if str(err).strip() else "empty file"
+                raise ValueError(f"{path}: not a readable CSV ({first})") from None
+            task = dict(PAPER_TASK)
+            for key, value in task_set.items():
+                task[key] = _parse_number(f"--set {key}", value, integer=key != "L")
+            defaults = [k for k in PAPER_TASK if k not in task_set]
+            note = "from --set" if not defaults else (
+                f"{', '.join(defaults)}: the paper's default{'s' if len(defaults) > 1 else ''}"
+                + (f"; {', '.join(task_set)} from --set" if task_set else "")
+            )  # fmt: skip
+            sources.append({
+                "source": str(path), "curve": curve, "task": task, "task_note": note,
+                "out": path.with_name(f"{path.stem}.fit.json"), "run_dir": None,
+            })  # fmt: skip
+        else:
+            raise ValueError(f"{path}: no such run directory or CSV file")
+        if args.json:
+            sources[-1]["out"] = Path(args.json)
+        check_curve(
+            sources[-1]["curve"], task=sources[-1]["task"], model=args.model,
+            column=args.column, target=args.target, aux=tuple(args.aux or ()),
+            options=options,
+            source=sources[-1]["source"],
+        )  # fmt: skip
+    return sources
+
+
+def _print_fit(result: dict, source: dict) -> None:
+    task = " ".join(f"{k}={v:g}" for k, v in result["task"].items())
+    print(f"{source['source']}: model {result['model']}, column {result['column']}, task {task} "
+          f"({source['task_note']})")  # fmt: skip
+    width = max(12, *(len(k) for k in result["params"]))
+    print(f"  {'parameter':<{width}s} {'value':>12s} {'stderr':>12s}")
+    for name, value in result["params"].items():
+        se = result["stderr"].get(name)
+        print(f"  {name:<{width}s} {_fmt(value):>12s} {_fmt(se):>12s}")
+    print(f"  R^2 {_fmt(result['r2'])} on {result['n_points_fitted']} points up to step "
+          f"{result['fitted_until']:g} (whole curve: R^2 {_fmt(result['r2_all'])})")  # fmt: skip
+    if result["forecast"] == "ok":
+        low, high = result["forecast_interval"]
+        print(f"  forecast_transition_step {_fmt(result['forecast_transition_step'])}, "
+              f"80% interval [{_fmt(low)}, {_fmt(high)}] ({result['interval_method']})")  # fmt: skip
+    else:
+        print(f"  forecast: {result['forecast']}")
+    obs = result["observed"]
+    seen = _fmt(obs["transition_step"]) if obs["transitioned"] else f"none ({obs['reason']})"
+    print(f"  observed transition ({obs['method']}, whole curve): {seen}")
+
+
+def _fmt(value) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float) and (abs(value) >= 1e5 or 0 < abs(value) < 1e-3):
+        return f"{value:.4g}"
+    return f"{value:.4g}" if abs(value) < 100 else f"{value:.0f}"
+
+
+def _cmd_fit(args) -> int:
+    from interp.checkpoints import write_json_atomic
+    from phenomenology.fit import fit_curve
+
+    if args.until is not None and args.fraction is not None:
+        raise ValueError("give --until or --fraction, not both")
+    until = _parse_number("--until", args.until)
+    fraction = _parse_number("--fraction", args.fraction)
+    if fraction is not None and not 0 < fraction <= 1:
+        raise ValueError(f"--fraction={args.fraction} must be in (0, 1]")
+    n_boot = _parse_number("--n-boot", args.n_boot, integer=True)
+    if n_boot < 0:
+        raise ValueError(f"--n-boot={args.n_boot} must be >= 0")
+    if args.json and len(args.paths) > 1:
+        raise ValueError("--json names one file: give one PATH with it")
+    if args.json and not Path(args.json).resolve().parent.is_dir():
+        raise ValueError(f"--json {args.json}: its folder does not exist")
+    from phenomenology.models import get_model
+
+    get_model(args.model)  # an unknown --model fails here, naming the registered ones
+    options = {}
+    for key, value in parse_overrides(args.option or []).items():
+        options[key] = _parse_option(value)
+    sources = _fit_sources(args, options)
+    for src in sources:
+        result = fit_curve(
+            src["curve"], task=src["task"], model=args.model, column=args.column,
+            target=args.target, aux=tuple(args.aux or ()), until=until, fraction=fraction,
+            options=options, n_boot=n_boot, source=src["source"],
+        )  # fmt: skip
+        if src["run_dir"] is not None:
+            result["run_dir"] = src["run_dir"]
+        write_json_atomic(Path(src["out"]), result)
+        _print_fit(result, src)
+        print(f"wrote {src['out']}")
     return 0
 
 
@@ -415,8 +562,33 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default=None, help="also write the report as CSV")
     p.set_defaults(func=_cmd_transition)
 
-    p = sub.add_parser("fit", help="fit the nested-logit model to runs (writes RUN_DIR/fit.json)")
-    p.add_argument("run_dirs", nargs="+")
+    p = sub.add_parser(
+        "fit",
+        help="fit a dynamics model to runs or CSV curves and forecast the transition (writes "
+        "RUN_DIR/fit.json or CURVE.fit.json)",
+    )
+    p.add_argument(
+        "paths", nargs="+", metavar="PATH", help="run directory or CSV with a step column"
+    )
+    p.add_argument("--model", default="nested-logit", help="registered dynamics model")
+    p.add_argument("--column", default="ic_loss", help="the curve to fit (default ic_loss)")
+    p.add_argument(
+        "--target", default=None, help="the model's measure the column stands for (default: same)"
+    )
+    p.add_argument("--aux", action="append", metavar="COLUMN", help="fit jointly (repeatable)")
+    p.add_argument("--until", default=None, metavar="STEP", help="fit only steps <= STEP")
+    p.add_argument(
+        "--fraction",
+        default=None,
+        metavar="F",
+        help="fit only the first F of the plateau seen on the whole curve (0 < F <= 1)",
+    )
+    p.add_argument(
+        "--set", action="append", metavar="L=..|N=..|B=..", help="task of a CSV curve (repeatable)"
+    )
+    p.add_argument("--option", action="append", metavar="KEY=VALUE", help="model option")
+    p.add_argument("--n-boot", default="50", help="bootstrap replicates of the interval")
+    p.add_argument("--json", default=None, metavar="FILE", help="where to write the result")
     p.set_defaults(func=_cmd_fit)
 
     p = sub.add_parser("figures", help="write the standard figure set of runs")

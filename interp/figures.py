@@ -72,7 +72,8 @@ def run_note(run) -> str | None:
 
 
 def detect_run_transition(metrics: pd.DataFrame, column: str = "ic_acc") -> float | None:
-    """Step of the abrupt rise of ``column``, by :func:`interp.transition.detect_transition`.
+    """Step of the transition of ``column``, by :func:`interp.transition.find_transition`
+    (``logistic`` on a rising measure, ``cliff`` on a loss).
 
     Args:
         metrics: a run's ``metrics.csv``.
@@ -81,12 +82,16 @@ def detect_run_transition(metrics: pd.DataFrame, column: str = "ic_acc") -> floa
     Returns:
         The transition step, or None when the run did not transition (or has no such column).
     """
-    from interp.transition import detect_transition
+    from interp.transition import find_transition, measure_direction
 
     if column not in metrics.columns or len(metrics) < 3:
         return None
     df = metrics[["step", column]].dropna()
-    result = detect_transition(df["step"].to_numpy(dtype=float), df[column].to_numpy(dtype=float))
+    result = find_transition(
+        df["step"].to_numpy(dtype=float),
+        df[column].to_numpy(dtype=float),
+        direction=measure_direction(column),
+    )
     if not result.transitioned or result.step is None:
         return None
     return float(result.step)
@@ -207,7 +212,8 @@ def _fit_overlay(run, metrics: pd.DataFrame, note: str | None) -> go.Figure | No
     path = Path(run.path) / "fit.json"
     if not path.exists():
         return None
-    from phenomenology.fit import NestedLogitFit, read_run
+    from phenomenology.fit import DynamicsFit, read_run
+    from phenomenology.models import model_names
     from phenomenology.plots import plot_fit_overlay
 
     saved = json.loads(path.read_text())
@@ -215,11 +221,15 @@ def _fit_overlay(run, metrics: pd.DataFrame, note: str | None) -> go.Figure | No
     target = saved.get("target", "ic_loss")
     aux = tuple(saved.get("aux", ()))
     until = saved.get("until_step")
-    df = metrics[["step", target, *aux]].dropna().sort_values("step")
+    # fit.json files from before the model registry name the model by its description.
+    model = saved.get("model") if saved.get("model") in model_names() else "nested-logit"
+    column = saved.get("column", target)
+    df = metrics[["step", column, *aux]].rename(columns={column: target})
+    df = df.dropna().sort_values("step")
     seen = df if until is None else df[df["step"] <= until]
-    est = NestedLogitFit(**task, target=target, aux=aux).fit(
-        seen["step"].to_numpy(dtype=float), seen[[target, *aux]]
-    )
+    est = DynamicsFit(
+        model, task=task, target=target, aux=aux, options=saved.get("options"), n_boot=0
+    ).fit(seen["step"].to_numpy(dtype=float), seen[[target, *aux]])
     grid = np.linspace(0.0, float(metrics["step"].max()), 400)
     predicted = est.predict_curves(grid)
     observed = (saved.get("observed") or {}).get("transition_step")
@@ -235,7 +245,8 @@ def _fit_overlay(run, metrics: pd.DataFrame, note: str | None) -> go.Figure | No
         forecast_step=forecast,
         observed_step=observed,
         cutoff_step=until,
-        title=f"Nested-logit fit [reconstruction]: {Path(run.path).name}",
+        title=f"{'Nested-logit fit [reconstruction]' if model == 'nested-logit' else model}: "
+        f"{Path(run.path).name}",
         note="; ".join(n for n in (f"fit on {seen_text}, {said}", note) if n),
     )
 

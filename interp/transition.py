@@ -28,8 +28,12 @@ import pandas as pd
 from scipy.optimize import OptimizeWarning, curve_fit
 
 __all__ = [
+    "METHODS",
+    "Transition",
     "TransitionResult",
     "detect_transition",
+    "find_transition",
+    "measure_direction",
     "event_order",
     "transition_report",
     "summarize_seeds",
@@ -183,6 +187,141 @@ def detect_transition(
         plateau_length=max(0.0, plateau_end - steps[0]),
         final_level=high,
         r2=r2,
+    )
+
+
+METHODS = ("logistic", "cliff")
+"""Transition detectors of :func:`find_transition`: ``logistic`` for a rising measure (a
+four-parameter logistic in step, :func:`detect_transition`), ``cliff`` for a falling one (the
+steepest drop in log-step, :func:`phenomenology.landscape.detect_cliff`)."""
+
+
+@dataclass(frozen=True)
+class Transition(TransitionResult):
+    """:class:`TransitionResult` plus how it was found (returned by :func:`find_transition`).
+
+    Attributes:
+        method: ``"logistic"`` or ``"cliff"``.
+        direction: ``"rising"`` or ``"falling"``.
+        plateau_start: first step of the plateau (the first recorded step for ``logistic``).
+    """
+
+    method: str = "logistic"
+    direction: str = "rising"
+    plateau_start: float | None = None
+
+
+def measure_direction(name: str) -> str:
+    """``"falling"`` for a loss (a name ending in ``loss``), ``"rising"`` for anything else."""
+    return "falling" if str(name).endswith("loss") else "rising"
+
+
+def find_transition(
+    steps: Sequence[float],
+    values: Sequence[float],
+    *,
+    method: str | None = None,
+    direction: str | None = None,
+    min_rise: float | None = None,
+    max_width_ratio: float = 1.0,
+    smooth_window: int | None = None,
+) -> Transition:
+    """The one transition detector: the method explicit, or chosen by the curve's direction.
+
+    Args:
+        steps: training steps (or model times), ascending; NaN rows are dropped.
+        values: the measure at those steps.
+        method: ``"logistic"`` (rising measures: accuracies, attention measures) or ``"cliff"``
+            (falling ones: losses); None picks it from ``direction``.
+        direction: ``"rising"`` or ``"falling"``; None infers it from the curve (its last tenth
+            against its first tenth). :func:`measure_direction` gives it from a column name.
+        min_rise: smallest change that counts, in the measure's units for ``logistic`` (default
+            0.3) and as a fraction of the plateau level for ``cliff`` (default 0.3: the curve
+            must fall by 30% of its plateau value).
+        max_width_ratio: ``cliff`` only: largest ``(end - onset) / step`` that counts as abrupt
+            (a smooth exponential decay has about 2.2 and does not count).
+        smooth_window: rolling-median window (``logistic``: default ~5% of the points;
+            ``cliff``: default 5 evaluations).
+
+    Returns:
+        A :class:`Transition`. For ``cliff``, ``step`` is the steepest log-step drop even when
+        ``transitioned`` is False (``reason`` says why it does not count: too small a drop, the
+        steepest drop at the last point, a plateau shorter than 20% of the step, or a drop
+        slower than ``max_width_ratio``), ``width`` is ``end - onset``, ``plateau_end`` the
+        onset and ``r2`` is NaN.
+    """
+    if method is not None and method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS} or None, got {method!r}")
+    if direction is not None and direction not in ("rising", "falling"):
+        raise ValueError(f"direction must be 'rising', 'falling' or None, got {direction!r}")
+    steps = np.asarray(steps, float)
+    values = np.asarray(values, float)
+    if steps.shape != values.shape:
+        raise ValueError(
+            f"steps and values must have the same shape, got {steps.shape} and {values.shape}"
+        )
+    ok = np.isfinite(steps) & np.isfinite(values)
+    order = np.argsort(steps[ok])
+    steps, values = steps[ok][order], values[ok][order]
+    if direction is None:
+        k = max(1, len(values) // 10)
+        direction = "falling" if values[-k:].mean() < values[:k].mean() else "rising"
+    if method is None:
+        method = "cliff" if direction == "falling" else "logistic"
+    first = float(steps[0]) if len(steps) else None
+    if method == "logistic":
+        y = values if direction == "rising" else -values
+        r = detect_transition(
+            steps, y, min_rise=0.3 if min_rise is None else min_rise, smooth_window=smooth_window
+        )
+        fields = r.to_dict()
+        if direction == "falling":
+            fields["plateau_level"], fields["final_level"] = -r.plateau_level, -r.final_level
+        return Transition(**fields, method=method, direction=direction, plateau_start=first)
+    from phenomenology.landscape import detect_cliff
+
+    y = values if direction == "falling" else -values
+    if len(steps) < 5:
+        head = float(values[0]) if len(values) else float("nan")
+        tail = float(values[-1]) if len(values) else float("nan")
+        return Transition(
+            False, None, None, head, None, None, tail, float("nan"),
+            f"too few points ({len(steps)} < 5) to detect a transition",
+            method=method, direction=direction, plateau_start=first,
+        )  # fmt: skip
+    y = smooth(y, smooth_window or 5)
+    c = detect_cliff(np.maximum(steps, 1e-9), y)
+    sign = 1.0 if direction == "falling" else -1.0
+    drop = c.plateau_loss - c.floor_loss
+    need = (0.3 if min_rise is None else min_rise) * abs(c.plateau_loss)
+    reason = ""
+    if not drop > need:
+        reason = f"drop {drop:.3g} from the plateau <= {need:.3g}"
+    elif c.transition >= steps[-1]:
+        reason = "the steepest drop is at the last point: the curve may still be falling"
+    elif c.plateau_length < 0.2 * c.transition:
+        reason = (
+            f"no plateau before the drop: {c.plateau_length:.0f} steps, under 20% of the "
+            f"transition step {c.transition:.0f}"
+        )
+    elif c.width > max_width_ratio * c.transition:
+        reason = (
+            f"gradual drop: onset-to-end width {c.width:.0f} > {max_width_ratio:g} x the "
+            f"transition step {c.transition:.0f}"
+        )
+    return Transition(
+        transitioned=not reason,
+        step=float(c.transition),
+        width=float(c.width),
+        plateau_level=sign * c.plateau_loss,
+        plateau_end=float(c.onset),
+        plateau_length=float(c.onset - c.plateau_start),
+        final_level=sign * c.floor_loss,
+        r2=float("nan"),
+        reason=reason,
+        method=method,
+        direction=direction,
+        plateau_start=float(c.plateau_start),
     )
 
 

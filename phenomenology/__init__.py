@@ -2,14 +2,16 @@
 
 - :mod:`phenomenology.landscape`: the nested-logit loss in ``(beta1, alpha, xi)``, its gradient,
   gradient flow / descent trajectories, plateau and cliff detection, landscape grids.
-- :mod:`phenomenology.fit`: :class:`NestedLogitFit`, fitting that model to a run's curves;
-  :func:`fit_run` (``induction-cliff fit RUN_DIR``) and :func:`forecast_transition`.
+- :mod:`phenomenology.models`: the registry of dynamics models (:func:`register_model`).
+- :mod:`phenomenology.fit`: :class:`DynamicsFit`, fitting any registered model to a run's curves
+  (:class:`NestedLogitFit` for the nested-logit model); :func:`fit_curve` and :func:`fit_run`
+  (``induction-cliff fit PATH``) and :func:`forecast_transition`.
 - :mod:`phenomenology.predictions`: plateau length versus ``L``; the stuck ``L = n`` case.
 - :mod:`phenomenology.minimal`: the minimal induction head trained on the task (imports torch and
   TransformerLens, so it is not imported here).
 """
 
-from phenomenology.fit import NestedLogitFit, fit_run, forecast_transition
+from phenomenology.fit import DynamicsFit, NestedLogitFit, fit_curve, fit_run, forecast_transition
 from phenomenology.landscape import (
     detect_cliff,
     gradient,
@@ -19,10 +21,17 @@ from phenomenology.landscape import (
     loss,
     quantities,
 )
+from phenomenology.models import DynamicsModel, get_model, model_names, register_model
 from phenomenology.predictions import origin_stuck, plateau_length, plateau_lengths
 
 __all__ = [
+    "DynamicsFit",
+    "DynamicsModel",
     "NestedLogitFit",
+    "fit_curve",
+    "get_model",
+    "model_names",
+    "register_model",
     "detect_cliff",
     "fit_run",
     "forecast_transition",

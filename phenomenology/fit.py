@@ -1,6 +1,18 @@
-"""Fitting the nested-logit model to a training run's curves.
+"""Fitting a registered dynamics model to a training run's curves (or any curve).
 
-:class:`NestedLogitFit` is a scikit-learn-style estimator. ``X`` is the training step, ``y`` the
+:class:`DynamicsFit` is the one scikit-learn-style estimator: it fits any model of the registry
+(:mod:`phenomenology.models`) by ``scipy.optimize.least_squares`` from the model's seeds, and
+gives parameter uncertainties from the Jacobian, the predicted transition step (with a delta-
+method standard error) and an 80% interval for it from a moving-block bootstrap of the residuals
+(curves are autocorrelated, so the residuals are resampled in blocks; each replicate is refitted by
+one Gauss-Newton step from the fit, see :meth:`DynamicsFit.fit`). :func:`fit_curve` fits a curve
+table (``induction-cliff fit``), :func:`fit_run` a run directory.
+
+The nested-logit model is one registered implementation, ``"nested-logit"``
+(:class:`NestedLogitModel`); :class:`NestedLogitFit` is ``DynamicsFit`` with that model and its
+options as keyword arguments, as before.
+
+The nested-logit model: ``X`` is the training step, ``y`` the
 run's IC loss (or IC accuracy), optionally together with ILA1, TILA2 and CLA. The model's gradient
 flow [SPEC section 4, reconstruction; see :mod:`phenomenology.landscape`] is evaluated at model time
 ``t = step / time_scale_`` from a fitted start ``(beta1_0, alpha_0, xi_0)``; ``scipy.optimize.
@@ -38,10 +50,11 @@ what :func:`forecast_transition` uses.
 from __future__ import annotations
 
 import itertools
-import json
+import logging
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -51,25 +64,32 @@ from sklearn.utils.validation import check_is_fitted
 
 from interp.measures import MeasureTable
 from phenomenology.landscape import LossFn, check_task, detect_cliff, gradient_flow
+from phenomenology.models import DynamicsModel, get_model, register_model
 
 __all__ = [
     "AUX_QUANTITIES",
+    "check_curve",
     "DEFAULT_MAPS",
+    "MIN_POINTS",
+    "PAPER_TASK",
+    "DynamicsFit",
     "NestedLogitFit",
-    "detect_run_transition",
+    "NestedLogitModel",
+    "fit_curve",
     "fit_run",
     "forecast_transition",
+    "observed_transition",
+    "plateau_problem",
     "read_run",
 ]
 
+logger = logging.getLogger(__name__)
+
 AUX_QUANTITIES = MeasureTable("fit_quantity", {"ic_loss": "loss", "ic_acc": "acc"})
-"""Run-curve name -> model quantity it is compared with: IC loss and accuracy, and each registered
-progress measure that declares a ``fit_quantity`` (``cla``, ``ila1``, ``tila2``;
-:data:`interp.measures.MEASURES`)."""
+"""Run-curve name -> nested-logit model quantity it is compared with."""
 
 DEFAULT_MAPS = MeasureTable("fit_map", {"ic_acc": "identity"})
-"""How each bounded curve is compared with its model quantity (see the module docstring); the
-measures' from their registration (``fit_map``)."""
+"""How each bounded curve is compared with its model quantity (see the module docstring)."""
 # Box for the fitted start: wide enough for any plateau the data can show (beta1_0 = -40 puts the
 # jump ~e^34 times later than beta1_0 = -6), narrow enough to stop a fit from running off to
 # "no jump ever" or to a large negative readout that the first steps would have to undo.
@@ -78,6 +98,14 @@ _TARGETS = ("ic_loss", "ic_acc")
 # Solver settings for fits: tight tolerances so finite-difference Jacobians with a 1e-4 relative
 # step see the parameters, not the solver's adaptive-step noise.
 _RTOL, _ATOL, _DIFF_STEP = 1e-9, 1e-11, 1e-4
+
+MIN_POINTS = 8
+"""Fewest evaluations a fit accepts (fewer is an error, not a fit)."""
+
+PAPER_TASK = {"L": 32, "N": 8, "B": 2}
+"""The paper's task (Fig. 1d / Fig. 3 evaluation sets), the default for a plain curve."""
+
+INTERVAL_LEVEL = 0.8
 
 
 def _steps(X) -> np.ndarray:
@@ -102,108 +130,81 @@ def _bounded_affine(q: np.ndarray, y: np.ndarray) -> tuple[float, float]:
     return a, b
 
 
-class NestedLogitFit(RegressorMixin, BaseEstimator):
-    """Fits the nested-logit model's gradient flow to a run's curves versus training step.
+# ---- the nested-logit model --------------------------------------------------------------------
 
-    Fitted parameters: ``time_scale_`` (training steps per unit of model time), the start
-    ``start_ = {"beta1": ..., "alpha": ..., "xi": ...}`` (those in ``fit_start``; the others stay
-    at ``fixed_start``) and, for a loss target with ``free_floor``, ``floor_``.
 
-    Args:
-        L: labels; N: context pairs; B: burstiness of the evaluation set (``n = N / B``).
-        target: ``"ic_loss"`` or ``"ic_acc"``, the curve ``predict`` and ``score`` refer to.
-        aux: further curves fitted jointly, any of ``ic_loss, ic_acc, cla, ila1, tila2``; ``y``
-            must then be a DataFrame with those columns.
-        free_floor: fit a loss floor (see the module docstring); loss targets only.
-        fit_start: which initial conditions are free. The default leaves ``alpha_0`` fixed (at 0,
-            an untrained query-key match): from a loss curve alone ``alpha_0`` and ``beta1_0``
-            trade off along a ridge of equally good fits (both set when ``u = alpha s1`` takes
-            off), so only their combination is identified. Free all three when fitting ILA1 and
-            TILA2 jointly.
-        fixed_start: values of the initial conditions that are not free (default 0).
-        aux_weight: weight of each auxiliary curve relative to the target.
-        maps: overrides of :data:`DEFAULT_MAPS`, e.g. ``{"cla": "affine"}`` to compare the
-            network's argmax CLA with the model's soft one through a boxed affine map.
-        beta1_grid: ``beta1_0`` values tried to seed the fit (the plateau length depends on it
-            exponentially, so local search alone is not enough).
-        n_starts: local fits run from the best seeds (of different ``beta1_0``); the one with
-            the lowest cost is kept.
-        max_nfev: cap on residual evaluations of each ``least_squares`` run.
-        loss_fn: optional user loss form (see :mod:`phenomenology.landscape`).
+@register_model
+class NestedLogitModel(DynamicsModel):
+    """The nested-logit gradient flow [SPEC section 4, reconstruction] as a registered model.
 
-    Attributes:
-        time_scale_, start_, floor_: fitted values (``floor_`` is 0 when not fitted).
-        params_: dict of all fitted parameters; stderr_: their standard errors.
-        cov_: covariance of the internal parameter vector ``[log time_scale, *start, (floor)]``.
-        aux_maps_: ``{name: (a, b)}`` fitted affine maps (ILA1 and TILA2 by default).
-        transition_step_, transition_step_stderr_: predicted transition step (``inf`` when the
-            fitted model has no cliff within 100 times the fitted span of steps).
-        r2_: R^2 of the target on the data it was fitted to.
-        result_: the ``scipy.optimize.OptimizeResult``.
+    ``theta = [log time_scale, *start (those in fit_start), (floor)]``. Options (see
+    :class:`NestedLogitFit` for each): ``free_floor``, ``fit_start``, ``fixed_start``, ``maps``,
+    ``beta1_grid``, ``loss_fn``. Task: ``L, N, B``.
     """
+
+    name = "nested-logit"
+    description = "nested-logit gradient flow [SPEC section 4, reconstruction]"
+    predicts = AUX_QUANTITIES
 
     def __init__(
         self,
-        L: float = 32,
-        N: int = 8,
-        B: int = 2,
         *,
+        task: Mapping[str, Any],
         target: str = "ic_loss",
         aux: Sequence[str] = (),
         free_floor: bool = True,
         fit_start: Sequence[str] = ("beta1", "xi"),
         fixed_start: Mapping[str, float] | None = None,
-        aux_weight: float = 1.0,
         maps: Mapping[str, str] | None = None,
         beta1_grid: Sequence[float] = tuple(np.linspace(-14.0, -1.0, 14)),
-        n_starts: int = 3,
-        max_nfev: int = 200,
         loss_fn: LossFn | None = None,
     ):
-        self.L = L
-        self.N = N
-        self.B = B
-        self.target = target
-        self.aux = aux
-        self.free_floor = free_floor
-        self.fit_start = fit_start
-        self.fixed_start = fixed_start
-        self.aux_weight = aux_weight
-        self.maps = maps
-        self.beta1_grid = beta1_grid
-        self.n_starts = n_starts
-        self.max_nfev = max_nfev
-        self.loss_fn = loss_fn
-
-    # ---- validation and the forward model ---------------------------------------------------
-
-    def _validate(self) -> None:
+        missing = [k for k in ("L", "N", "B") if k not in task]
+        if missing:
+            raise ValueError(f"model nested-logit needs the task parameters {missing}")
+        self.L, self.N, self.B = task["L"], task["N"], task["B"]
         check_task(self.L, self.N, self.B)
-        if self.target not in _TARGETS:
-            raise ValueError(f"target must be one of {_TARGETS}, got {self.target!r}")
-        for a in self.aux:
-            if a not in AUX_QUANTITIES or a == self.target:
-                allowed = sorted(set(AUX_QUANTITIES) - {self.target})
-                raise ValueError(f"aux entries must be among {allowed}, got {a!r}")
-        for s in self.fit_start:
+        if target not in _TARGETS:
+            raise ValueError(f"target must be one of {_TARGETS}, got {target!r}")
+        super().__init__(task={"L": self.L, "N": self.N, "B": self.B}, target=target, aux=aux)
+        for s in fit_start:
             if s not in ("beta1", "alpha", "xi"):
                 raise ValueError(f"fit_start entries must be beta1, alpha or xi, got {s!r}")
-        for k, v in dict(self.maps or {}).items():
+        for k, v in dict(maps or {}).items():
             if k not in DEFAULT_MAPS or v not in ("identity", "affine"):
                 raise ValueError(
                     f"maps must map names among {sorted(DEFAULT_MAPS)} to 'identity' or "
                     f"'affine', got {k!r}: {v!r}"
                 )
-        if not self.aux_weight > 0:
-            raise ValueError(f"aux_weight must be > 0, got {self.aux_weight!r}")
-
-    @property
-    def _maps(self) -> dict[str, str]:
-        return {**DEFAULT_MAPS, **(self.maps or {})}
+        self.free_floor = free_floor
+        self.fit_start = tuple(fit_start)
+        self.fixed_start = fixed_start
+        self.maps = {**DEFAULT_MAPS, **dict(maps or {})}
+        self.beta1_grid = beta1_grid
+        self.loss_fn = loss_fn
+        self.aux_maps: dict[str, tuple[float, float]] = {}
 
     @property
     def _uses_floor(self) -> bool:
         return bool(self.free_floor) and self.target == "ic_loss"
+
+    def param_names(self) -> tuple[str, ...]:
+        return ("log_time_scale", *(f"{s}_0" for s in self.fit_start)) + (
+            ("floor",) if self._uses_floor else ()
+        )
+
+    def bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        lower = [-np.inf] + [_START_BOUNDS[s][0] for s in self.fit_start]
+        upper = [np.inf] + [_START_BOUNDS[s][1] for s in self.fit_start]
+        if self._uses_floor:
+            lower.append(-math.log(self.L))
+            upper.append(math.log(self.L))
+        return np.array(lower), np.array(upper)
+
+    def scale(self, measure: str, y: np.ndarray) -> float:
+        # Floors on the scales: a curve that hardly moves (CLA pinned at 1, ILA1 flat before the
+        # jump) must not get an enormous weight from its tiny standard deviation.
+        return max(float(np.std(y)), 0.05 * (math.log(self.L) if measure == "ic_loss" else 1.0))
 
     def _unpack(self, theta: np.ndarray) -> tuple[float, dict[str, float], float]:
         start = {"beta1": 0.0, "alpha": 0.0, "xi": 0.0} | dict(self.fixed_start or {})
@@ -212,14 +213,14 @@ class NestedLogitFit(RegressorMixin, BaseEstimator):
         floor = float(theta[-1]) if self._uses_floor else 0.0
         return math.exp(theta[0]), start, floor
 
-    def _trajectory(self, steps: np.ndarray, theta: np.ndarray) -> pd.DataFrame:
+    def trajectory(self, steps: np.ndarray, theta: np.ndarray) -> pd.DataFrame:
         ts, start, _ = self._unpack(theta)
         return gradient_flow(
             start,
             L=self.L,
             N=self.N,
             B=self.B,
-            t_eval=steps / ts,
+            t_eval=np.asarray(steps, dtype=float) / ts,
             rtol=_RTOL,
             atol=_ATOL,
             loss_fn=self.loss_fn,
@@ -230,37 +231,23 @@ class NestedLogitFit(RegressorMixin, BaseEstimator):
             return floor + (1.0 - floor / math.log(self.L)) * q
         return q
 
-    def _curves(self, traj: pd.DataFrame, theta: np.ndarray, ys: Mapping[str, np.ndarray] | None):
+    def curves(self, traj, theta, ys):
         """Model predictions per curve; affine maps fitted to ``ys`` when given, else stored."""
         _, _, floor = self._unpack(theta)
-        out, maps = {}, {}
-        for name in (self.target, *self.aux):
-            q = self._map(name, traj[AUX_QUANTITIES[name]].to_numpy(), floor)
-            if name != "ic_loss" and self._maps[name] == "affine":
+        out = {}
+        for name in self.measures:
+            q = self._map(name, np.asarray(traj[AUX_QUANTITIES[name]], dtype=float), floor)
+            if name != "ic_loss" and self.maps[name] == "affine":
                 if ys is not None:
                     a, b = _bounded_affine(q, ys[name])
+                    self.aux_maps[name] = (float(a), float(b))
                 else:
-                    a, b = self.aux_maps_[name]
-                maps[name] = (float(a), float(b))
+                    a, b = self.aux_maps[name]
                 q = a + b * q
             out[name] = q
-        return out, maps
+        return out
 
-    def _residuals(self, theta, steps, ys, scales):
-        try:
-            traj = self._trajectory(steps, theta)
-        except RuntimeError:
-            return np.full(sum(len(v) for v in ys.values()), 1e3)
-        preds, _ = self._curves(traj, theta, ys)
-        res = []
-        for name, y in ys.items():
-            w = 1.0 if name == self.target else self.aux_weight
-            res.append(w * (preds[name] - y) / scales[name])
-        return np.concatenate(res)
-
-    # ---- seeding ---------------------------------------------------------------------------
-
-    def _seeds(self, steps, ys, scales) -> list[np.ndarray]:
+    def seeds(self, steps, ys, scales) -> list[np.ndarray]:
         """Grid over ``beta1_0`` and the time scale, using one dense trajectory per ``beta1_0``.
 
         Returns the best seed of each ``(beta1_0, xi_0)``, best first.
@@ -292,122 +279,25 @@ class NestedLogitFit(RegressorMixin, BaseEstimator):
                 continue
             best, best_cost = None, np.inf
             t_cliff = detect_cliff(t_grid, traj["loss"].to_numpy()[1:]).transition
+            # Plain arrays: the grid below reads them thousands of times.
+            tt = traj["t"].to_numpy()
+            cols = {c: traj[c].to_numpy() for c in ("loss", "acc", "cla", "s1", "p")}
             log_grid = np.log(span / t_cliff) + np.linspace(-4.0, 4.0, 81)
             for log_ts in np.r_[math.log(data_cliff / t_cliff), log_grid]:
                 theta = [log_ts] + [start[s] for s in self.fit_start]
                 theta = np.array(theta + ([floor0] if self._uses_floor else []))
                 t = steps / math.exp(log_ts)
-                sub = pd.DataFrame(
-                    {c: np.interp(t, traj["t"], traj[c]) for c in ("loss", "acc", "cla", "s1", "p")}
-                )
-                preds, _ = self._curves(sub, theta, ys)
-                cost = sum(
-                    np.sum(((preds[k] - y) / scales[k]) ** 2)
-                    * (1.0 if k == self.target else self.aux_weight**2)
-                    for k, y in ys.items()
-                )
+                sub = {c: np.interp(t, tt, cols[c]) for c in cols}
+                preds = self.curves(sub, theta, ys)
+                cost = sum(np.sum(((preds[k] - y) / scales[k]) ** 2) for k, y in ys.items())
                 if cost < best_cost:
                     best, best_cost = theta, cost
             seeds.append((best_cost, best))
         if not seeds:
-            raise RuntimeError("NestedLogitFit: no seed trajectory could be integrated")
+            raise RuntimeError("nested-logit: no seed trajectory could be integrated")
         return [theta for _, theta in sorted(seeds, key=lambda pair: pair[0])]
 
-    # ---- the estimator API -----------------------------------------------------------------
-
-    def _ys(self, y, n: int) -> dict[str, np.ndarray]:
-        if isinstance(y, pd.DataFrame):
-            missing = [c for c in (self.target, *self.aux) if c not in y.columns]
-            if missing:
-                raise ValueError(f"y is missing columns {missing}")
-            ys = {c: y[c].to_numpy(dtype=float) for c in (self.target, *self.aux)}
-        else:
-            if self.aux:
-                raise ValueError("y must be a DataFrame with the target and aux columns when aux")
-            ys = {self.target: np.asarray(y, dtype=float).reshape(-1)}
-        for k, v in ys.items():
-            if v.shape != (n,) or not np.all(np.isfinite(v)):
-                raise ValueError(f"y[{k!r}] must be finite with one value per step")
-        return ys
-
-    def fit(self, X, y) -> NestedLogitFit:
-        """Fits time scale, start (and floor) to the curves.
-
-        Args:
-            X: training steps, shape ``[n]`` or ``[n, 1]``, increasing.
-            y: the target curve ``[n]``, or a DataFrame with the target and ``aux`` columns.
-
-        Returns:
-            self.
-        """
-        self._validate()
-        steps = _steps(X)
-        ys = self._ys(y, steps.size)
-        # Floors on the scales: a curve that hardly moves (CLA pinned at 1, ILA1 flat before the
-        # jump) must not get an enormous weight from its tiny standard deviation.
-        scales = {
-            k: max(float(np.std(v)), 0.05 * (math.log(self.L) if k == "ic_loss" else 1.0))
-            for k, v in ys.items()
-        }
-        lower = [-np.inf] + [_START_BOUNDS[s][0] for s in self.fit_start]
-        upper = [np.inf] + [_START_BOUNDS[s][1] for s in self.fit_start]
-        if self._uses_floor:
-            lower.append(-math.log(self.L))
-            upper.append(math.log(self.L))
-
-        def solve(theta0, max_nfev):
-            theta0 = np.clip(theta0, np.array(lower) + 1e-9, np.array(upper) - 1e-9)
-            return least_squares(
-                self._residuals,
-                theta0,
-                args=(steps, ys, scales),
-                bounds=(lower, upper),
-                diff_step=_DIFF_STEP,
-                max_nfev=max_nfev,
-                x_scale="jac",
-            )
-
-        # A short local fit from each of the best seeds, then the best one to convergence.
-        seeds = self._seeds(steps, ys, scales)[: self.n_starts]
-        trials = [solve(theta0, 10 * len(theta0)) for theta0 in seeds] if len(seeds) > 1 else []
-        best = min(trials, key=lambda r: r.cost) if trials else None
-        res = solve(best.x if best else seeds[0], self.max_nfev)
-        if best is not None and best.cost < res.cost:
-            res = best
-        self.result_ = res
-        m, k = res.fun.size, res.x.size
-        s2 = 2.0 * res.cost / max(m - k, 1)
-        J = res.jac
-        self.cov_ = np.linalg.pinv(J.T @ J) * s2
-        se = np.sqrt(np.clip(np.diag(self.cov_), 0.0, None))
-        self.time_scale_, self.start_, self.floor_ = self._unpack(res.x)
-        self.params_ = {"time_scale": self.time_scale_} | {
-            f"{s}_0": self.start_[s] for s in self.fit_start
-        }
-        self.stderr_ = {"time_scale": self.time_scale_ * se[0]} | {
-            f"{s}_0": float(se[1 + i]) for i, s in enumerate(self.fit_start)
-        }
-        if self._uses_floor:
-            self.params_["floor"] = self.floor_
-            self.stderr_["floor"] = float(se[-1])
-        _, self.aux_maps_ = self._curves(self._trajectory(steps, res.x), res.x, ys)
-        self.n_features_in_ = 1
-        self.fit_steps_ = (float(steps[0]), float(steps[-1]))
-        self.r2_ = self.score(steps, ys[self.target])
-        self.transition_step_ = self._transition(res.x, steps[-1])
-        # Delta method: finite-difference gradient of the transition step in theta.
-        g = np.zeros(k)
-        for i in range(k):
-            h = 1e-3 * max(1.0, abs(res.x[i]))
-            tp, tm = res.x.copy(), res.x.copy()
-            tp[i] += h
-            tm[i] -= h
-            g[i] = (self._transition(tp, steps[-1]) - self._transition(tm, steps[-1])) / (2 * h)
-        var = g @ self.cov_ @ g if np.all(np.isfinite(g)) else math.inf
-        self.transition_step_stderr_ = float(math.sqrt(max(var, 0.0)))
-        return self
-
-    def _transition(self, theta: np.ndarray, last_step: float) -> float:
+    def transition(self, theta: np.ndarray, last_step: float) -> float:
         """Step of the fitted model's steepest log-time loss drop, searched well past the data."""
         ts, start, _ = self._unpack(theta)
         t_hi = 100.0 * last_step / ts
@@ -419,32 +309,303 @@ class NestedLogitFit(RegressorMixin, BaseEstimator):
         # No cliff within 100 data spans: the loss never gets well below the plateau at log n.
         if np.min(loss) > 0.5 * math.log(self.N // self.B):
             return math.inf
-        return detect_cliff(t_grid, loss).transition * ts
+        # detect_cliff's transition (the largest -t dl/dt on the grid), refined between grid
+        # points by a parabola in log t: grid points lie 0.35% apart, and the delta method and
+        # the bootstrap need steps that move continuously with the parameters.
+        slope = -np.gradient(loss, t_grid) * t_grid
+        i = int(np.argmax(slope[1:])) + 1
+        if i >= len(t_grid) - 1:
+            return float(t_grid[i] * ts)
+        a, b, c = slope[i - 1], slope[i], slope[i + 1]
+        denom = a - 2 * b + c
+        shift = 0.5 * (a - c) / denom if denom < 0 else 0.0
+        log_step = math.log(t_grid[1] / t_grid[0])
+        return float(t_grid[i] * math.exp(np.clip(shift, -0.5, 0.5) * log_step) * ts)
 
-    def predict_curves(self, X) -> pd.DataFrame:
-        """Fitted model at the given steps: parameters, model quantities and mapped curves.
+    def report(self, theta, cov) -> tuple[dict, dict]:
+        se = np.sqrt(np.clip(np.diag(cov), 0.0, None))
+        ts, start, floor = self._unpack(theta)
+        params = {"time_scale": ts} | {f"{s}_0": start[s] for s in self.fit_start}
+        stderr = {"time_scale": ts * float(se[0])} | {
+            f"{s}_0": float(se[1 + i]) for i, s in enumerate(self.fit_start)
+        }
+        if self._uses_floor:
+            params["floor"] = floor
+            stderr["floor"] = float(se[-1])
+        return params, stderr
+
+    def fitted_attributes(self, theta) -> dict[str, Any]:
+        ts, start, floor = self._unpack(theta)
+        return {
+            "time_scale_": ts,
+            "start_": start,
+            "floor_": floor,
+            "aux_maps_": {k: v for k, v in self.aux_maps.items() if k in self.measures},
+        }
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "aux_maps": {k: list(v) for k, v in self.aux_maps.items() if k in self.measures},
+            "task": {"L": self.L, "N": self.N, "B": self.B},
+            "free_floor": self._uses_floor,
+        }
+
+
+# ---- the estimator -----------------------------------------------------------------------------
+
+
+def _block_length(r: np.ndarray) -> int:
+    """Moving-block length for residuals ``r``: the lag where their autocorrelation first falls
+    below ``1/e``, at least ``n^(1/3)`` and at most ``n/3``."""
+    n = r.size
+    rc = r - r.mean()
+    var = float(rc @ rc)
+    lag = 1
+    if var > 0:
+        for k in range(1, n // 3):
+            if float(rc[:-k] @ rc[k:]) / var < math.exp(-1):
+                lag = k
+                break
+        else:
+            lag = n // 3
+    return int(max(1, min(max(lag, math.ceil(n ** (1 / 3))), max(1, n // 3))))
+
+
+def _block_resample(r: np.ndarray, block: int, rng: np.random.Generator) -> np.ndarray:
+    n = r.size
+    starts = rng.integers(0, n - block + 1, size=math.ceil(n / block))
+    return np.concatenate([r[s : s + block] for s in starts])[:n]
+
+
+class DynamicsFit(RegressorMixin, BaseEstimator):
+    """Fits any registered dynamics model to curves versus training step.
+
+    Args:
+        model: a name from :func:`phenomenology.models.model_names` (default ``"nested-logit"``).
+        task: task parameters handed to the model (``{"L": 32, "N": 8, "B": 2}``).
+        target: the measure ``predict`` and ``score`` refer to (default: the model's first).
+        aux: further measures fitted jointly; ``y`` must then be a DataFrame with those columns.
+        options: model options (see the model's class).
+        aux_weight: weight of each auxiliary curve relative to the target.
+        n_starts: local fits run from the model's best seeds; the lowest cost is kept.
+        max_nfev: cap on residual evaluations of the final ``least_squares`` run.
+        n_boot: bootstrap replicates for the transition's 80% interval (0: no interval).
+        random_state: seed of the bootstrap.
+
+    Attributes:
+        model_: the fitted model instance; params_, stderr_: fitted parameters and Jacobian
+            standard errors (user units); cov_: covariance of the internal vector ``theta``.
+        r2_: R^2 of the target on the data it was fitted to; fit_steps_: first and last step.
+        transition_step_, transition_step_stderr_: predicted transition step (``inf`` when the
+            fitted model has no transition within 100 times the fitted span) and its
+            delta-method standard error.
+        transition_interval_: ``(low, high)`` 80% interval (``high`` is ``inf`` when over 10% of
+            the replicates have no transition); interval_method_: how it was computed.
+        result_: the ``scipy.optimize.OptimizeResult``. Models add their own (the nested-logit
+            model: ``time_scale_, start_, floor_, aux_maps_``).
+    """
+
+    def __init__(
+        self,
+        model: str = "nested-logit",
+        *,
+        task: Mapping[str, Any] | None = None,
+        target: str | None = None,
+        aux: Sequence[str] = (),
+        options: Mapping[str, Any] | None = None,
+        aux_weight: float = 1.0,
+        n_starts: int = 3,
+        max_nfev: int = 200,
+        n_boot: int = 50,
+        random_state: int = 0,
+    ):
+        self.model = model
+        self.task = task
+        self.target = target
+        self.aux = aux
+        self.options = options
+        self.aux_weight = aux_weight
+        self.n_starts = n_starts
+        self.max_nfev = max_nfev
+        self.n_boot = n_boot
+        self.random_state = random_state
+
+    # Subclasses with their own constructor (NestedLogitFit) override these two.
+    def _model_name(self) -> str:
+        return self.model
+
+    def _build(self) -> DynamicsModel:
+        cls = get_model(self.model)
+        target = self.target if self.target is not None else next(iter(cls.predicts))
+        try:
+            return cls(task=dict(self.task or {}), target=target, aux=tuple(self.aux),
+                       **dict(self.options or {}))  # fmt: skip
+        except TypeError as err:  # an option the model does not take
+            raise ValueError(f"model {self.model!r}: bad options: {err}") from None
+
+    def _check_common(self) -> None:
+        if not self.aux_weight > 0:
+            raise ValueError(f"aux_weight must be > 0, got {self.aux_weight!r}")
+        if int(self.n_boot) != self.n_boot or self.n_boot < 0:
+            raise ValueError(f"n_boot must be an integer >= 0, got {self.n_boot!r}")
+
+    def _ys(self, model: DynamicsModel, y, n: int) -> dict[str, np.ndarray]:
+        if isinstance(y, pd.DataFrame):
+            missing = [c for c in model.measures if c not in y.columns]
+            if missing:
+                raise ValueError(f"y is missing columns {missing}")
+            ys = {c: y[c].to_numpy(dtype=float) for c in model.measures}
+        else:
+            if model.aux:
+                raise ValueError("y must be a DataFrame with the target and aux columns when aux")
+            ys = {model.target: np.asarray(y, dtype=float).reshape(-1)}
+        for k, v in ys.items():
+            if v.shape != (n,) or not np.all(np.isfinite(v)):
+                raise ValueError(f"y[{k!r}] must be finite with one value per step")
+        return ys
+
+    def _residuals(self, theta, steps, ys, scales):
+        try:
+            traj = self.model_.trajectory(steps, theta)
+            preds = self.model_.curves(traj, theta, ys)
+        except (RuntimeError, FloatingPointError, OverflowError):
+            return np.full(sum(len(v) for v in ys.values()), 1e3)
+        return np.concatenate([(preds[k] - y) / scales[k] for k, y in ys.items()])
+
+    def fit(self, X, y) -> DynamicsFit:
+        """Fits the model's parameters to the curves.
+
+        Args:
+            X: training steps, shape ``[n]`` or ``[n, 1]``, increasing.
+            y: the target curve ``[n]``, or a DataFrame with the target and ``aux`` columns.
 
         Returns:
-            DataFrame with ``step, t, beta1, alpha, xi, s1, p, loss, acc, cla`` and one column per
-            fitted curve (target and aux) in the run's units.
+            self.
+        """
+        self._check_common()
+        model = self._build()
+        self.model_ = model
+        steps = _steps(X)
+        ys = self._ys(model, y, steps.size)
+        scales = {
+            k: model.scale(k, v) / (1.0 if k == model.target else self.aux_weight)
+            for k, v in ys.items()
+        }
+        lower, upper = model.bounds()
+
+        def solve(theta0, max_nfev):
+            theta0 = np.clip(theta0, lower + 1e-9, upper - 1e-9)
+            return least_squares(
+                self._residuals,
+                theta0,
+                args=(steps, ys, scales),
+                bounds=(lower, upper),
+                diff_step=_DIFF_STEP,
+                max_nfev=max_nfev,
+                x_scale="jac",
+            )
+
+        # A short local fit from each of the best seeds, then the best one to convergence.
+        seeds = model.seeds(steps, ys, scales)[: self.n_starts]
+        if not seeds:
+            raise RuntimeError(f"model {model.name!r} gave no starting point")
+        trials = [solve(theta0, 10 * len(theta0)) for theta0 in seeds] if len(seeds) > 1 else []
+        best = min(trials, key=lambda r: r.cost) if trials else None
+        res = solve(best.x if best else seeds[0], self.max_nfev)
+        if best is not None and best.cost < res.cost:
+            res = best
+        self.result_ = res
+        m, k = res.fun.size, res.x.size
+        s2 = 2.0 * res.cost / max(m - k, 1)
+        J = res.jac
+        self.cov_ = np.linalg.pinv(J.T @ J) * s2
+        model.curves(model.trajectory(steps, res.x), res.x, ys)  # final closed-form maps
+        self.params_, self.stderr_ = model.report(res.x, self.cov_)
+        for name, value in model.fitted_attributes(res.x).items():
+            setattr(self, name, value)
+        self.n_features_in_ = 1
+        self.fit_steps_ = (float(steps[0]), float(steps[-1]))
+        self.r2_ = self.score(steps, ys[model.target])
+        last = steps[-1]
+        self.transition_step_ = model.transition(res.x, last)
+        # Delta method: finite-difference gradient of the transition step in theta.
+        g = np.zeros(k)
+        for i in range(k):
+            h = 1e-3 * max(1.0, abs(res.x[i]))
+            tp, tm = res.x.copy(), res.x.copy()
+            tp[i] += h
+            tm[i] -= h
+            g[i] = (model.transition(tp, last) - model.transition(tm, last)) / (2 * h)
+        var = g @ self.cov_ @ g if np.all(np.isfinite(g)) else math.inf
+        self.transition_step_stderr_ = float(math.sqrt(max(var, 0.0)))
+        self._bootstrap(res, [v.size for v in ys.values()], lower, upper, last)
+        return self
+
+    def _bootstrap(self, res, sizes, lower, upper, last) -> None:
+        """80% interval of the transition step: moving-block bootstrap of each curve's residuals,
+        each replicate refitted by one Gauss-Newton step ``-J^+ r*`` from the fit."""
+        self.interval_method_ = (
+            f"moving-block bootstrap of residuals ({self.n_boot} replicates, one Gauss-Newton "
+            "refit each), 10th-90th percentile"
+        )
+        self.transition_interval_ = (math.nan, math.nan)
+        if self.n_boot == 0 or not math.isfinite(self.transition_step_):
+            self.interval_method_ = "none (no bootstrap)" if self.n_boot == 0 else "none"
+            return
+        rng = np.random.default_rng(self.random_state)
+        r = res.fun
+        cuts = np.cumsum([0, *sizes])
+        segments = [r[a:b] - r[a:b].mean() for a, b in zip(cuts[:-1], cuts[1:])]
+        blocks = [_block_length(seg) for seg in segments]
+        self.bootstrap_block_ = blocks[0]
+        Jp = np.linalg.pinv(res.jac)
+        out = np.empty(self.n_boot)
+        for i in range(self.n_boot):
+            rs = np.concatenate([_block_resample(s, b, rng) for s, b in zip(segments, blocks)])
+            theta = np.clip(res.x - Jp @ rs, lower, upper)
+            out[i] = self.model_.transition(theta, last)
+        self.bootstrap_transitions_ = out
+        finite = out[np.isfinite(out)]
+        lo_q, hi_q = (1 - INTERVAL_LEVEL) / 2, 1 - (1 - INTERVAL_LEVEL) / 2
+        if finite.size < (1 - lo_q) * out.size:
+            # Over 10% of replicates never jump: the interval is open above.
+            low = float(np.quantile(np.where(np.isfinite(out), out, np.inf), lo_q))
+            self.transition_interval_ = (low, math.inf)
+        else:
+            self.transition_interval_ = (
+                float(np.quantile(np.where(np.isfinite(out), out, np.inf), lo_q)),
+                float(np.quantile(np.where(np.isfinite(out), out, np.inf), hi_q)),
+            )
+
+    def predict_curves(self, X) -> pd.DataFrame:
+        """Fitted model at the given steps: its quantities and one column per fitted curve.
+
+        Returns:
+            DataFrame with ``step``, the model's trajectory columns (the nested-logit model:
+            ``t, beta1, alpha, xi, s1, p, loss, acc, cla``) and one column per fitted measure
+            (target and aux) in the run's units.
         """
         check_is_fitted(self, "result_")
         steps = np.asarray(X, dtype=float).reshape(-1)
         theta = self.result_.x
-        traj = self._trajectory(steps, theta)
-        preds, _ = self._curves(traj, theta, None)
-        traj.insert(0, "step", steps)
+        traj = self.model_.trajectory(steps, theta)
+        preds = self.model_.curves(traj, theta, None)
+        if "step" not in traj.columns:
+            traj.insert(0, "step", steps)
         for k, v in preds.items():
             traj[k] = v
         return traj
 
     def predict(self, X) -> np.ndarray:
-        """Predicted target curve (IC loss or IC accuracy) at steps ``X``."""
-        return self.predict_curves(_steps(X))[self.target].to_numpy()
+        """Predicted target curve at steps ``X``."""
+        check_is_fitted(self, "result_")
+        return self.predict_curves(_steps(X))[self.model_.target].to_numpy()
 
     def score(self, X, y, sample_weight=None) -> float:
         """R^2 of the target curve; ``y`` is the curve or a DataFrame holding it."""
-        yt = y[self.target].to_numpy(dtype=float) if isinstance(y, pd.DataFrame) else y
+        check_is_fitted(self, "result_")
+        target = self.model_.target
+        yt = y[target].to_numpy(dtype=float) if isinstance(y, pd.DataFrame) else y
         yt = np.asarray(yt, dtype=float).reshape(-1)
         pred = self.predict(X)
         w = np.ones_like(yt) if sample_weight is None else np.asarray(sample_weight, dtype=float)
@@ -453,24 +614,118 @@ class NestedLogitFit(RegressorMixin, BaseEstimator):
         return float(1.0 - ss_res / ss_tot)
 
     def summary(self) -> dict:
-        """JSON-ready summary: R^2, transition step, parameters and their standard errors."""
+        """JSON-ready summary: model, R^2, transition step and interval, parameters, errors."""
+        check_is_fitted(self, "result_")
+        m = self.model_
         return _jsonable({
+            "model": m.name,
+            "model_description": m.description,
             "r2": self.r2_,
             "transition_step": self.transition_step_,
             "transition_step_stderr": self.transition_step_stderr_,
+            "transition_interval": list(self.transition_interval_),
+            "interval_level": INTERVAL_LEVEL,
+            "interval_method": self.interval_method_,
             "params": self.params_,
             "stderr": self.stderr_,
-            "aux_maps": {k: list(v) for k, v in self.aux_maps_.items()},
             "fit_steps": list(self.fit_steps_),
-            "task": {"L": self.L, "N": self.N, "B": self.B},
-            "target": self.target,
-            "aux": list(self.aux),
-            "free_floor": self._uses_floor,
+            "task": dict(m.task),
+            "target": m.target,
+            "aux": list(m.aux),
             "cost": float(self.result_.cost),
             "nfev": int(self.result_.nfev),
             "success": bool(self.result_.success),
-            "model": "nested-logit gradient flow [SPEC section 4, reconstruction]",
-        })  # fmt: skip
+        } | m.summary())  # fmt: skip
+
+
+class NestedLogitFit(DynamicsFit):
+    """:class:`DynamicsFit` of the nested-logit model, with its options as arguments.
+
+    Fitted parameters: ``time_scale_`` (training steps per unit of model time), the start
+    ``start_ = {"beta1": ..., "alpha": ..., "xi": ...}`` (those in ``fit_start``; the others stay
+    at ``fixed_start``) and, for a loss target with ``free_floor``, ``floor_``.
+
+    Args:
+        L: labels; N: context pairs; B: burstiness of the evaluation set (``n = N / B``).
+        target: ``"ic_loss"`` or ``"ic_acc"``, the curve ``predict`` and ``score`` refer to.
+        aux: further curves fitted jointly, any of ``ic_loss, ic_acc, cla, ila1, tila2``; ``y``
+            must then be a DataFrame with those columns.
+        free_floor: fit a loss floor (see the module docstring); loss targets only.
+        fit_start: which initial conditions are free. The default leaves ``alpha_0`` fixed (at 0,
+            an untrained query-key match): from a loss curve alone ``alpha_0`` and ``beta1_0``
+            trade off along a ridge of equally good fits (both set when ``u = alpha s1`` takes
+            off), so only their combination is identified. Free all three when fitting ILA1 and
+            TILA2 jointly.
+        fixed_start: values of the initial conditions that are not free (default 0).
+        aux_weight: weight of each auxiliary curve relative to the target.
+        maps: overrides of :data:`DEFAULT_MAPS`, e.g. ``{"cla": "affine"}`` to compare the
+            network's argmax CLA with the model's soft one through a boxed affine map.
+        beta1_grid: ``beta1_0`` values tried to seed the fit (the plateau length depends on it
+            exponentially, so local search alone is not enough).
+        n_starts: local fits run from the best seeds (of different ``beta1_0``); the one with
+            the lowest cost is kept.
+        max_nfev: cap on residual evaluations of each ``least_squares`` run.
+        loss_fn: optional user loss form (see :mod:`phenomenology.landscape`).
+        n_boot, random_state: the bootstrap interval (see :class:`DynamicsFit`).
+
+    Attributes:
+        time_scale_, start_, floor_: fitted values (``floor_`` is 0 when not fitted).
+        aux_maps_: ``{name: (a, b)}`` fitted affine maps (ILA1 and TILA2 by default).
+        and those of :class:`DynamicsFit`.
+    """
+
+    def __init__(
+        self,
+        L: float = 32,
+        N: int = 8,
+        B: int = 2,
+        *,
+        target: str = "ic_loss",
+        aux: Sequence[str] = (),
+        free_floor: bool = True,
+        fit_start: Sequence[str] = ("beta1", "xi"),
+        fixed_start: Mapping[str, float] | None = None,
+        aux_weight: float = 1.0,
+        maps: Mapping[str, str] | None = None,
+        beta1_grid: Sequence[float] = tuple(np.linspace(-14.0, -1.0, 14)),
+        n_starts: int = 3,
+        max_nfev: int = 200,
+        loss_fn: LossFn | None = None,
+        n_boot: int = 50,
+        random_state: int = 0,
+    ):
+        self.L = L
+        self.N = N
+        self.B = B
+        self.target = target
+        self.aux = aux
+        self.free_floor = free_floor
+        self.fit_start = fit_start
+        self.fixed_start = fixed_start
+        self.aux_weight = aux_weight
+        self.maps = maps
+        self.beta1_grid = beta1_grid
+        self.n_starts = n_starts
+        self.max_nfev = max_nfev
+        self.loss_fn = loss_fn
+        self.n_boot = n_boot
+        self.random_state = random_state
+
+    def _model_name(self) -> str:
+        return NestedLogitModel.name
+
+    def _build(self) -> DynamicsModel:
+        return NestedLogitModel(
+            task={"L": self.L, "N": self.N, "B": self.B},
+            target=self.target,
+            aux=tuple(self.aux),
+            free_floor=self.free_floor,
+            fit_start=self.fit_start,
+            fixed_start=self.fixed_start,
+            maps=self.maps,
+            beta1_grid=self.beta1_grid,
+            loss_fn=self.loss_fn,
+        )
 
 
 def _jsonable(obj):
@@ -488,23 +743,21 @@ def _jsonable(obj):
     return obj
 
 
-# ---- run directories --------------------------------------------------------------------------
+# ---- curves, run directories and forecasts ----------------------------------------------------
 
 
 def read_run(run_dir: str | Path) -> tuple[pd.DataFrame, dict]:
-    """Reads ``metrics.csv`` and the task part of ``config.json`` of a run directory.
+    """Metrics and task of a run directory, opened with :func:`interp.training.load_run`.
 
     Returns:
         ``(metrics, {"L": ..., "N": ..., "B": ...})`` where ``B`` is the evaluation burstiness
-        (``task.B_eval``, or ``task.B`` when that is null or absent; 1 when ``B`` is 0).
+        (``TaskConfig.B_eval_effective``).
     """
-    run_dir = Path(run_dir)
-    metrics = pd.read_csv(run_dir / "metrics.csv")
-    task = json.loads((run_dir / "config.json").read_text())["task"]
-    B = task.get("B_eval")
-    if B is None:
-        B = task.get("B", 2) or 1
-    return metrics, {"L": task.get("L", 32), "N": task.get("N", 8), "B": int(B)}
+    from interp.training import load_run
+
+    run = load_run(run_dir)
+    t = run.task
+    return run.metrics, {"L": t.L, "N": t.N, "B": int(t.B_eval_effective)}
 
 
 def _clean(metrics: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:
@@ -515,29 +768,224 @@ def _clean(metrics: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:
     return df.drop_duplicates("step").reset_index(drop=True)
 
 
-def detect_run_transition(
-    metrics: pd.DataFrame, *, column: str = "ic_loss", smooth: int = 5
-) -> dict[str, float]:
-    """Transition on a run's curve: :func:`~phenomenology.landscape.detect_cliff` after a rolling
-    median of ``smooth`` evaluations (accuracies are turned into ``1 - acc`` first).
+def observed_transition(
+    metrics: pd.DataFrame, *, column: str = "ic_loss", method: str | None = None
+) -> dict[str, Any]:
+    """The transition seen on a run's curve, by :func:`interp.transition.find_transition` (method
+    from the column's direction unless given: ``cliff`` on a loss, ``logistic`` otherwise).
 
     Returns:
-        dict with ``transition_step``, ``onset_step``, ``end_step``, ``plateau_start_step``.
+        dict with ``transitioned``, ``transition_step`` (None when there is none),
+        ``onset_step`` (end of the plateau), ``end_step``, ``plateau_start_step``, ``method``
+        and ``reason``.
     """
+    from interp.transition import find_transition, measure_direction
+
     df = _clean(metrics, [column])
-    y = df[column].to_numpy(dtype=float)
-    if column.endswith("acc"):
-        y = 1.0 - y
-    if smooth > 1:
-        y = pd.Series(y).rolling(smooth, center=True, min_periods=1).median().to_numpy()
-    steps = df["step"].to_numpy(dtype=float)
-    c = detect_cliff(np.maximum(steps, 1e-9), y)
+    r = find_transition(
+        df["step"].to_numpy(dtype=float),
+        df[column].to_numpy(dtype=float),
+        method=method,
+        direction=measure_direction(column),
+    )
+    end = None if r.plateau_end is None or r.width is None else r.plateau_end + r.width
+    if r.method == "logistic" and r.step is not None and r.width is not None:
+        end = r.step + r.width / 2
     return {
-        "transition_step": c.transition,
-        "onset_step": c.onset,
-        "end_step": c.end,
-        "plateau_start_step": c.plateau_start,
+        "transitioned": bool(r.transitioned),
+        "transition_step": r.step if r.transitioned else None,
+        "onset_step": r.plateau_end,
+        "end_step": end,
+        "plateau_start_step": r.plateau_start,
+        "method": r.method,
+        "reason": r.reason,
     }
+
+
+def plateau_problem(steps, values, *, direction: str, window: float = 0.1, tol: float = 0.05):
+    """Why a curve shows no plateau (None when it has one).
+
+    A plateau is a stretch of at least ``window`` of the recorded steps over which the (rolling-
+    median smoothed) curve moves by at most ``tol`` of its whole range or by four times its
+    noise, whichever is larger (the noise: the robust spread of successive differences, so a
+    steady trend does not count as noise). A curve that keeps rising or falling at a steady pace
+    has none, and no plateau means nothing to forecast a jump from.
+    """
+    steps = np.asarray(steps, float)
+    raw = np.asarray(values, float)
+    y = pd.Series(raw).rolling(5, center=True, min_periods=1).median().to_numpy()
+    span, rng = steps[-1] - steps[0], float(np.ptp(y))
+    if rng == 0:
+        return None
+    d = np.diff(raw)
+    noise = 1.4826 * float(np.median(np.abs(d - np.median(d)))) / math.sqrt(2)
+    allowed = max(tol * rng, 4 * noise)
+    for i in range(len(steps)):
+        # The shortest stretch ending at point i that covers `window` of the steps.
+        j = int(np.searchsorted(steps, steps[i] - window * span, side="right")) - 1
+        if j >= 0 and np.ptp(y[j : i + 1]) <= allowed:
+            return None
+    return (
+        f"no plateau: the {direction} curve moves by more than {tol:.0%} of its range (and more "
+        f"than its noise) over every stretch of {window:.0%} of the steps"
+    )
+
+
+def check_curve(
+    curve: pd.DataFrame,
+    *,
+    task: Mapping[str, Any],
+    model: str = "nested-logit",
+    column: str = "ic_loss",
+    target: str | None = None,
+    aux: Sequence[str] = (),
+    options: Mapping[str, Any] | None = None,
+    source: str = "curve",
+) -> None:
+    """Checks that :func:`fit_curve` can fit this curve, before any fitting starts.
+
+    Raises:
+        ValueError: one line naming the field and ``source``: no ``step`` column, a column that
+            does not exist, non-numeric steps, fewer than :data:`MIN_POINTS` points, an unknown
+            model, a target the model does not predict, bad task parameters or model options.
+    """
+    if "step" not in curve.columns:
+        raise ValueError(f"{source}: no 'step' column (columns: {list(curve.columns)})")
+    for c in (column, *aux):
+        if c not in curve.columns:
+            cols = [x for x in curve.columns if x != "step"]
+            raise ValueError(f"{source}: column {c!r} does not exist (columns: {cols})")
+    for c in ("step", column, *aux):
+        if not pd.api.types.is_numeric_dtype(curve[c]):
+            raise ValueError(f"{source}: column {c!r} holds values that are not numbers")
+    cls = get_model(model)
+    target = target or column
+    if target not in cls.predicts:
+        raise ValueError(
+            f"--column {column!r}: model {model!r} predicts {sorted(cls.predicts)}; name the "
+            f"measure the column stands for with --target"
+        )
+    df = _clean(curve, [column, *aux])
+    if len(df) < MIN_POINTS:
+        raise ValueError(
+            f"{source}: column {column!r} has {len(df)} points; a fit needs at least {MIN_POINTS}"
+        )
+    if np.any(df["step"].to_numpy(dtype=float) < 0):
+        raise ValueError(f"{source}: column 'step' has negative steps")
+    DynamicsFit(model, task=dict(task), target=target, aux=tuple(aux), options=options)._build()
+
+
+def fit_curve(
+    curve: pd.DataFrame,
+    *,
+    task: Mapping[str, Any],
+    model: str = "nested-logit",
+    column: str = "ic_loss",
+    target: str | None = None,
+    aux: Sequence[str] = (),
+    until: float | None = None,
+    fraction: float | None = None,
+    options: Mapping[str, Any] | None = None,
+    n_boot: int = 50,
+    random_state: int = 0,
+    source: str = "curve",
+    estimator_options: Mapping[str, Any] | None = None,
+) -> dict:
+    """Fits a registered model to a curve table and forecasts its transition.
+
+    Args:
+        curve: a table with a ``step`` column and ``column`` (and the ``aux`` columns).
+        task: task parameters for the model (``{"L": ..., "N": ..., "B": ...}``).
+        model: a registered model name.
+        column: the curve to fit.
+        target: the model's measure the column stands for (default: ``column`` itself).
+        aux: further columns fitted jointly (measures the model predicts).
+        until: fit only rows with ``step <= until``.
+        fraction: fit only the first ``fraction`` of the plateau seen on the whole curve (from
+            its start to its onset; the whole curve must show the transition).
+        options: model options.
+        n_boot, random_state: the bootstrap interval.
+        source: what the curve is, for messages (a path).
+        estimator_options: further :class:`DynamicsFit` arguments (``aux_weight``,
+            ``n_starts``, ``max_nfev``).
+
+    Returns:
+        JSON-ready dict: :meth:`DynamicsFit.summary` plus ``column``, ``options``,
+        ``fitted_until`` (the last step fitted), ``until_step`` (the cut-off asked for, from
+        ``until`` or ``fraction``; None for the whole curve), ``n_points_fitted``, ``r2_all``, ``observed``,
+        ``forecast_transition_step``, ``forecast_interval`` ``[low, high]`` and ``forecast``
+        (``"ok"`` or ``"cannot forecast: ..."``), and ``forecast_error`` where both are known.
+
+    Raises:
+        ValueError: one line naming the field (and ``source``) for every bad input.
+    """
+    from interp.transition import measure_direction
+
+    check_curve(curve, task=task, model=model, column=column, target=target, aux=aux,
+                options=options, source=source)  # fmt: skip
+    if until is not None and fraction is not None:
+        raise ValueError("give --until or --fraction, not both")
+    if fraction is not None and not 0 < fraction <= 1:
+        raise ValueError(f"--fraction must be in (0, 1], got {fraction!r}")
+    target = target or column
+    df = _clean(curve, [column, *aux]).rename(columns={column: target})
+    observed = observed_transition(df, column=target)
+    cutoff = until
+    if fraction is not None:
+        if not observed["transitioned"]:
+            raise ValueError(
+                f"--fraction needs a curve whose transition is seen ({source}: "
+                f"{observed['reason']}); use --until"
+            )
+        start, onset = observed["plateau_start_step"], observed["onset_step"]
+        cutoff = start + fraction * (onset - start)
+    part = df if cutoff is None else df[df["step"] <= cutoff]
+    if len(part) < MIN_POINTS:
+        raise ValueError(
+            f"{source}: only {len(part)} points with step <= {cutoff:g}; a fit needs at least "
+            f"{MIN_POINTS}"
+        )
+    kwargs = {"n_boot": n_boot, "random_state": random_state} | dict(estimator_options or {})
+    est = DynamicsFit(model, task=dict(task), target=target, aux=tuple(aux), options=options,
+                      **kwargs)  # fmt: skip
+    est.fit(part["step"].to_numpy(dtype=float), part[[target, *aux]])
+    out = est.summary()
+    steps = part["step"].to_numpy(dtype=float)
+    problem = plateau_problem(
+        steps, part[target].to_numpy(dtype=float), direction=measure_direction(target)
+    )
+    if problem is None and not math.isfinite(est.transition_step_):
+        problem = "the fitted model has no transition within 100 times the fitted span"
+    out["column"] = column
+    out["options"] = dict(options or {})
+    out["fitted_until"] = float(steps[-1])
+    out["until_step"] = None if cutoff is None else float(cutoff)
+    out["n_points_fitted"] = int(len(part))
+    out["r2_all"] = est.score(df["step"].to_numpy(dtype=float), df[target].to_numpy(dtype=float))
+    out["observed"] = observed
+    if problem is None:
+        out["forecast"] = "ok"
+        out["forecast_transition_step"] = est.transition_step_
+        out["forecast_interval"] = list(est.transition_interval_)
+    else:
+        out["forecast"] = f"cannot forecast: {problem}"
+        out["forecast_transition_step"] = None
+        out["forecast_interval"] = None
+    actual = observed["transition_step"]
+    if problem is None and actual is not None:
+        out["forecast_error"] = est.transition_step_ - actual
+        out["forecast_relative_error"] = (est.transition_step_ - actual) / actual
+    out["source"] = source
+    return _jsonable(out)
+
+
+_ESTIMATOR_KEYS = ("aux_weight", "n_starts", "max_nfev", "n_boot", "random_state")
+
+
+def _split(kwargs: Mapping[str, Any]) -> tuple[dict, dict]:
+    """``(model options, DynamicsFit arguments)`` out of one keyword dict."""
+    est = {k: v for k, v in kwargs.items() if k in _ESTIMATOR_KEYS}
+    return {k: v for k, v in kwargs.items() if k not in _ESTIMATOR_KEYS}, est
 
 
 def fit_run(
@@ -547,35 +995,37 @@ def fit_run(
     aux: Sequence[str] = (),
     until_step: float | None = None,
     out_name: str | None = "fit.json",
+    model: str = "nested-logit",
+    fraction: float | None = None,
     **estimator_kwargs,
 ) -> dict:
-    """Fits the nested-logit model to a run directory and writes the result beside it.
+    """Fits a registered model (default: the nested-logit model) to a run directory.
 
     Args:
-        run_dir: directory with ``metrics.csv`` and ``config.json`` (see ``docs/CONTRACT.md``).
-        target: ``"ic_loss"`` or ``"ic_acc"``.
+        run_dir: a run directory, opened with :func:`interp.training.load_run`.
+        target: the curve (``metrics.csv`` column) fitted, ``ic_loss`` by default.
         aux: further curves fitted jointly (``cla, ila1, tila2, ic_acc, ic_loss``).
         until_step: fit only evaluations with ``step <= until_step``.
-        out_name: file written in ``run_dir`` (None: write nothing).
-        **estimator_kwargs: passed to :class:`NestedLogitFit`.
+        out_name: file written in ``run_dir`` (None: write nothing), atomically.
+        model: a registered model name.
+        fraction: fit only the first ``fraction`` of the plateau (see :func:`fit_curve`).
+        **estimator_kwargs: model options (the nested-logit model: ``free_floor``, ...) and
+            :class:`DynamicsFit` arguments (``aux_weight``, ``n_starts``, ``max_nfev``,
+            ``n_boot``, ``random_state``).
 
     Returns:
-        the :meth:`NestedLogitFit.summary` dict plus ``r2_all`` (R^2 over the whole curve),
-        ``observed`` (the transition detected on the data) and ``run_dir``.
+        The :func:`fit_curve` dict plus ``run_dir``.
     """
+    from interp.checkpoints import write_json_atomic
+
     metrics, task = read_run(run_dir)
-    df = _clean(metrics, [target, *aux])
-    fit_df = df if until_step is None else df[df["step"] <= until_step]
-    est = NestedLogitFit(**task, target=target, aux=tuple(aux), **estimator_kwargs)
-    est.fit(fit_df["step"].to_numpy(dtype=float), fit_df[[target, *aux]])
-    out = est.summary()
-    out["r2_all"] = est.score(df["step"].to_numpy(dtype=float), df[target].to_numpy(dtype=float))
-    out["until_step"] = until_step
-    out["observed"] = detect_run_transition(df, column=target)
+    options, est = _split(estimator_kwargs)
+    out = fit_curve(metrics, task=task, model=model, column=target, aux=aux, until=until_step,
+                    fraction=fraction, options=options, estimator_options=est,
+                    source=str(Path(run_dir) / "metrics.csv"))  # fmt: skip
     out["run_dir"] = str(run_dir)
-    out = _jsonable(out)
     if out_name is not None:
-        (Path(run_dir) / out_name).write_text(json.dumps(out, indent=2) + "\n")
+        write_json_atomic(Path(run_dir) / out_name, out)
     return out
 
 
@@ -593,8 +1043,8 @@ def forecast_transition(
 ) -> dict:
     """Forecasts the jump from the curves before it, and compares with where it really came.
 
-    The plateau is read off the (smoothed) target curve with :func:`detect_run_transition`:
-    it runs from ``plateau_start_step`` to ``onset_step``. The fit uses only evaluations with
+    The plateau is read off the target curve with :func:`observed_transition`: it runs from
+    ``plateau_start_step`` to ``onset_step``. The fit uses only evaluations with
     ``step <= plateau_start + fraction_of_plateau * (onset - plateau_start)``.
 
     Args:
@@ -610,11 +1060,12 @@ def forecast_transition(
             model's own noisy curves CLA helped a little (errors 1-15%).
         free_floor: off by default: before the jump the data say nothing about the loss floor,
             and a free floor would absorb the plateau.
-        **estimator_kwargs: passed to :class:`NestedLogitFit`.
+        **estimator_kwargs: nested-logit options (see :class:`NestedLogitFit`).
 
     Returns:
-        dict with ``forecast_step``, ``forecast_stderr``, ``actual_step``, ``error_steps``,
-        ``relative_error``, ``cutoff_step``, ``r2_fitted``, ``params``, ``stderr``.
+        dict with ``forecast_step``, ``forecast_stderr``, ``forecast_interval``, ``actual_step``,
+        ``error_steps``, ``relative_error``, ``cutoff_step``, ``r2_fitted``, ``params``,
+        ``stderr``.
     """
     if not 0 < fraction_of_plateau <= 1:
         raise ValueError(f"fraction_of_plateau must be in (0, 1], got {fraction_of_plateau!r}")
@@ -625,26 +1076,26 @@ def forecast_transition(
     else:
         metrics, task = read_run(run)
     aux = tuple(a for a in aux if a in metrics.columns and a != target)
-    df = _clean(metrics, [target, *aux])
-    obs = detect_run_transition(df, column=target)
-    start, onset = obs["plateau_start_step"], obs["onset_step"]
-    cutoff = start + fraction_of_plateau * (onset - start)
-    part = df[df["step"] <= cutoff]
-    est = NestedLogitFit(**task, target=target, aux=aux, free_floor=free_floor, **estimator_kwargs)
-    est.fit(part["step"].to_numpy(dtype=float), part[[target, *aux]])
-    actual = obs["transition_step"]
+    options, est = _split(estimator_kwargs)
+    out = fit_curve(metrics, task=task, column=target, aux=aux, fraction=fraction_of_plateau,
+                    options={"free_floor": free_floor, **options}, estimator_options=est)  # fmt: skip
+    actual = out["observed"]["transition_step"]
+    forecast = out["transition_step"]
+    error = None if forecast is None or actual is None else forecast - actual
     return _jsonable({
-        "forecast_step": est.transition_step_,
-        "forecast_stderr": est.transition_step_stderr_,
+        "forecast_step": forecast,
+        "forecast_stderr": out["transition_step_stderr"],
+        "forecast_interval": out["transition_interval"],
+        "forecast": out["forecast"],
         "actual_step": actual,
-        "error_steps": est.transition_step_ - actual,
-        "relative_error": (est.transition_step_ - actual) / actual,
-        "cutoff_step": float(cutoff),
+        "error_steps": error,
+        "relative_error": None if error is None else error / actual,
+        "cutoff_step": out["until_step"],
         "fraction_of_plateau": fraction_of_plateau,
-        "n_points_fitted": int(len(part)),
-        "r2_fitted": est.r2_,
-        "params": est.params_,
-        "stderr": est.stderr_,
+        "n_points_fitted": out["n_points_fitted"],
+        "r2_fitted": out["r2"],
+        "params": out["params"],
+        "stderr": out["stderr"],
         "aux": list(aux),
-        "observed": obs,
+        "observed": out["observed"],
     })  # fmt: skip

@@ -49,6 +49,7 @@ __all__ = [
     "check_task",
     "cliff_window_drop",
     "detect_cliff",
+    "flow",
     "gradient",
     "gradient_descent",
     "gradient_flow",
@@ -212,27 +213,31 @@ def gradient(
     return np.array(_grad_fd(float(beta1), float(alpha), float(xi), L, N, B, loss_fn))
 
 
-def _start(start: Sequence[float] | Mapping[str, float]) -> tuple[float, float, float]:
+def _start(
+    start: Sequence[float] | Mapping[str, float], names: Sequence[str] = PARAM_NAMES
+) -> tuple[float, ...]:
+    """The start as a tuple in the order of ``names`` (any number of parameters)."""
+    names = tuple(names)
     if isinstance(start, Mapping):
-        missing = [k for k in PARAM_NAMES if k not in start]
+        missing = [k for k in names if k not in start]
         if missing:
-            raise ValueError(f"start must have keys {PARAM_NAMES}, missing {missing}")
-        vals = [start[k] for k in PARAM_NAMES]
+            raise ValueError(f"start must have keys {names}, missing {missing}")
+        vals = [start[k] for k in names]
     else:
         vals = list(start)
-        if len(vals) != 3:
-            raise ValueError(f"start must be (beta1, alpha, xi), got {start!r}")
+        if len(vals) != len(names):
+            raise ValueError(f"start must be ({', '.join(names)}), got {start!r}")
     out = tuple(float(v) for v in vals)
     if not all(math.isfinite(v) for v in out):
         raise ValueError(f"start must be finite, got {start!r}")
-    return out  # type: ignore[return-value]
+    return out
 
 
 def trajectory_frame(
     t, params: np.ndarray, *, L: float, N: int, B: int, loss_fn: LossFn | None = None
 ) -> pd.DataFrame:
     """Builds the standard trajectory DataFrame from times and parameters ``[time, 3]``."""
-    params = np.asarray(params, dtype=float).reshape(-1, 3)
+    params = np.asarray(params, dtype=float).reshape(-1, len(PARAM_NAMES))
     b1, a, xi = params.T
     q = quantities(b1, a, xi, L=L, N=N, B=B, loss_fn=loss_fn)
     return pd.DataFrame(
@@ -359,6 +364,78 @@ def gradient_flow(
             raise RuntimeError(f"gradient_flow: solver failed: {sol.message}")
         params = sol.y.T
     return trajectory_frame(t_eval, params, L=L, N=N, B=B, loss_fn=loss_fn)
+
+
+def flow(
+    loss: Callable[[Mapping[str, float], Mapping[str, float]], float],
+    start: Mapping[str, float],
+    *,
+    t_eval: Sequence[float] | np.ndarray,
+    task: Mapping[str, float] | None = None,
+    quantities: Callable[[Mapping[str, np.ndarray], Mapping[str, float]], Mapping] | None = None,
+    method: str = "LSODA",
+    rtol: float = 1e-7,
+    atol: float = 1e-9,
+) -> pd.DataFrame:
+    """Gradient flow of any loss over any number of named parameters.
+
+    The model-agnostic form of :func:`gradient_flow` (which is the nested-logit case, with its
+    analytic gradient): ``d theta / dt = -grad loss(theta)``, the gradient by central finite
+    differences.
+
+    Args:
+        loss: ``loss(params, task) -> float`` with ``params`` a ``{name: float}`` mapping.
+        start: ``{name: value}``: the parameters (their order is kept) and their start.
+        t_eval: increasing model times (>= 0) at which to report.
+        task: passed to ``loss`` and ``quantities`` unchanged (e.g. ``{"L": 32, "N": 8, "B": 2}``).
+        quantities: ``quantities(params, task) -> {name: array}`` with ``params`` a mapping of
+            arrays over time; default: ``{"loss": ...}`` from ``loss`` at each time.
+        method, rtol, atol: ``solve_ivp`` settings.
+
+    Returns:
+        DataFrame with ``t``, one column per parameter, then one per quantity.
+
+    Raises:
+        RuntimeError: the solver failed.
+    """
+    names = tuple(start)
+    if not names:
+        raise ValueError("start must name at least one parameter")
+    y0 = np.array(_start(start, names))
+    task = dict(task or {})
+    t_eval = np.asarray(t_eval, dtype=float)
+    if t_eval.ndim != 1 or t_eval.size == 0 or t_eval[0] < 0 or np.any(np.diff(t_eval) < 0):
+        raise ValueError("t_eval must be a non-empty, non-decreasing 1-D array of times >= 0")
+
+    def f(y) -> float:
+        return float(loss(dict(zip(names, (float(v) for v in y))), task))
+
+    def rhs(_t, y):
+        g = np.empty(len(y))
+        for i in range(len(y)):
+            h = _FD_STEP * max(1.0, abs(y[i]))
+            yp, ym = y.copy(), y.copy()
+            yp[i] += h
+            ym[i] -= h
+            g[i] = (f(yp) - f(ym)) / (2 * h)
+        return -g
+
+    t_end = float(t_eval[-1])
+    if t_end == 0.0:
+        params = np.repeat(y0[None], t_eval.size, axis=0)
+    else:
+        sol = solve_ivp(rhs, (0.0, t_end), y0, method=method, t_eval=t_eval, rtol=rtol, atol=atol)
+        if not sol.success:
+            raise RuntimeError(f"flow: solver failed: {sol.message}")
+        params = sol.y.T
+    params = np.asarray(params, dtype=float).reshape(-1, len(names))
+    cols = {name: params[:, i] for i, name in enumerate(names)}
+    if quantities is None:
+        q = {"loss": np.array([f(row) for row in params])}
+    else:
+        q = {k: np.broadcast_to(np.asarray(v, dtype=float), t_eval.shape) for k, v in
+             quantities(cols, task).items()}  # fmt: skip
+    return pd.DataFrame({"t": t_eval} | cols | dict(q))
 
 
 @dataclass(frozen=True, kw_only=True)

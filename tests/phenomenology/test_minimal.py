@@ -12,7 +12,7 @@ import torch
 from interp.measures import progress_measures
 from interp.probes import cache_patterns
 from interp.task import TaskConfig, TaskGenerator
-from phenomenology.fit import detect_run_transition
+from phenomenology.fit import observed_transition
 from phenomenology.minimal import MinimalConfig, MinimalInductionHead, train_minimal
 
 TASK = TaskConfig(n_eval=256)
@@ -95,7 +95,7 @@ def test_plateau_then_jump_like_the_network(run):
     ILA1, TILA2 and IC accuracy jump together."""
     _, m = run
     n = TASK.n_distinct
-    jump = detect_run_transition(m, column="ic_loss")["transition_step"]
+    jump = observed_transition(m, column="ic_loss")["transition_step"]
     assert 300 <= jump <= 750
     plateau = m[(m["step"] >= 100) & (m["step"] <= jump - 100)]
     assert len(plateau) >= 5

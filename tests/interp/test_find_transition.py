@@ -1,0 +1,84 @@
+"""The one transition API: ``logistic`` on a rising measure, ``cliff`` on a falling one."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from interp.figures import detect_run_transition
+from interp.transition import detect_transition, find_transition, logistic, measure_direction
+from phenomenology.fit import observed_transition
+
+STEPS = np.linspace(0, 60000, 301)
+
+
+def _loss_step(mid=30000.0, width=1500.0, seed=0, noise=0.01):
+    rng = np.random.default_rng(seed)
+    return 2.0 / (1 + np.exp((STEPS - mid) / width)) + 0.05 + rng.normal(0, noise, STEPS.size)
+
+
+def test_direction_from_the_measure_name():
+    assert (
+        measure_direction("ic_loss") == "falling" and measure_direction("train_loss") == "falling"
+    )
+    assert measure_direction("ic_acc") == "rising" and measure_direction("ila1") == "rising"
+
+
+def test_rising_curve_gets_the_logistic_with_its_known_midpoint():
+    rng = np.random.default_rng(1)
+    acc = logistic(STEPS, 0.1, 0.98, 30000, 800) + rng.normal(0, 0.03, STEPS.size)
+    r = find_transition(STEPS, acc)
+    assert (r.method, r.direction) == ("logistic", "rising") and r.transitioned
+    assert r.step == pytest.approx(30000, rel=0.01)
+    # The same numbers as the logistic detector it wraps.
+    assert r.step == detect_transition(STEPS, acc).step
+    assert r.plateau_start == 0.0
+
+
+def test_falling_curve_gets_the_cliff_at_the_steepest_log_step_drop():
+    """For 2 / (1 + e^((t - m) / w)) the steepest drop per log-step is where 2 sigma - 1 = w / t,
+    i.e. about m + 0.1 w (within one grid step of 200)."""
+    r = find_transition(STEPS, _loss_step(), direction="falling")
+    assert (r.method, r.direction) == ("cliff", "falling") and r.transitioned
+    assert abs(r.step - 30150) <= 200
+    assert r.plateau_level == pytest.approx(2.05, abs=0.03)
+    assert r.final_level == pytest.approx(0.05, abs=0.03)
+    # onset and end at 10% of the drop from the plateau and the floor: m -/+ w ln 9.
+    assert r.plateau_end == pytest.approx(30000 - 1500 * np.log(9), abs=400)
+    assert r.width == pytest.approx(2 * 1500 * np.log(9), abs=800)
+    # Without a direction it is inferred from the curve.
+    assert find_transition(STEPS, _loss_step()).method == "cliff"
+
+
+def test_explicit_method_overrides_the_direction():
+    r = find_transition(STEPS, _loss_step(), method="logistic", direction="falling")
+    assert r.method == "logistic" and r.transitioned
+    assert r.step == pytest.approx(30000, rel=0.01)
+    assert r.plateau_level == pytest.approx(2.05, abs=0.05)  # levels in the curve's own sign
+
+
+def test_smooth_decay_and_flat_curve_are_not_cliffs():
+    decay = 2.0 * np.exp(-STEPS / 5000.0)
+    r = find_transition(STEPS, decay, direction="falling")
+    # Its steepest log-step drop is at t = tau, with no plateau before it.
+    assert not r.transitioned and "no plateau" in r.reason
+    assert r.step == pytest.approx(5000, abs=200)
+    flat = 1.0 + np.random.default_rng(0).normal(0, 0.01, STEPS.size)
+    r = find_transition(STEPS, flat, direction="falling")
+    assert not r.transitioned and "drop" in r.reason
+    with pytest.raises(ValueError, match="method"):
+        find_transition(STEPS, flat, method="steepest")
+
+
+def test_figures_and_fit_report_the_same_transition():
+    """One detector behind both: the figures' step for a loss and the fit's observed step."""
+    metrics = pd.DataFrame({"step": STEPS, "ic_loss": _loss_step(seed=2)})
+    from_figures = detect_run_transition(metrics, column="ic_loss")
+    from_fit = observed_transition(metrics, column="ic_loss")
+    assert from_fit["method"] == "cliff" and from_fit["transitioned"]
+    assert from_figures == from_fit["transition_step"]
+
+
+def test_a_steady_fall_is_not_a_cliff():
+    """A straight line's steepest log-step drop is at its end, with no real plateau before it."""
+    r = find_transition(STEPS, 3.0 - STEPS / 30000.0, direction="falling")
+    assert not r.transitioned and "no plateau" in r.reason

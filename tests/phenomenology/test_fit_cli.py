@@ -1,0 +1,225 @@
+"""``induction-cliff fit PATH``: run directories and plain CSV curves, a model from a plugin, and
+every user error as one line and a non-zero exit."""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from interp.cli import main
+
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "extra_model.py"
+STEPS = np.arange(0, 60001, 300)
+TRUTH = {"height": 2.0, "t_mid": 30000.0, "width": 1500.0}
+
+
+def _step_loss(rng_seed=0):
+    rng = np.random.default_rng(rng_seed)
+    z = (STEPS - TRUTH["t_mid"]) / TRUTH["width"]
+    return TRUTH["height"] / (1 + np.exp(z)) + rng.normal(0.0, 0.01, STEPS.size)
+
+
+def _write_run(path: Path, metrics: pd.DataFrame, task=None) -> Path:
+    path.mkdir()
+    task = task or {"L": 32, "N": 8, "B": 2, "B_eval": None, "D": 63, "K": 512}
+    config = {"format_version": 1, "task": task, "model": {}, "train": {}}
+    (path / "config.json").write_text(json.dumps(config))
+    metrics.to_csv(path / "metrics.csv", index=False)
+    return path
+
+
+def _fit(capsys, *argv):
+    rc = main(["fit", *map(str, argv)])
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def _one_line_error(rc, err, *needles):
+    assert rc != 0
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), err
+    assert "Traceback" not in err
+    for needle in needles:
+        assert needle in lines[0], lines[0]
+
+
+def test_fit_a_run_with_a_model_from_a_plugin(tmp_path, capsys):
+    """The registry's "done when": a model from one file outside the package, fitted with
+    ``fit RUN --model NAME --plugin FILE``, named in ``fit.json``."""
+    run = _write_run(tmp_path / "run", pd.DataFrame({"step": STEPS, "ic_loss": _step_loss()}))
+    rc, out, err = _fit(capsys, run, "--model", "logistic-step", "--plugin", FIXTURE,
+                        "--n-boot", "20")  # fmt: skip
+    assert rc == 0, err
+    saved = json.loads((run / "fit.json").read_text())
+    assert saved["model"] == "logistic-step" and saved["run_dir"] == str(run)
+    for name, value in TRUTH.items():
+        assert saved["params"][name] == pytest.approx(value, rel=0.03)
+        assert saved["stderr"][name] > 0
+    assert saved["forecast"] == "ok" and saved["r2"] > 0.99
+    low, high = saved["forecast_interval"]
+    assert low < saved["forecast_transition_step"] < high
+    assert saved["forecast_transition_step"] == pytest.approx(30150, rel=0.01)
+    assert saved["observed"]["method"] == "cliff" and saved["observed"]["transitioned"]
+    assert saved["observed"]["transition_step"] == pytest.approx(30150, rel=0.02)
+    assert saved["task"] == {"L": 32, "N": 8, "B": 2}  # from config.json
+    assert saved["fitted_until"] == 60000 and saved["interval_method"].startswith("moving-block")
+    assert "t_mid" in out and "forecast_transition_step" in out and "from " in out
+
+
+def test_fit_a_plain_csv_with_the_paper_task_by_default(tmp_path, capsys):
+    """A curve from another codebase: a CSV with ``step`` and ``loss`` columns, the nested-logit
+    model's own curve (known start and time scale); the task defaults are said."""
+    from phenomenology.landscape import gradient_flow
+
+    steps = np.arange(0.0, 30001.0, 250.0)
+    truth = gradient_flow({"beta1": -6.0, "alpha": 0.0, "xi": 0.5}, L=32, N=8, B=2,
+                          t_eval=steps / 50.0)  # fmt: skip
+    rng = np.random.default_rng(3)
+    csv = tmp_path / "curve.csv"
+    pd.DataFrame({"step": steps, "loss": truth["loss"] + rng.normal(0, 0.01, steps.size)}).to_csv(
+        csv, index=False
+    )
+    # A short seed grid (a model option from the command line) keeps the test fast.
+    rc, out, err = _fit(capsys, csv, "--column", "loss", "--target", "ic_loss", "--n-boot", "10",
+                        "--option", "beta1_grid=-7,-6,-5")  # fmt: skip
+    assert rc == 0, err
+    saved = json.loads((tmp_path / "curve.fit.json").read_text())
+    assert saved["model"] == "nested-logit" and saved["column"] == "loss"
+    assert saved["options"] == {"beta1_grid": [-7, -6, -5]}
+    assert saved["task"] == {"L": 32, "N": 8, "B": 2}
+    assert "L, N, B: the paper's defaults" in out
+    assert saved["params"]["time_scale"] == pytest.approx(50.0, rel=0.05)
+    assert saved["params"]["beta1_0"] == pytest.approx(-6.0, rel=0.05)
+    assert set(saved) >= {
+        "forecast_transition_step",
+        "forecast_interval",
+        "r2",
+        "params",
+        "fitted_until",
+        "stderr",
+        "target",
+        "aux",
+        "until_step",
+        "observed",
+    }
+
+
+def test_until_fits_only_the_steps_seen_and_set_changes_the_task(tmp_path, capsys):
+    csv = tmp_path / "c.csv"
+    pd.DataFrame({"step": STEPS, "ic_loss": _step_loss()}).to_csv(csv, index=False)
+    out_json = tmp_path / "out.json"
+    rc, out, err = _fit(capsys, csv, "--model", "logistic-step", "--plugin", FIXTURE,
+                        "--until", "26000", "--set", "L=64", "--json", out_json)  # fmt: skip
+    assert rc == 0, err
+    saved = json.loads(out_json.read_text())
+    assert saved["fitted_until"] == 25800 and saved["until_step"] == 26000
+    assert saved["n_points_fitted"] == 87
+    # A noisy plateau is a plateau: seeing the start of the drop, the forecast is made.
+    assert saved["forecast"] == "ok"
+    assert saved["forecast_transition_step"] == pytest.approx(30150, rel=0.1)
+    assert saved["task"] == {"L": 64.0, "N": 8, "B": 2}
+    assert "N, B: the paper's defaults; L from --set" in out
+    assert not (tmp_path / "c.fit.json").exists()  # --json replaced the default path
+
+
+def test_a_curve_with_no_plateau_cannot_be_forecast(tmp_path, capsys):
+    """A steady decline: the fit is reported, the forecast says why there is none."""
+    csv = tmp_path / "line.csv"
+    pd.DataFrame({"step": STEPS, "ic_loss": 3.0 - STEPS / 30000.0}).to_csv(csv, index=False)
+    rc, out, err = _fit(capsys, csv, "--model", "logistic-step", "--plugin", FIXTURE,
+                        "--n-boot", "5")  # fmt: skip
+    assert rc == 0, err
+    saved = json.loads((tmp_path / "line.fit.json").read_text())
+    assert saved["forecast"].startswith("cannot forecast: no plateau")
+    assert saved["forecast_transition_step"] is None and saved["forecast_interval"] is None
+    assert "cannot forecast: no plateau" in out
+
+
+@pytest.mark.parametrize(
+    ("frame", "args", "needles"),
+    [
+        ({"iteration": [1, 2, 3], "ic_loss": [1, 2, 3]}, [], ["no 'step' column", "c.csv"]),
+        ({"step": range(20), "loss": [1.0] * 20}, [], ["column 'ic_loss' does not exist"]),
+        ({"step": range(5), "ic_loss": [1.0] * 5}, [], ["5 points", "at least 8"]),
+        ({"step": range(20), "ic_loss": [1.0] * 20}, ["--until", "9", "--fraction", "0.5"],
+         ["--until or --fraction"]),
+        ({"step": range(20), "ic_loss": [1.0] * 20}, ["--model", "nope"],
+         ["unknown model 'nope'", "nested-logit"]),
+        ({"step": range(20), "ic_loss": [1.0] * 20}, ["--set", "K=3"], ["--set K"]),
+        ({"step": range(20), "ic_loss": [1.0] * 20}, ["--set", "N=x"], ["--set N"]),
+        ({"step": range(20), "ic_loss": [1.0] * 20}, ["--fraction", "2"], ["--fraction"]),
+        ({"step": range(20), "ic_loss": [1.0] * 20}, ["--until", "3"], ["4 points with step"]),
+        ({"step": range(20), "ic_loss": [1.0] * 20}, ["--column", "step2"], ["'step2'"]),
+        ({"step": range(20), "ic_loss": [1.0] * 20}, ["--option", "flor=1"], ["bad options"]),
+        ({"step": range(20), "ic_acc": [1.0] * 20}, ["--column", "ic_acc", "--fraction", "0.8"],
+         ["--fraction needs a curve whose transition is seen"]),
+    ],
+)  # fmt: skip
+def test_each_user_error_is_one_line(tmp_path, capsys, frame, args, needles):
+    csv = tmp_path / "c.csv"
+    pd.DataFrame(frame).to_csv(csv, index=False)
+    rc, _, err = _fit(capsys, csv, *args)
+    _one_line_error(rc, err, *needles)
+    assert not (tmp_path / "c.fit.json").exists()
+
+
+def test_path_and_plugin_errors_are_one_line(tmp_path, capsys):
+    rc, _, err = _fit(capsys, tmp_path / "missing.csv")
+    _one_line_error(rc, err, "missing.csv", "no such run directory or CSV")
+    csv = tmp_path / "c.csv"
+    pd.DataFrame({"step": range(20), "ic_loss": [1.0] * 20}).to_csv(csv, index=False)
+    rc, _, err = _fit(capsys, csv, "--plugin", tmp_path / "nothere.py")
+    _one_line_error(rc, err, "--plugin", "no such file")
+    rc, _, err = _fit(capsys, csv, "--plugin", "no_such_module_xyz")
+    _one_line_error(rc, err, "--plugin", "no_such_module_xyz")
+    run = _write_run(tmp_path / "run", pd.DataFrame({"step": range(20), "ic_loss": [1.0] * 20}))
+    rc, _, err = _fit(capsys, run, "--set", "L=16")
+    _one_line_error(rc, err, "--set L", "config.json")
+    assert not (run / "fit.json").exists()
+
+
+def test_the_fit_overlay_figure_refits_the_model_named_in_fit_json(tmp_path, capsys):
+    from interp.figures import _fit_overlay
+    from interp.training import load_run
+
+    metrics = pd.DataFrame({"step": STEPS, "ic_loss": _step_loss()})
+    run = _write_run(tmp_path / "run", metrics)
+    rc, _, err = _fit(capsys, run, "--model", "logistic-step", "--plugin", FIXTURE,
+                      "--until", "40000", "--n-boot", "0")  # fmt: skip
+    assert rc == 0, err
+    fig = _fit_overlay(load_run(run), metrics, None)
+    assert [t.name for t in fig.data] == ["IC loss (run)", "IC loss (fit)"]
+    assert fig.layout.title.text.startswith("logistic-step: run")
+    fitted = fig.data[1]
+    assert np.max(np.abs(np.interp(STEPS, fitted.x, fitted.y) - metrics["ic_loss"])) < 0.1
+
+
+def test_the_contributing_guide_example_runs_as_a_plugin(tmp_path, capsys):
+    """docs/contributing.md's worked example is the fixture's code, and it works as a plugin."""
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "contributing.md").read_text()
+    section = doc.split("## Add a dynamics model", 1)[1]
+    code = section.split("```python\n", 1)[1].split("```", 1)[0]
+    assert code.strip() in FIXTURE.read_text()
+    plugin = tmp_path / "doc_model.py"
+    plugin.write_text(code)
+    run = _write_run(tmp_path / "run", pd.DataFrame({"step": STEPS, "ic_loss": _step_loss(1)}))
+    rc, _, err = _fit(capsys, run, "--model", "logistic-step", "--plugin", plugin, "--n-boot", "0")
+    assert rc == 0, err
+    saved = json.loads((run / "fit.json").read_text())
+    assert saved["model"] == "logistic-step"
+    assert saved["params"]["t_mid"] == pytest.approx(TRUTH["t_mid"], rel=0.03)
+
+
+def test_plateau_problem_tells_a_noisy_plateau_from_a_steady_trend():
+    from phenomenology.fit import plateau_problem
+
+    rng = np.random.default_rng(5)
+    flat = 2.0 + rng.normal(0.0, 0.02, STEPS.size)  # noise spans its whole range
+    assert plateau_problem(STEPS, flat, direction="falling") is None
+    line = 3.0 - STEPS / 30000.0
+    assert plateau_problem(STEPS, line, direction="falling").startswith("no plateau")
+    noisy_line = line + rng.normal(0.0, 0.01, STEPS.size)  # noise far below the trend
+    assert plateau_problem(STEPS, noisy_line, direction="falling") is not None
+    assert plateau_problem(STEPS, _step_loss(), direction="falling") is None
