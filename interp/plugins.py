@@ -19,7 +19,6 @@ from __future__ import annotations
 import hashlib
 import importlib
 import importlib.util
-import json
 import logging
 import re
 import sys
@@ -111,12 +110,13 @@ def loaded_plugins() -> list[str]:
 
 
 def recorded_plugins(run_dir: str | Path) -> list[str]:
-    """The plugins a run directory's ``config.json`` records (``[]`` for none or no config)."""
-    path = Path(run_dir) / "config.json"
-    if not path.is_file():
-        return []
+    """The plugins a run directory's ``config.json`` records (``[]`` for none or no readable
+    config), read through the run-directory owner (:func:`interp.rundir.read_config`)."""
+    from interp.rundir import RunDirectoryError, read_config
+
     try:
-        plugins = json.loads(path.read_text()).get("plugins", [])
-    except (json.JSONDecodeError, AttributeError):
+        config, _ = read_config(Path(run_dir) / "config.json")
+    except RunDirectoryError:
         return []
+    plugins = config.get("plugins", [])
     return [str(p) for p in plugins] if isinstance(plugins, list) else []
