@@ -201,7 +201,7 @@ def deviations(run) -> list[str]:
     out = [n for n in (run_note(run) or "").split("; ") if n]
     steps = run.train_config.steps
     if steps != PAPER_STEPS:
-        out.append(f"{steps} training steps (paper: {PAPER_STEPS:.0e})")
+        out.append(f"{steps} training steps (paper: 1e5)")
     preset = _matching_preset(run)
     if preset is not None:
         extra = "" if preset.train.steps == steps else f" (steps set to {steps})"
@@ -381,7 +381,8 @@ def _fit_section(runs: list, note_of, fraction: float) -> str:
             )
             parts.append(
                 f"<p>Fit ({html.escape(origin)}): R<sup>2</sup> = {_num(est.r2_, '.4f')}, "
-                f"fitted transition step {_num(est.transition_step_, '.0f')}, observed "
+                f"fitted transition step {_num(est.transition_step_, '.0f')}, observed on the "
+                f"{html.escape(target)} curve "
                 f"{_num(observed, '.0f')}.</p>" + _fig_html(fig)
             )
             start, onset = obs["plateau_start_step"], obs["onset_step"]
