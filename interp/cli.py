@@ -166,9 +166,14 @@ def _cmd_measures(args) -> int:
 
 
 def _cmd_transition(args) -> int:
+    from interp.training import RunDirectoryError
     from interp.transition import transition_report
 
-    report = transition_report(args.run_dirs, measure=args.measure)
+    try:
+        report = transition_report(args.run_dirs, measure=args.measure)
+    except RunDirectoryError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
     print(report.to_string(index=False))
     if args.out:
         report.to_csv(args.out, index=False)
@@ -202,6 +207,8 @@ def _cmd_report(args) -> int:
     from interp.explorer import ExplorerConfig
     from interp.report import ReportConfig, ReportInputError, write_report
 
+    if args.sequences < 1:
+        raise ValueError(f"--sequences {args.sequences} is invalid: must be >= 1")
     config = ReportConfig(fit=not args.no_fit, explorer=ExplorerConfig(n_sequences=args.sequences))
     try:
         path = write_report(args.run_dirs, args.out, config)

@@ -160,3 +160,15 @@ def test_report_cli_writes_the_default_path(run_dir, capsys):
 
 def test_report_input_error_is_a_value_error():
     assert issubclass(ReportInputError, ValueError)
+
+
+def test_report_of_two_configs_compares_them(tmp_path):
+    a = tiny_run(tmp_path / "K32", K=32, steps=10)
+    b = tiny_run(tmp_path / "K64", K=64, steps=10)
+    out = tmp_path / "both.html"
+    assert main(["report", str(a), str(b), "--out", str(out), "--no-fit", "--sequences", "1"]) == 0
+    page = out.read_text()
+    assert "2 configs, differing in task.K" in page
+    assert page.count('class="induction-cliff-explorer"') == 2  # one per config
+    for label in ("K=32 (seed 0)", "K=64 (seed 0)", "mean [K=32]", "mean [K=64]"):
+        assert label in page
