@@ -172,3 +172,28 @@ def test_report_of_two_configs_compares_them(tmp_path):
     assert page.count('class="induction-cliff-explorer"') == 2  # one per config
     for label in ("K=32 (seed 0)", "K=64 (seed 0)", "mean [K=32]", "mean [K=64]"):
         assert label in page
+
+
+@pytest.mark.slow
+def test_report_fit_section_finds_a_clean_cliff(tmp_path):
+    """A clean IC-loss cliff at step 2000: the fit explains it and puts the jump there (minutes)."""
+    import re
+
+    import pandas as pd
+
+    from interp.report import _fit_section
+
+    d = tiny_run(tmp_path / "run", steps=10)
+    steps = np.arange(0, 3001, 25)
+    s = 1 / (1 + np.exp(-(steps - 2000) / 120))
+    loss = np.log(8) * (1 - s) + 0.05
+    pd.DataFrame(
+        {"step": steps, "train_loss": loss, "ic_loss": loss, "ic_acc": 0.125 + 0.85 * s}
+    ).to_csv(d / "metrics.csv", index=False)
+    section = _fit_section([load_run(d)], lambda run: None, 0.8)
+    found = re.search(r"R<sup>2</sup> = ([0-9.]+), fitted transition step (\d+)", section)
+    assert found, section
+    assert float(found[1]) > 0.99
+    assert int(found[2]) == pytest.approx(2000, rel=0.05)
+    assert section.count('class="report-figure"') == 2  # the fit and the forecast
+    assert not (d / "fit.json").exists()  # the page's fit is not saved into the run
