@@ -210,9 +210,11 @@ def _cmd_report(args) -> int:
     if args.sequences < 1:
         raise ValueError(f"--sequences {args.sequences} is invalid: must be >= 1")
     config = ReportConfig(fit=not args.no_fit, explorer=ExplorerConfig(n_sequences=args.sequences))
+    from interp.checkpoints import CheckpointError
+
     try:
         path = write_report(args.run_dirs, args.out, config)
-    except ReportInputError as err:
+    except (ReportInputError, CheckpointError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     print(
