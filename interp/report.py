@@ -65,7 +65,7 @@ th { background: #f3f3f3; } td:first-child, th:first-child { text-align: left; }
 .ex-controls { display: flex; gap: 1.5em; align-items: center; flex-wrap: wrap; margin: .5em 0; }
 .ex-step { width: 320px; vertical-align: middle; }
 .ex-plots { display: flex; flex-wrap: wrap; gap: 1em; }
-details { margin: .4em 0; }
+details { margin: .4em 0; } .report-figure { overflow-x: auto; }
 """
 
 
