@@ -9,6 +9,7 @@ Examples::
     induction-cliff fit runs/fig3-s1                            # writes runs/fig3-s1/fit.json
     induction-cliff fit curve.csv --column loss --target ic_loss --set L=64
     induction-cliff figures runs/demo --out runs/demo/figures
+    induction-cliff report runs/demo                            # writes runs/demo/report.html
     induction-cliff sweep --preset fig2-kb-quick --out runs/fig2-kb   # rerun it to resume
     induction-cliff sweep --preset paper-fig1d --seeds 0-5 --out runs/fig1d --backend ray
     induction-cliff --plugin my_measure.py train --preset tiny --out runs/t   # a new measure
@@ -133,9 +134,14 @@ def _cmd_measures(args) -> int:
 
 
 def _cmd_transition(args) -> int:
+    from interp.training import RunDirectoryError
     from interp.transition import transition_report
 
-    report = transition_report(args.run_dirs, measure=args.measure)
+    try:
+        report = transition_report(args.run_dirs, measure=args.measure)
+    except RunDirectoryError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
     print(report.to_string(index=False))
     if args.out:
         from interp.atomic import write_text_atomic
@@ -311,6 +317,26 @@ def _cmd_figures(args) -> int:
     print(f"wrote {len(paths)} files to {args.out}:")
     for p in paths:
         print(f"  {p}")
+    return 0
+
+
+def _cmd_report(args) -> int:
+    from interp.explorer import ExplorerConfig
+    from interp.report import ReportConfig, ReportInputError, write_report
+
+    if args.sequences < 1:
+        raise ValueError(f"--sequences {args.sequences} is invalid: must be >= 1")
+    config = ReportConfig(fit=not args.no_fit, explorer=ExplorerConfig(n_sequences=args.sequences))
+    from interp.checkpoints import CheckpointError
+
+    try:
+        path = write_report(args.run_dirs, args.out, config)
+    except (ReportInputError, CheckpointError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    print(
+        f"wrote {path} ({path.stat().st_size / 1e6:.1f} MB): open it in a browser (works offline)"
+    )
     return 0
 
 
@@ -596,6 +622,23 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True)
     p.add_argument("--formats", default="pdf,png", help="comma-separated: pdf,png,svg,html")
     p.set_defaults(func=_cmd_figures)
+
+    p = sub.add_parser(
+        "report",
+        help="one self-contained offline HTML page: config and deviations, dynamics, transition, "
+        "fit and forecast, attention explorer (runs grouped by config)",
+    )
+    p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR")
+    p.add_argument(
+        "--out", default=None, help="HTML file (default RUN_DIR/report.html; required for several)"
+    )
+    p.add_argument(
+        "--no-fit", action="store_true", help="skip the nested-logit fit and forecast (faster)"
+    )
+    p.add_argument(
+        "--sequences", type=int, default=3, help="explorer sequences per IC/IC2/IW set (default 3)"
+    )
+    p.set_defaults(func=_cmd_report)
 
     p = sub.add_parser(
         "evaluate",

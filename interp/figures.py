@@ -3,7 +3,8 @@
 For run directories written by :func:`interp.training.train` (format in ``docs/CONTRACT.md``):
 
 - ``training_dynamics``: loss and IC / IC2 / IW accuracy against step, every run faint, mean bold,
-  detected transitions dashed (the paper's Fig. 1d);
+  detected transitions dashed (the paper's Fig. 1d); runs of different configs (see
+  :mod:`interp.compare`) are drawn side by side instead, one colour per config, never averaged;
 - ``progress_measures``: ILA1, TILA2, TLA2, CLA, IC accuracy and head scores on one step axis;
 - ``attention_maps.html`` and ``attention_maps_average.html``: both layers' attention on one IC
   sequence, and averaged over IC sequences, with a slider across checkpoints (interactive only);
@@ -29,6 +30,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import torch
 
+from interp.compare import comparison_figures, group_runs
 from interp.export import export_figure
 from interp.plots import (
     plot_attention_maps,
@@ -293,10 +295,15 @@ def write_standard_figures(
     L = runs[0].task.L
     written: list[Path] = []
 
-    fig = plot_training_dynamics(metrics, found or None, note=note, chance=1.0 / L)
-    written += export_figure(fig, out / "training_dynamics", formats, style="double")
-    fig = plot_progress_measures(metrics, found or None, note=note)
-    written += export_figure(fig, out / "progress_measures", formats, style="single")
+    groups = group_runs(runs)
+    if len(groups) > 1:  # different configs: side by side, never averaged together
+        for stem, fig in comparison_figures(groups, note=note).items():
+            written += export_figure(fig, out / stem, formats, style="double")
+    else:
+        fig = plot_training_dynamics(metrics, found or None, note=note, chance=1.0 / L)
+        written += export_figure(fig, out / "training_dynamics", formats, style="double")
+        fig = plot_progress_measures(metrics, found or None, note=note)
+        written += export_figure(fig, out / "progress_measures", formats, style="single")
 
     run = runs[attention_run]
     if run.checkpoint_steps:

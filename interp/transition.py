@@ -369,22 +369,40 @@ def transition_report(
 ) -> pd.DataFrame:
     """Transition of ``measure`` for several runs (run directories or metrics DataFrames).
 
-    Returns:
-        One row per run (``run`` and the fields of :class:`TransitionResult`), then a ``mean`` and a
-        ``std`` row over the runs that transitioned, with ``n_transitioned`` out of ``n_runs``.
-    """
-    rows = []
-    for i, run in enumerate(runs):
-        if isinstance(run, pd.DataFrame):
-            name, metrics = f"run{i}", run
-        else:
-            from interp.rundir import load_run
+    Run directories are grouped by config (:func:`interp.compare.group_runs`): only seeds of one
+    config are summarised together; DataFrames count as seeds of one config.
 
-            name, metrics = str(run), load_run(run).metrics
-        r = detect_transition(metrics["step"], metrics[measure], min_rise=min_rise)
-        rows.append({"run": name, **r.to_dict()})
-    df = pd.DataFrame(rows)
-    return pd.concat([df, summarize_seeds(df)], ignore_index=True)
+    Returns:
+        One row per run (``run``, ``config`` and the fields of :class:`TransitionResult`); then,
+        per config, a ``mean`` and a ``std`` row over its runs that transitioned, with
+        ``transitioned`` saying how many out of its runs. With several configs those rows are
+        named ``mean [K=512]``, ``std [K=512]``, ..., after the fields that differ.
+    """
+    from interp.compare import group_runs
+    from interp.training import load_run
+
+    frames = [r for r in runs if isinstance(r, pd.DataFrame)]
+    if frames and len(frames) < len(runs):
+        raise ValueError("runs must be all run directories or all metrics DataFrames, not both")
+    if frames:
+        named = [[(f"run{i}", m) for i, m in enumerate(frames)]]
+        labels = ["one config"]
+    else:
+        groups = group_runs([load_run(r) for r in runs])
+        named = [[(str(r.path), r.metrics) for r in g.runs] for g in groups]
+        labels = [g.label for g in groups]
+    parts = []
+    for label, members in zip(labels, named, strict=True):
+        rows = []
+        for name, metrics in members:
+            r = detect_transition(metrics["step"], metrics[measure], min_rise=min_rise)
+            rows.append({"run": name, "config": label, **r.to_dict()})
+        df = pd.DataFrame(rows)
+        summary = summarize_seeds(df).assign(config=label)
+        if len(named) > 1:
+            summary["run"] = summary["run"] + f" [{label}]"
+        parts += [df, summary]
+    return pd.concat(parts, ignore_index=True)
 
 
 def summarize_seeds(report: pd.DataFrame) -> pd.DataFrame:

@@ -27,8 +27,10 @@ if ! .venv/bin/python -m pip install -q --upgrade pip >"$log" 2>&1; then cat "$l
 # 2.13.0 instead of pulling a multi-GB CUDA build. The package metadata itself only asks for a
 # range (GPU users keep their torch).
 echo "[setup] installing dependencies (torch==2.13.0 CPU, transformer-lens 4.x, ray, ...)"
-# The ray extra is the distributed sweep backend; the tests run it on a local instance.
-if ! .venv/bin/python -m pip install -q "torch==2.13.0" -e ".[dev,ray]" >"$log" 2>&1; then
+# The ray extra is the distributed sweep backend; the tests run it on a local instance. The
+# explorer extra (ipywidgets) is the attention explorer in JupyterLab; dev brings playwright,
+# which the report's browser test uses to drive Debian's chromium (no browser download).
+if ! .venv/bin/python -m pip install -q "torch==2.13.0" -e ".[dev,ray,explorer]" >"$log" 2>&1; then
   cat "$log"; echo "[setup] pip install failed (log: $log)"; exit 1
 fi
 .venv/bin/python -c "import torch, transformer_lens, interp, phenomenology; print('[setup] ok: torch', torch.__version__)"

@@ -1,0 +1,199 @@
+"""The report command's input checks, its content, and the explorer's data (known answers)."""
+
+import numpy as np
+import pytest
+import torch
+
+from interp import checkpoints
+from interp.cli import main
+from interp.explorer import (
+    AttentionExplorer,
+    ExplorerConfig,
+    explorer_data,
+    heatmap_figure,
+    measures_figure,
+    token_ticks,
+)
+from interp.report import ReportConfig, ReportInputError, build_report, deviations
+from interp.training import load_run
+from tests.interp.tiny_runs import tiny_run
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory):
+    return tiny_run(tmp_path_factory.mktemp("report") / "tiny", steps=20)
+
+
+def test_token_ticks_name_roles_trained_and_novel_classes():
+    ticks, hover = token_ticks([70, 3, 70], [5, 1, 5], 70, 5, K=64)
+    assert ticks == ["x1 n1", "l1 y5", "x2 c3", "l2 y1", "x3 n1", "l3 y5", "q n1"]
+    assert hover[2] == "x2: item of class 3, label 1"
+    assert hover[-1] == "q: query of novel class n1 (id 70), target label 5"
+    with pytest.raises(ValueError, match="same length"):
+        token_ticks([1, 2], [1], 1, 1, K=64)
+
+
+def test_explorer_patterns_are_uniform_when_queries_are_zero(tmp_path):
+    """W_Q = 0 makes every score 0: query row q attends 1/(q+1) to each key k <= q."""
+    d = tiny_run(tmp_path / "run", steps=10)
+    run = load_run(d)
+    model = run.load_model(10)
+    with torch.no_grad():
+        for block in model.blocks:
+            block.attn.W_Q.zero_()
+    checkpoints.save_weights(d / "checkpoints", 10, model)
+    data = explorer_data(run, ExplorerConfig(n_sequences=2, steps=(0, 10)))
+    assert data["steps"] == [0, 10] and data["n_layers"] == 2
+    assert [len(data["sets"][s]) for s in ("ic", "ic2", "iw")] == [2, 2, 2]
+    n = 2 * run.task.N + 1
+    for layer in range(2):
+        z = data["sets"]["iw"][1]["patterns"][1][layer]
+        for q in range(n):
+            assert z[q][: q + 1] == pytest.approx([1 / (q + 1)] * (q + 1), abs=1e-3)
+            assert z[q][q + 1 :] == [None] * (n - q - 1)
+    # step 0 (random init) is not uniform: the steps really are different checkpoints
+    z0 = np.array(data["sets"]["iw"][1]["patterns"][0][0][-1], dtype=float)
+    assert np.abs(z0 - 1 / n).max() > 1e-3
+    # the measures beside it are the run's metrics.csv
+    assert data["measures"]["step"] == run.metrics["step"].tolist()
+    np.testing.assert_allclose(data["measures"]["ila1"], run.metrics["ila1"])
+
+
+def test_explorer_figures_and_widget_follow_the_choice(run_dir):
+    data = explorer_data(load_run(run_dir), ExplorerConfig(n_sequences=2))
+    fig = heatmap_figure(data, "ic2", 1, 0, 1)
+    assert [list(r) for r in fig.data[0].z] == data["sets"]["ic2"][1]["patterns"][0][1]
+    assert list(fig.data[0].x) == data["sets"]["ic2"][1]["ticks"]
+    assert "layer 2, step 0, IC2 sequence 2" in fig.layout.title.text
+    with pytest.raises(ValueError, match="set_name"):
+        heatmap_figure(data, "ood")
+    assert measures_figure(data, 10).layout.shapes[0].x0 == 10
+    explorer = AttentionExplorer(None, data=data)
+    last = data["sets"]["ic"][0]["patterns"][-1][0]
+    assert [list(r) for r in explorer.heatmap.data[0].z] == last
+    explorer.step.value = 0  # the slider moves: heatmap and cursor follow
+    assert [list(r) for r in explorer.heatmap.data[0].z] == data["sets"]["ic"][0]["patterns"][0][0]
+    assert explorer.measures.layout.shapes[0].x0 == 0
+    explorer.layer.value = 1
+    explorer.set_name.value = "iw"
+    assert [list(r) for r in explorer.heatmap.data[0].z] == data["sets"]["iw"][0]["patterns"][0][1]
+
+
+@pytest.mark.parametrize(
+    "kwargs, field",
+    [
+        (dict(n_sequences=0), "n_sequences"),
+        (dict(sets=("ic", "ood")), "sets"),
+        (dict(steps=()), "steps"),
+        (dict(decimals=0), "decimals"),
+    ],
+)
+def test_explorer_config_names_the_bad_field(kwargs, field):
+    with pytest.raises(ValueError, match=f"ExplorerConfig.{field}="):
+        ExplorerConfig(**kwargs)
+
+
+def test_report_config_names_the_bad_field():
+    with pytest.raises(ValueError, match="ReportConfig.forecast_fraction="):
+        ReportConfig(forecast_fraction=1.5)
+
+
+def test_deviations_name_optimiser_steps_and_preset(tmp_path):
+    from interp.cli import build_configs
+    from interp.training import train
+
+    task, model, cfg, _ = build_configs("tiny", {"steps": "10", "eval_every": "5"}, 0)
+    train(task, model, cfg, tmp_path / "t", progress=False)
+    devs = deviations(load_run(tmp_path / "t"))
+    assert devs[0] == "adam lr 0.003 (paper: SGD lr 0.01)"
+    assert devs[1] == "10 training steps (paper: 1e5)"
+    assert devs[2].startswith("settings of preset 'tiny' (steps set to 10): Tiny smoke-test")
+
+
+def test_report_page_has_every_section_offline(run_dir, tmp_path):
+    page = build_report([load_run(run_dir)], ReportConfig(fit=False))
+    for heading in ("1. Config", "2. Training dynamics", "3. Plateau", "4. Nested-logit", "5. Att"):
+        assert f"<h2>{heading}" in page
+    assert "adam lr 0.003 (paper: SGD lr 0.01)" in page
+    from plotly.offline import get_plotlyjs
+
+    assert page.count(get_plotlyjs()) == 1  # plotly.js inline, once
+    ours = page.replace(get_plotlyjs(), "")
+    for external in ("src=", "<link", "http://", "https://", "cdn"):
+        assert external not in ours.lower()
+
+
+def _err(capsys) -> str:
+    return capsys.readouterr().err.strip()
+
+
+def test_report_cli_refuses_bad_input_in_one_line(run_dir, tmp_path, capsys):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    cases = [
+        ([str(tmp_path / "nowhere")], "nowhere: is not a directory"),
+        ([str(empty)], "empty: not a run directory (no config.json)"),
+        ([str(run_dir), str(run_dir)], "--out is required"),
+        ([str(run_dir), "--out", str(tmp_path / "no" / "r.html")], "does not exist"),
+        ([str(run_dir), "--out", str(tmp_path)], "is a directory"),
+    ]
+    for args, message in cases:
+        assert main(["report", *args]) == 2
+        err = _err(capsys)
+        assert err.startswith("error: ") and message in err and "\n" not in err
+    assert not (tmp_path / "no").exists()  # nothing created for a missing folder
+    bare = tmp_path / "bare"
+    tiny_run(bare, steps=10)
+    for f in (bare / "checkpoints").glob("*.safetensors"):
+        f.unlink()
+    assert main(["report", str(bare)]) == 2
+    assert "checkpoints: holds no weight checkpoints" in _err(capsys)
+    assert not (bare / "report.html").exists()
+
+
+def test_report_cli_writes_the_default_path(run_dir, capsys):
+    assert main(["report", str(run_dir), "--no-fit", "--sequences", "1"]) == 0
+    out = run_dir / "report.html"
+    assert out.exists() and f"wrote {out}" in capsys.readouterr().out
+    assert "<h2>5. Attention explorer" in out.read_text()
+
+
+def test_report_input_error_is_a_value_error():
+    assert issubclass(ReportInputError, ValueError)
+
+
+def test_report_of_two_configs_compares_them(tmp_path):
+    a = tiny_run(tmp_path / "K32", K=32, steps=10)
+    b = tiny_run(tmp_path / "K64", K=64, steps=10)
+    out = tmp_path / "both.html"
+    assert main(["report", str(a), str(b), "--out", str(out), "--no-fit", "--sequences", "1"]) == 0
+    page = out.read_text()
+    assert "2 configs, differing in task.K" in page
+    assert page.count('class="induction-cliff-explorer"') == 2  # one per config
+    for label in ("K=32 (seed 0)", "K=64 (seed 0)", "mean [K=32]", "mean [K=64]"):
+        assert label in page
+
+
+@pytest.mark.slow
+def test_report_fit_section_finds_a_clean_cliff(tmp_path):
+    """A clean IC-loss cliff at step 2000: the fit explains it and puts the jump there (minutes)."""
+    import re
+
+    import pandas as pd
+
+    from interp.report import _fit_section
+
+    d = tiny_run(tmp_path / "run", steps=10)
+    steps = np.arange(0, 3001, 25)
+    s = 1 / (1 + np.exp(-(steps - 2000) / 120))
+    loss = np.log(8) * (1 - s) + 0.05
+    pd.DataFrame(
+        {"step": steps, "train_loss": loss, "ic_loss": loss, "ic_acc": 0.125 + 0.85 * s}
+    ).to_csv(d / "metrics.csv", index=False)
+    section = _fit_section([load_run(d)], lambda run: None, 0.8)
+    found = re.search(r"R<sup>2</sup> = ([0-9.]+), fitted transition step (\d+)", section)
+    assert found, section
+    assert float(found[1]) > 0.99
+    assert int(found[2]) == pytest.approx(2000, rel=0.05)
+    assert section.count('class="report-figure"') == 2  # the fit and the forecast
+    assert not (d / "fit.json").exists()  # the page's fit is not saved into the run
