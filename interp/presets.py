@@ -66,9 +66,9 @@ def _fig2_presets() -> list[Preset]:
     Fig 2 varies one or two data parameters with the others fixed. The fixed values are this
     toolkit's choice (the headline setting of Fig 1d, K=512, B=2, p_C=0, where it applies).
     ``B = 0`` points train without bursty sequences (the sweep sets ``p_B = p_C = 0`` there, as
-    SPEC section 1 says). The ``-quick`` variants take minutes on 2 cores, not days: Adam lr 1e-3
-    for 1500 steps (a DEVIATION, as in the demo, with a larger lr so that the picture forms within
-    the budget) and 512 sequences per evaluation set.
+    docs/science.md section 1 says). The ``-quick`` variants take minutes on 2 cores, not days:
+    Adam lr 1e-3 for 1500 steps (a DEVIATION, as in the demo, with a larger lr so that the picture
+    forms within the budget) and 512 sequences per evaluation set.
     """
     paper_train = PAPER_TRAIN
     quick_train = dataclasses.replace(

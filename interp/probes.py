@@ -1,4 +1,4 @@
-"""Progress measures of the induction circuit (SPEC section 3), from hooked activations.
+"""Progress measures of the induction circuit (docs/science.md section 3), from hooked activations.
 
 Every probe is a plain function of attention patterns (or a model) and a :class:`~interp.task.Batch`,
 returning numbers or tensors with documented shapes. Patterns come from
@@ -124,7 +124,8 @@ def _head_max(values: Float[Tensor, " head_index"]) -> float:
 def ila1(pattern_l1: Pattern, batch: Batch) -> float:
     """Item-label association in layer 1: attention from each label token to its own item.
 
-    Averaged over labels and sequences (SPEC section 3). The previous-token head scores 1.
+    Averaged over labels and sequences (docs/science.md section 3). The previous-token head
+    scores 1.
     """
     n = batch.n_pairs
     labels = torch.arange(n, device=pattern_l1.device) * 2 + 1
@@ -246,7 +247,7 @@ MEASURE_NAMES = (
 def progress_measures(
     patterns: list[Pattern], logits: Float[Tensor, "batch L"], batch: Batch
 ) -> dict[str, float]:
-    """All scalar progress measures of SPEC section 3 on one batch (normally the IC set).
+    """All scalar progress measures of docs/science.md section 3 on one batch (normally the IC set).
 
     Args:
         patterns: ``[layer 1 pattern, layer 2 pattern]`` as returned by :func:`cache_patterns`.

@@ -14,10 +14,11 @@
 # %% [markdown]
 # # 3. Fitting the phenomenological model to a run
 #
-# The nested-logit model (SPEC section 4; a **reconstruction**: the paper does not publish its
-# exact form) has three scalars: `beta1` (layer-1 head strength), `alpha` (layer-2 match) and `xi`
-# (classifier gain). Its gradient flow has a long plateau and a cliff. Fitted to a network's curves
-# it maps model time to training steps and forecasts when the cliff comes.
+# The nested-logit model ([docs/science.md](../docs/science.md) section 4; a **reconstruction**:
+# the paper does not publish its exact form) has three scalars: `beta1` (layer-1 head strength),
+# `alpha` (layer-2 match) and `xi` (classifier gain). Its gradient flow has a long plateau and a
+# cliff. Fitted to a network's curves it maps model time to training steps and forecasts when the
+# cliff comes.
 #
 # `INDUCTION_CLIFF_SMALL=1`: tiny setting (CI). Otherwise the `demo` preset.
 

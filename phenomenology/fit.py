@@ -2,9 +2,10 @@
 
 :class:`NestedLogitFit` is a scikit-learn-style estimator. ``X`` is the training step, ``y`` the
 run's IC loss (or IC accuracy), optionally together with ILA1, TILA2 and CLA. The model's gradient
-flow [SPEC section 4, reconstruction; see :mod:`phenomenology.landscape`] is evaluated at model time
-``t = step / time_scale_`` from a fitted start ``(beta1_0, alpha_0, xi_0)``; ``scipy.optimize.
-least_squares`` fits those parameters and their uncertainties come from its Jacobian
+flow [docs/science.md section 4, reconstruction; see :mod:`phenomenology.landscape`] is
+evaluated at model time ``t = step / time_scale_`` from a fitted start ``(beta1_0, alpha_0,
+xi_0)``; ``scipy.optimize.least_squares`` fits those parameters and their uncertainties come
+from its Jacobian
 (``cov = s^2 (J^T J)^+``, ``s^2 = SSR / (m - k)``; the delta method for derived quantities).
 
 How the model's quantities are compared with the network's:
@@ -465,7 +466,7 @@ class NestedLogitFit(RegressorMixin, BaseEstimator):
             "cost": float(self.result_.cost),
             "nfev": int(self.result_.nfev),
             "success": bool(self.result_.success),
-            "model": "nested-logit gradient flow [SPEC section 4, reconstruction]",
+            "model": "nested-logit gradient flow [docs/science.md section 4, reconstruction]",
         })  # fmt: skip
 
 

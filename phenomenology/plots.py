@@ -1,4 +1,4 @@
-"""Figures of the nested-logit phenomenological model [SPEC section 4, reconstruction].
+"""Figures of the nested-logit phenomenological model [docs/science.md section 4, reconstruction].
 
 Functions take arrays and DataFrames (as returned by :func:`phenomenology.landscape.landscape_grid`,
 :func:`phenomenology.landscape.gradient_flow` and
