@@ -1,7 +1,7 @@
 # ---
 # jupyter:
 #   jupytext:
-#     formats: py:percent
+#     formats: ipynb,py:percent
 #     text_representation:
 #       extension: .py
 #       format_name: percent
@@ -27,11 +27,14 @@
 import numpy as np
 
 from interp.figures import run_note
+from interp.notebook import show_static_images
 from interp.presets import notebook_setting
 from interp.training import load_run
 from phenomenology.fit import NestedLogitFit, fit_run, forecast_transition, read_run
 from phenomenology.landscape import gradient_flow, landscape_grid
 from phenomenology.plots import plot_fit_overlay, plot_landscape
+
+show_static_images()  # interactive figures, each with a PNG beside it
 
 setting = notebook_setting()  # demo preset, or tiny with INDUCTION_CLIFF_SMALL=1
 SMALL, RUNS, preset = setting.small, setting.runs, setting.preset
