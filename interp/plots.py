@@ -440,7 +440,7 @@ def plot_progress_measures(
                 )
         if kept:
             # (subplot title, columns, panel name)
-            title_i = f"{name} ({'; '.join(repeats)}, not drawn twice)" if repeats else name
+            title_i = f"{name} ({'; '.join(repeats)})" if repeats else name
             rows.append((title_i, kept, name))
     if not rows:
         wanted = sorted({c for _, cols in panels for c in cols})

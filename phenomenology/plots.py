@@ -228,13 +228,13 @@ def plot_fit_overlay(
         left = k == 0 and len(marks) == 2  # the earlier of two: its label to the left
         fig.add_annotation(
             x=step,
-            y=1.0,
+            y=0.02,  # near the bottom: curves are mid-way there at a transition
             xref=f"x{len(panels)}" if len(panels) > 1 else "x",
             yref=f"y{len(panels)} domain" if len(panels) > 1 else "y domain",
             text=f"{label}<br>{step:.0f}",
             showarrow=False,
             xanchor="right" if left else "left",
-            yanchor="top",
+            yanchor="bottom",
             align="right" if left else "left",
             xshift=-3 if left else 3,
             font={"color": color, "size": 11},

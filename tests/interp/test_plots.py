@@ -134,7 +134,7 @@ def test_progress_measures_do_not_repeat_a_curve():
     assert "induction score" not in [t.name for t in fig.data]
     assert [t.name for t in fig.data if t.showlegend is not False][-1] == "prev-token score"
     titles = [a.text for a in fig.layout.annotations]
-    assert titles[2] == "head scores (induction score = TILA2, not drawn twice)"
+    assert titles[2] == "head scores (induction score = TILA2)"
     assert fig.layout.yaxis3.title.text == "score"
     # equal in one run only: both drawn
     runs[1]["induction_score"] = runs[1]["tila2"] + 0.01
