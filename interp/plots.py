@@ -492,9 +492,14 @@ def _hover_grid(hover: Sequence[str] | None, labels: Sequence[str]) -> np.ndarra
     return grid
 
 
+# Decimals kept of attention weights in figures: hover shows 3; more only bloats saved notebooks
+# and HTML files (a slider figure holds 2 x 16 heatmaps).
+_ATTENTION_DECIMALS = 4
+
+
 def _masked(pattern: np.ndarray) -> np.ndarray:
     """Blank the causally masked upper triangle so that it reads as 'not attendable', not 0."""
-    out = np.array(pattern, dtype=float)
+    out = np.round(np.array(pattern, dtype=float), _ATTENTION_DECIMALS)
     out[np.triu_indices_from(out, k=1)] = np.nan
     return out
 

@@ -70,7 +70,7 @@ logits, cache = model.run_with_cache(
 
 # %%
 transition = detect_run_transition(run.metrics)
-steps = select_checkpoints(run.checkpoint_steps, 16, transition)
+steps = select_checkpoints(run.checkpoint_steps, 8, transition)  # 8 keep a saved notebook small
 patterns = attention_patterns(run, steps, ic)  # [step, sequence, layer, query_pos, key_pos]
 labels = token_labels(ic.n_pairs)
 hover = token_hover(

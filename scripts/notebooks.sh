@@ -20,4 +20,6 @@ JSON
 # The notebooks reuse runs/demo when `bash scripts/demo.sh` has trained it, and write their own
 # runs under runs/notebooks.
 cd notebooks
-exec ../.venv/bin/jupyter lab "$@"
+root=()
+[ "$(id -u)" = 0 ] && root=(--allow-root)  # JupyterLab refuses to run as root without it
+exec ../.venv/bin/jupyter lab "${root[@]}" "$@"
