@@ -478,18 +478,19 @@ def _same_curve(runs: Mapping[str, pd.DataFrame], a: str, b: str) -> bool:
     )
 
 
-def _hover_grid(hover: Sequence[str] | None, labels: Sequence[str]) -> np.ndarray:
-    """customdata [query_pos, key_pos, 2]: descriptions of the query and of the key token."""
+def _categories(hover: Sequence[str] | None, labels: Sequence[str]) -> list[str]:
+    """Axis categories of an attention heatmap: the token descriptions (hover) or the labels.
+
+    The descriptions are the category names, so that the hover shows them through ``%{x}`` and
+    ``%{y}`` without a per-cell copy (a ``customdata`` grid made saved notebooks several MB);
+    the tick labels stay the short role labels (see :func:`_every_token`).
+    """
     text = list(hover) if hover is not None else list(labels)
     if len(text) != len(labels):
         raise ValueError(f"hover has {len(text)} entries, token_labels has {len(labels)}")
-    n = len(text)
-    grid = np.empty((n, n, 2), dtype=object)
-    for q in range(n):
-        for k in range(n):
-            grid[q, k, 0] = text[q]
-            grid[q, k, 1] = text[k]
-    return grid
+    if len(set(text)) != len(text):
+        raise ValueError("hover entries must be distinct, e.g. start with the token's role")
+    return text
 
 
 # Decimals kept of attention weights in figures: hover shows 3; more only bloats saved notebooks
@@ -504,23 +505,17 @@ def _masked(pattern: np.ndarray) -> np.ndarray:
     return out
 
 
-def _heatmap(
-    pattern: np.ndarray, labels: Sequence[str], customdata: np.ndarray, name: str, **kwargs
-) -> go.Heatmap:
+def _heatmap(pattern: np.ndarray, categories: Sequence[str], name: str, **kwargs) -> go.Heatmap:
     return go.Heatmap(
         z=_masked(pattern),
-        x=list(labels),
-        y=list(labels),
-        customdata=customdata,
+        x=list(categories),
+        y=list(categories),
         name=name,
         zmin=0.0,
         zmax=1.0,
         colorscale=SEQUENTIAL_SCALE,
         colorbar={"title": {"text": "attention"}, "len": 0.9},
-        hovertemplate=(
-            "query %{customdata[0]}<br>key %{customdata[1]}<br>attention %{z:.3f}"
-            f"<extra>{name}</extra>"
-        ),
+        hovertemplate=(f"query %{{y}}<br>key %{{x}}<br>attention %{{z:.3f}}<extra>{name}</extra>"),
         **kwargs,
     )
 
@@ -573,7 +568,7 @@ def plot_attention_maps(
     patterns = _check_patterns(patterns, steps, labels)
     n_step, n_layer = patterns.shape[:2]
     active = range(n_step)[active]
-    customdata = _hover_grid(hover, labels)
+    categories = _categories(hover, labels)
     fig = make_subplots(
         rows=1,
         cols=n_layer,
@@ -585,8 +580,7 @@ def plot_attention_maps(
             fig.add_trace(
                 _heatmap(
                     patterns[s, layer],
-                    labels,
-                    customdata,
+                    categories,
                     name=f"layer {layer + 1}, step {step}",
                     visible=s == active,
                     showscale=layer == n_layer - 1,
@@ -615,22 +609,31 @@ def plot_attention_maps(
         width=380 * n_layer + 120,
         height=560 if n_step > 1 else 480,
     )
-    fig.update_xaxes(title_text="key", **_every_token(labels))
-    fig.update_yaxes(title_text="query", autorange="reversed", **_every_token(labels, angle=0))
+    fig.update_xaxes(title_text="key", **_every_token(labels, categories))
+    fig.update_yaxes(
+        title_text="query", autorange="reversed", **_every_token(labels, categories, angle=0)
+    )
     return fig
 
 
-def _every_token(labels: Sequence[str], *, angle: int | None = None, size: int | None = None):
+def _every_token(
+    labels: Sequence[str],
+    categories: Sequence[str] | None = None,
+    *,
+    angle: int | None = None,
+    size: int | None = None,
+):
     """Axis settings that label every token (plotly would thin crowded category labels out).
 
     Args:
         labels: the token labels, in order.
+        categories: the axis categories they label (default: the labels themselves).
         angle: tick-label angle; default upright for up to 20 tokens, vertical beyond.
         size: tick-label font size in px (None: the figure's).
     """
     out = {
         "tickmode": "array",
-        "tickvals": list(labels),
+        "tickvals": list(categories if categories is not None else labels),
         "ticktext": list(labels),
         "tickangle": angle if angle is not None else (0 if len(labels) <= 20 else -90),
     }
@@ -673,7 +676,7 @@ def plot_attention_snapshots(
     n_step, n_layer = patterns.shape[:2]
     if captions is not None and len(captions) != n_step:
         raise ValueError(f"{len(captions)} captions for {n_step} checkpoints")
-    customdata = _hover_grid(hover, labels)
+    categories = _categories(hover, labels)
 
     def panel_title(layer: int, s: int) -> str:
         text = f"layer {layer + 1}, step {steps[s]}"
@@ -693,8 +696,7 @@ def plot_attention_snapshots(
             fig.add_trace(
                 _heatmap(
                     patterns[s, layer],
-                    labels,
-                    customdata,
+                    categories,
                     name=f"layer {layer + 1}, step {step}",
                     showscale=layer == 0 and s == n_step - 1,
                 ),
@@ -703,9 +705,11 @@ def plot_attention_snapshots(
             )
     # Every panel has the same tokens: label the outer axes only, leaving room for panel titles.
     # Small, vertical key labels: a print panel is ~1.4 in wide for 2N + 1 tokens.
-    fig.update_xaxes(showticklabels=False, **_every_token(labels, angle=-90, size=7))
+    fig.update_xaxes(showticklabels=False, **_every_token(labels, categories, angle=-90, size=7))
     fig.update_xaxes(title_text="key", showticklabels=True, row=n_layer)
-    fig.update_yaxes(autorange="reversed", showticklabels=False, **_every_token(labels, size=7))
+    fig.update_yaxes(
+        autorange="reversed", showticklabels=False, **_every_token(labels, categories, size=7)
+    )
     fig.update_yaxes(title_text="query", showticklabels=True, col=1)
     fig.update_layout(
         title=_title(title, note), width=260 * n_step + 160, height=260 * n_layer + 160

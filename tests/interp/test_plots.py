@@ -169,7 +169,10 @@ def test_attention_maps_slider_switches_checkpoints():
     (slider,) = fig.layout.sliders
     assert [s.label for s in slider.steps] == ["0", "50", "100"]
     assert slider.steps[1].args[0]["visible"] == [False, False, True, True, False, False]
-    assert list(fig.data[0].x) == labels and list(fig.data[0].y) == labels
+    # the token descriptions are the categories (hover shows them), the short roles the ticks
+    assert list(fig.data[0].x) == hover and list(fig.data[0].y) == hover
+    assert list(fig.layout.xaxis.tickvals) == hover and list(fig.layout.xaxis.ticktext) == labels
+    assert list(fig.layout.yaxis.ticktext) == labels
     assert fig.layout.xaxis.title.text == "key" and fig.layout.yaxis.title.text == "query"
     assert fig.layout.yaxis.autorange == "reversed"
     assert [a.text for a in fig.layout.annotations] == ["layer 1", "layer 2"]
@@ -180,8 +183,8 @@ def test_attention_maps_slider_switches_checkpoints():
     # rounded to 4 decimals (hover shows 3), which keeps saved notebooks and HTML small
     np.testing.assert_allclose(np.tril(np.nan_to_num(z)), patterns[1, 0], rtol=0, atol=5e-5)
     np.testing.assert_array_equal(np.nan_to_num(z), np.round(np.nan_to_num(z), 4))
-    assert fig.data[0].customdata[4, 1][0] == hover[4]
-    assert fig.data[0].customdata[4, 1][1] == hover[1]
+    assert "query %{y}<br>key %{x}" in fig.data[0].hovertemplate
+    assert fig.data[0].customdata is None  # no per-cell copy of the descriptions
 
 
 def test_attention_maps_validate_shapes():
@@ -194,6 +197,8 @@ def test_attention_maps_validate_shapes():
         plots.plot_attention_maps(fake_patterns(3), [0, 1, 2], plots.token_labels(3))
     with pytest.raises(ValueError, match="hover"):
         plots.plot_attention_maps(fake_patterns(3), [0, 1, 2], labels, hover=["a"])
+    with pytest.raises(ValueError, match="distinct"):
+        plots.plot_attention_maps(fake_patterns(3), [0, 1, 2], labels, hover=["a"] * 5)
     fig = plots.plot_attention_maps(fake_patterns(1), [7], labels)
     assert not fig.layout.sliders
 
