@@ -165,6 +165,8 @@ def key_checkpoints(
     if metrics is None or column not in metrics.columns or len(steps) < 3:
         return sorted({steps[0], *_around(steps, transition_step), steps[-1]})
     curve = metrics[["step", column]].dropna().sort_values("step")
+    if curve.empty:
+        return sorted({steps[0], *_around(steps, transition_step), steps[-1]})
     acc = np.interp(steps, curve["step"].to_numpy(float), curve[column].to_numpy(float))
     rise = acc[-1] - acc[0]
     if not rise > 0:
@@ -188,9 +190,10 @@ def key_checkpoints(
 
 def _accuracy_captions(metrics: pd.DataFrame, steps: Sequence[int]) -> list[str]:
     """``"IC acc 0.09"`` at each step (interpolated between evaluations); empty without ic_acc."""
-    if "ic_acc" not in metrics.columns:
+    curve = metrics[["step", "ic_acc"]].dropna() if "ic_acc" in metrics.columns else metrics[[]]
+    if curve.empty:
         return ["" for _ in steps]
-    curve = metrics[["step", "ic_acc"]].dropna().sort_values("step")
+    curve = curve.sort_values("step")
     acc = np.interp(steps, curve["step"].to_numpy(float), curve["ic_acc"].to_numpy(float))
     return [f"IC acc {a:.2f}" for a in acc]
 

@@ -369,3 +369,6 @@ def test_key_checkpoints_by_accuracy_start_plateau_jump_end():
     # no rise: the plain rule
     flat = metrics.assign(ic_acc=0.1)
     assert key_checkpoints(steps, 352, metrics=flat) == [0, 350, 360, 500]
+    # no accuracy recorded: the plain rule
+    empty = metrics.assign(ic_acc=float("nan"))
+    assert key_checkpoints(steps, 352, metrics=empty) == [0, 350, 360, 500]
