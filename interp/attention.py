@@ -1,6 +1,7 @@
 """Causal self-attention with TransformerLens hook points and a pluggable score scale.
 
-The paper's layer (SPEC section 2) is ``u_t <- u_t + sum_{j<=t} softmax_j((W_K u_j).(W_Q u_t)) W_V u_j``:
+The paper's layer (docs/science.md section 2) is
+``u_t <- u_t + sum_{j<=t} softmax_j((W_K u_j).(W_Q u_t)) W_V u_j``:
 no biases, no ``1/sqrt(d)`` scale, a token may attend to itself, and no separate output projection.
 ``W_O`` is kept as a fixed (non-trainable) identity so that weights and hooks have TransformerLens
 shapes (``W_O [n_heads, d_head, d_model]``).

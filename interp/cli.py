@@ -309,10 +309,26 @@ def _cmd_fit(args) -> int:
 
 
 def _cmd_figures(args) -> int:
+    from interp.export import STATIC_FORMATS, find_chromium
     from interp.figures import write_standard_figures
 
+    formats = tuple(f.strip() for f in args.formats.split(","))
+    static = [f for f in formats if f in STATIC_FORMATS]
+    if static:  # say so before any work, not as a traceback
+        try:
+            browser = find_chromium()
+        except RuntimeError as err:  # BROWSER_PATH set to something that is not a browser
+            print(f"error: --formats {','.join(static)}: {err}", file=sys.stderr)
+            return 3
+        if browser is None:
+            print(
+                f"error: --formats {','.join(static)} needs chromium (apt-get install -y chromium,"
+                " or BROWSER_PATH=/path/to/chrome); --formats html works without it",
+                file=sys.stderr,
+            )
+            return 3
     paths = write_standard_figures(
-        [Path(p) for p in args.run_dirs], Path(args.out), formats=tuple(args.formats.split(","))
+        [Path(p) for p in args.run_dirs], Path(args.out), formats=formats
     )
     print(f"wrote {len(paths)} files to {args.out}:")
     for p in paths:
@@ -568,7 +584,9 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--set", action="append", metavar="KEY=VALUE", help="override a config field (repeatable)"
     )
-    p.add_argument("--seed", type=int, default=None)
+    p.add_argument(
+        "--seed", type=int, default=None, help="the run's seed (default: the preset's, 0)"
+    )
     p.add_argument("--out", default=None, help="run directory (default runs/PRESET-seedS)")
     p.add_argument("--resume", action="store_true", help="continue the run in --out")
     p.add_argument("--overwrite", action="store_true", help="delete --out and start again")
@@ -578,13 +596,15 @@ def make_parser() -> argparse.ArgumentParser:
     p = sub.add_parser(
         "measures", help="recompute the progress measures at every checkpoint of runs"
     )
-    p.add_argument("run_dirs", nargs="+")
+    p.add_argument("run_dirs", nargs="+", help="run directories (writes checkpoint_measures.csv)")
     p.add_argument("--n", type=int, default=None, help="IC sequences (default: the run's n_eval)")
     p.set_defaults(func=_cmd_measures)
 
     p = sub.add_parser("transition", help="plateau and transition report for one or more runs")
-    p.add_argument("run_dirs", nargs="+")
-    p.add_argument("--measure", default="ic_acc")
+    p.add_argument("run_dirs", nargs="+", help="run directories")
+    p.add_argument(
+        "--measure", default="ic_acc", help="metrics.csv column to detect the jump on (ic_acc)"
+    )
     p.add_argument("--out", default=None, help="also write the report as CSV")
     p.set_defaults(func=_cmd_transition)
 
@@ -618,9 +638,13 @@ def make_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_fit)
 
     p = sub.add_parser("figures", help="write the standard figure set of runs")
-    p.add_argument("run_dirs", nargs="+")
-    p.add_argument("--out", required=True)
-    p.add_argument("--formats", default="pdf,png", help="comma-separated: pdf,png,svg,html")
+    p.add_argument("run_dirs", nargs="+", help="run directories")
+    p.add_argument("--out", required=True, help="folder for the figures (created if missing)")
+    p.add_argument(
+        "--formats",
+        default="pdf,png",
+        help="comma-separated: pdf,png,svg,html (pdf/png/svg need chromium; html does not)",
+    )
     p.set_defaults(func=_cmd_figures)
 
     p = sub.add_parser(
@@ -644,7 +668,7 @@ def make_parser() -> argparse.ArgumentParser:
         "evaluate",
         help="evaluate a trained run at several lengths (writes RUN_DIR/length_eval.csv)",
     )
-    p.add_argument("run_dir")
+    p.add_argument("run_dir", help="a trained run directory")
     p.add_argument("--n-pairs", default="8,16,32", help="comma-separated context pairs")
     p.add_argument("--n", type=int, default=None, help="sequences per set (default: n_eval)")
     p.add_argument("--step", type=int, default=None, help="checkpoint (default: the last)")
@@ -674,7 +698,12 @@ def make_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--seeds", default=None, help="e.g. 0,1 or 0-5 (default: the preset's)")
     p.add_argument("--out", default=None, help="sweep folder (default runs/sweep-PRESET)")
-    p.add_argument("--backend", default="process", choices=["process", "ray", "serial"])
+    p.add_argument(
+        "--backend",
+        default="process",
+        choices=["process", "ray", "serial"],
+        help="process pool (default), Ray (pip install -e '.[ray]'), or in-process",
+    )
     p.add_argument(
         "--workers", type=int, default=None, help="concurrent runs (default: CPUs / threads)"
     )
@@ -697,12 +726,12 @@ def make_parser() -> argparse.ArgumentParser:
     p = sub.add_parser(
         "sweep-summary", help="rebuild a sweep's summary and figure from what is on disk"
     )
-    p.add_argument("sweep_dir")
+    p.add_argument("sweep_dir", help="a sweep folder (with sweep.json)")
     p.add_argument("--no-figures", action="store_true", help="only the summary tables")
     p.add_argument("--formats", default="png,pdf,html", help="figure formats (comma-separated)")
     p.set_defaults(func=_cmd_sweep_summary)
 
-    p = sub.add_parser("presets", help="list the presets")
+    p = sub.add_parser("presets", help="list the presets with their deviations from the paper")
     p.set_defaults(func=_cmd_presets)
 
     p = sub.add_parser("list", help="list a registry (with the plugins given by --plugin)")

@@ -147,17 +147,27 @@ def apply_paper_style(fig: go.Figure, style: str | PaperStyle) -> go.Figure:
             "yanchor": "bottom",
         },
         colorway=list(style.colorway),
-        # Room for a second title line (the deviation note) when there is one.
+        # Room for a second title line (the deviation note) when there is one, and for
+        # two-line subplot titles, which would otherwise run into it.
         margin={
             "l": 50,
             "r": 15,
-            "t": 70 if "<br>" in (out.layout.title.text or "") else 45,
+            "t": (70 if "<br>" in (out.layout.title.text or "") else 45)
+            + (round(font_px * 1.3) if _two_line_panel_titles(out) else 0),
             "b": 40,
         },
     )
     # Subplot titles are annotations; make them print-sized too.
     out.update_annotations(font_size=font_px)
     return out
+
+
+def _two_line_panel_titles(fig: go.Figure) -> bool:
+    """Whether a subplot title (an annotation at the top of a panel) has a line break."""
+    return any(
+        "<br>" in (a.text or "") and a.yref == "paper" and a.yanchor == "bottom"
+        for a in fig.layout.annotations
+    )
 
 
 def _legend_height(fig: go.Figure, style: PaperStyle, font_px: Real) -> float:

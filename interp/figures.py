@@ -134,17 +134,77 @@ def _around(steps: Sequence[int], step: Real) -> list[int]:
     return ([before[-1]] if before else []) + ([after[0]] if after else [])
 
 
-def key_checkpoints(steps: Sequence[int], transition_step: Real | None = None) -> list[int]:
-    """Four checkpoints for print: first, either side of the transition, last.
+# Share of the IC-accuracy rise (first checkpoint -> last) up to which a checkpoint still counts
+# as on the plateau, and the band a checkpoint "in the middle of the jump" must fall in.
+_PLATEAU_RISE = 0.1
+_JUMP_BAND = (0.2, 0.8)
 
-    Without a transition: first, one third, two thirds and last of the saved checkpoints.
+
+def key_checkpoints(
+    steps: Sequence[int],
+    transition_step: Real | None = None,
+    *,
+    metrics: pd.DataFrame | None = None,
+    column: str = "ic_acc",
+) -> list[int]:
+    """A few checkpoints for print that look different from each other.
+
+    With ``metrics`` and a transition, the checkpoints are chosen by IC accuracy (interpolated at
+    each checkpoint): the first; the last one still on the plateau (at most 10% of the way from
+    the first checkpoint's accuracy to the last one's), which shows what the plateau learned; the
+    one nearest the middle of the jump (20-80% of the way, if any); and the last. Two
+    checkpoints a few steps apart inside the jump, which look alike, are never both chosen.
+
+    Without ``metrics``: first, either side of the transition, last; without a transition:
+    first, one third, two thirds and last of the saved checkpoints.
+
+    Args:
+        steps: the saved checkpoint steps.
+        transition_step: detected transition step, if any.
+        metrics: the run's ``metrics.csv`` (``step`` and ``column``).
+        column: the accuracy that defines the plateau and the jump.
+
+    Returns:
+        The chosen steps, ascending.
     """
     steps = sorted(int(s) for s in steps)
-    if transition_step is not None:
-        chosen = {steps[0], *_around(steps, transition_step), steps[-1]}
-    else:
+    if transition_step is None:
         chosen = {steps[int(round(f * (len(steps) - 1)))] for f in (0, 1 / 3, 2 / 3, 1)}
-    return sorted(chosen)
+        return sorted(chosen)
+    if metrics is None or column not in metrics.columns or len(steps) < 3:
+        return sorted({steps[0], *_around(steps, transition_step), steps[-1]})
+    curve = metrics[["step", column]].dropna().sort_values("step")
+    if curve.empty:
+        return sorted({steps[0], *_around(steps, transition_step), steps[-1]})
+    acc = np.interp(steps, curve["step"].to_numpy(float), curve[column].to_numpy(float))
+    rise = acc[-1] - acc[0]
+    if not rise > 0:
+        return sorted({steps[0], *_around(steps, transition_step), steps[-1]})
+    share = (acc - acc[0]) / rise
+    chosen = [steps[0]]
+    plateau = [
+        i
+        for i in range(1, len(steps) - 1)
+        if share[i] <= _PLATEAU_RISE and steps[i] <= transition_step
+    ]
+    if plateau:
+        chosen.append(steps[plateau[-1]])
+    lo, hi = _JUMP_BAND
+    jump = [i for i in range(1, len(steps) - 1) if lo <= share[i] <= hi]
+    if jump:
+        chosen.append(steps[min(jump, key=lambda i: abs(share[i] - 0.5))])
+    chosen.append(steps[-1])
+    return sorted(set(chosen))
+
+
+def _accuracy_captions(metrics: pd.DataFrame, steps: Sequence[int]) -> list[str]:
+    """``"IC acc 0.09"`` at each step (interpolated between evaluations); empty without ic_acc."""
+    curve = metrics[["step", "ic_acc"]].dropna() if "ic_acc" in metrics.columns else metrics[[]]
+    if curve.empty:
+        return ["" for _ in steps]
+    curve = curve.sort_values("step")
+    acc = np.interp(steps, curve["step"].to_numpy(float), curve["ic_acc"].to_numpy(float))
+    return [f"IC acc {a:.2f}" for a in acc]
 
 
 @torch.no_grad()
@@ -309,6 +369,9 @@ def write_standard_figures(
     if run.checkpoint_steps:
         transition = transitions[attention_run]
         slider_steps = select_checkpoints(run.checkpoint_steps, max_slider_checkpoints, transition)
+        key_steps = key_checkpoints(run.checkpoint_steps, transition, metrics=run.metrics)
+        # the snapshots' checkpoints are on the slider too
+        slider_steps = sorted(set(slider_steps) | set(key_steps))
         ic = run.eval_sets(n=max(1, n_average))["ic"]
         patterns = attention_patterns(run, slider_steps, ic)
         labels = token_labels(ic.n_pairs)
@@ -318,7 +381,7 @@ def write_standard_figures(
             int(ic.query_class[0]),
             int(ic.target[0]),
         )
-        key = [slider_steps.index(s) for s in key_checkpoints(slider_steps, transition)]
+        key = [slider_steps.index(s) for s in key_steps]
         note_a = run_note(run)
         for suffix, pattern, hover_text, what in (
             ("", patterns[:, 0], hover, "one IC sequence"),
@@ -340,6 +403,7 @@ def write_standard_figures(
                 hover=hover_text,
                 title=f"Attention across training, {what}",
                 note=note_a,
+                captions=_accuracy_captions(run.metrics, key_steps),
             )
             static = [f for f in formats if f != "html"] or ["html"]
             written += export_figure(

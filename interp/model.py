@@ -1,4 +1,4 @@
-"""The paper's network as a TransformerLens ``HookedRootModule`` (SPEC section 2).
+"""The paper's network as a TransformerLens ``HookedRootModule`` (docs/science.md section 2).
 
 Two causal attention-only layers (one head each, residual, no LayerNorm, no MLP between them, no
 ``1/sqrt(d)`` scale), then a classifier on the final (query) token: three ReLU layers of width 128

@@ -74,6 +74,17 @@ PROGRESS_PANELS = (
     ("head scores", ("prev_token_score", "induction_score")),
 )
 
+# y-axis title of each default progress panel (other panels: "value").
+PANEL_Y_TITLES = {
+    "attention (IC set)": "attention share",
+    "accuracy (IC set)": "accuracy",
+    "head scores": "score",
+}
+
+# Two measures closer than this at every step are the same curve (e.g. the induction score and
+# TILA2 when B = 1: only the query row has an induction target).
+_SAME_CURVE_ATOL = 1e-6
+
 _FAINT_OPACITY = 0.3
 _TRANSITION_COLOR = "#333333"
 
@@ -286,14 +297,21 @@ def plot_training_dynamics(
     for column in acc_columns:
         _add_seed_curves(fig, runs, column, row=1, col=2)
     if chance is not None:
-        fig.add_hline(
-            y=chance,
-            line={"dash": "dot", "color": _TRANSITION_COLOR, "width": 1},
-            opacity=0.9,
+        # A legend entry, not a text annotation: next to the x axis a label collides with the axis
+        # and its tick labels (issue 16).
+        first = min(float(m["step"].min()) for m in runs.values())
+        last = max(float(m["step"].max()) for m in runs.values())
+        fig.add_trace(
+            go.Scatter(
+                x=[first, last],
+                y=[float(chance), float(chance)],
+                mode="lines",
+                name=f"chance (1/{round(1 / chance)})" if chance > 0 else "chance",
+                line={"dash": "dot", "color": _TRANSITION_COLOR, "width": 1},
+                hovertemplate=f"chance accuracy {float(chance):.3f}<extra></extra>",
+            ),
             row=1,
             col=2,
-            annotation_text="chance",
-            annotation_position="bottom right",
         )
     _mark_transitions(fig, _as_steps(transition_step))
     fig.update_xaxes(title_text="training step", tickformat="~s")
@@ -389,6 +407,9 @@ def plot_progress_measures(
     The default panels are the attention measures (ILA1: layer-1 previous-token head, TILA2 and
     TLA2: layer-2 query attention), context-label accuracy next to IC accuracy (the intrinsic
     curriculum), and the head scores. Columns a run lacks are skipped, and so are empty panels.
+    A column equal to one already drawn (to 1e-6 in every run) is not drawn again; its panel
+    title says so. With ``B = 1`` the induction score equals TILA2 (only the query row has an
+    induction target), so the head-scores panel then shows the previous-token score alone.
 
     Args:
         metrics: one DataFrame, a list (seeds: faint lines, bold mean) or a name -> DataFrame map.
@@ -402,8 +423,22 @@ def plot_progress_measures(
     """
     runs = _as_runs(metrics)
     columns = set().union(*(m.columns for m in runs.values()))
-    rows = [(name, [c for c in cols if c in columns]) for name, cols in panels]
-    rows = [(name, cols) for name, cols in rows if cols]
+    rows, drawn = [], []
+    for name, cols in panels:
+        kept, repeats = [], []
+        for column in (c for c in cols if c in columns):
+            twin = next((d for d in drawn if _same_curve(runs, column, d)), None)
+            if twin is None:
+                kept.append(column)
+                drawn.append(column)
+            else:
+                repeats.append(
+                    f"{METRIC_LABELS.get(column, column)} = {METRIC_LABELS.get(twin, twin)}"
+                )
+        if kept:
+            # (subplot title, columns, panel name)
+            title_i = f"{name} ({'; '.join(repeats)})" if repeats else name
+            rows.append((title_i, kept, name))
     if not rows:
         wanted = sorted({c for _, cols in panels for c in cols})
         raise ValueError(f"metrics have none of the progress-measure columns {wanted}")
@@ -412,12 +447,13 @@ def plot_progress_measures(
         cols=1,
         shared_xaxes=True,
         vertical_spacing=0.1,
-        subplot_titles=[name for name, _ in rows],
+        subplot_titles=[title for title, _, _ in rows],
     )
-    for i, (_, cols) in enumerate(rows, start=1):
+    for i, (_, cols, name) in enumerate(rows, start=1):
         for column in cols:
             _add_seed_curves(fig, runs, column, row=i, col=1)
-        fig.update_yaxes(range=[-0.02, 1.02], row=i, col=1)
+        y_title = PANEL_Y_TITLES.get(name, "value")
+        fig.update_yaxes(title_text=y_title, range=[-0.02, 1.02], row=i, col=1)
     _mark_transitions(fig, _as_steps(transition_step))
     fig.update_xaxes(tickformat="~s")
     fig.update_xaxes(title_text="training step", row=len(rows), col=1)
@@ -427,44 +463,56 @@ def plot_progress_measures(
     return fig
 
 
-def _hover_grid(hover: Sequence[str] | None, labels: Sequence[str]) -> np.ndarray:
-    """customdata [query_pos, key_pos, 2]: descriptions of the query and of the key token."""
+def _same_curve(runs: Mapping[str, pd.DataFrame], a: str, b: str) -> bool:
+    """Whether columns ``a`` and ``b`` hold the same values (to 1e-6) in every run that has both."""
+    pairs = [m[[a, b]].dropna() for m in runs.values() if a in m.columns and b in m.columns]
+    pairs = [p for p in pairs if len(p)]
+    if not pairs:
+        return False
+    return all(
+        np.allclose(p[a].to_numpy(float), p[b].to_numpy(float), rtol=0, atol=_SAME_CURVE_ATOL)
+        for p in pairs
+    )
+
+
+def _categories(hover: Sequence[str] | None, labels: Sequence[str]) -> list[str]:
+    """Axis categories of an attention heatmap: the token descriptions (hover) or the labels.
+
+    The descriptions are the category names, so that the hover shows them through ``%{x}`` and
+    ``%{y}`` without a per-cell copy (a ``customdata`` grid made saved notebooks several MB);
+    the tick labels stay the short role labels (see :func:`_every_token`).
+    """
     text = list(hover) if hover is not None else list(labels)
     if len(text) != len(labels):
         raise ValueError(f"hover has {len(text)} entries, token_labels has {len(labels)}")
-    n = len(text)
-    grid = np.empty((n, n, 2), dtype=object)
-    for q in range(n):
-        for k in range(n):
-            grid[q, k, 0] = text[q]
-            grid[q, k, 1] = text[k]
-    return grid
+    if len(set(text)) != len(text):
+        raise ValueError("hover entries must be distinct, e.g. start with the token's role")
+    return text
+
+
+# Decimals kept of attention weights in figures: hover shows 3; more only bloats saved notebooks
+# and HTML files (a slider figure holds 2 x 16 heatmaps).
+_ATTENTION_DECIMALS = 4
 
 
 def _masked(pattern: np.ndarray) -> np.ndarray:
     """Blank the causally masked upper triangle so that it reads as 'not attendable', not 0."""
-    out = np.array(pattern, dtype=float)
+    out = np.round(np.array(pattern, dtype=float), _ATTENTION_DECIMALS)
     out[np.triu_indices_from(out, k=1)] = np.nan
     return out
 
 
-def _heatmap(
-    pattern: np.ndarray, labels: Sequence[str], customdata: np.ndarray, name: str, **kwargs
-) -> go.Heatmap:
+def _heatmap(pattern: np.ndarray, categories: Sequence[str], name: str, **kwargs) -> go.Heatmap:
     return go.Heatmap(
         z=_masked(pattern),
-        x=list(labels),
-        y=list(labels),
-        customdata=customdata,
+        x=list(categories),
+        y=list(categories),
         name=name,
         zmin=0.0,
         zmax=1.0,
         colorscale=SEQUENTIAL_SCALE,
         colorbar={"title": {"text": "attention"}, "len": 0.9},
-        hovertemplate=(
-            "query %{customdata[0]}<br>key %{customdata[1]}<br>attention %{z:.3f}"
-            f"<extra>{name}</extra>"
-        ),
+        hovertemplate=(f"query %{{y}}<br>key %{{x}}<br>attention %{{z:.3f}}<extra>{name}</extra>"),
         **kwargs,
     )
 
@@ -517,7 +565,7 @@ def plot_attention_maps(
     patterns = _check_patterns(patterns, steps, labels)
     n_step, n_layer = patterns.shape[:2]
     active = range(n_step)[active]
-    customdata = _hover_grid(hover, labels)
+    categories = _categories(hover, labels)
     fig = make_subplots(
         rows=1,
         cols=n_layer,
@@ -529,8 +577,7 @@ def plot_attention_maps(
             fig.add_trace(
                 _heatmap(
                     patterns[s, layer],
-                    labels,
-                    customdata,
+                    categories,
                     name=f"layer {layer + 1}, step {step}",
                     visible=s == active,
                     showscale=layer == n_layer - 1,
@@ -559,9 +606,37 @@ def plot_attention_maps(
         width=380 * n_layer + 120,
         height=560 if n_step > 1 else 480,
     )
-    fig.update_xaxes(title_text="key", tickangle=0)
-    fig.update_yaxes(title_text="query", autorange="reversed")
+    fig.update_xaxes(title_text="key", **_every_token(labels, categories))
+    fig.update_yaxes(
+        title_text="query", autorange="reversed", **_every_token(labels, categories, angle=0)
+    )
     return fig
+
+
+def _every_token(
+    labels: Sequence[str],
+    categories: Sequence[str] | None = None,
+    *,
+    angle: int | None = None,
+    size: int | None = None,
+):
+    """Axis settings that label every token (plotly would thin crowded category labels out).
+
+    Args:
+        labels: the token labels, in order.
+        categories: the axis categories they label (default: the labels themselves).
+        angle: tick-label angle; default upright for up to 20 tokens, vertical beyond.
+        size: tick-label font size in px (None: the figure's).
+    """
+    out = {
+        "tickmode": "array",
+        "tickvals": list(categories if categories is not None else labels),
+        "ticktext": list(labels),
+        "tickangle": angle if angle is not None else (0 if len(labels) <= 20 else -90),
+    }
+    if size is not None:
+        out["tickfont"] = {"size": size}
+    return out
 
 
 def plot_attention_snapshots(
@@ -572,11 +647,13 @@ def plot_attention_snapshots(
     hover: Sequence[str] | None = None,
     title: str = "Attention patterns across training",
     note: str | None = None,
+    captions: Sequence[str] | None = None,
 ) -> go.Figure:
     """A static grid of attention maps: one row per layer, one column per checkpoint.
 
-    The print companion of :func:`plot_attention_maps`: pass a few key checkpoints (before,
-    during and after the transition).
+    The print companion of :func:`plot_attention_maps`: pass a few key checkpoints that look
+    different (e.g. :func:`interp.figures.key_checkpoints`: start, plateau, jump, end). Every
+    token is labelled on the outer axes.
 
     Args:
         patterns: attention weights per checkpoint and layer.
@@ -585,6 +662,8 @@ def plot_attention_snapshots(
         hover: longer description per position; defaults to the role labels.
         title: figure title.
         note: deviations from the paper's settings, printed under the title.
+        captions: a short text per checkpoint (e.g. ``"plateau, IC acc 0.09"``) added to the
+            top row's panel titles.
 
     Returns:
         A layer x checkpoint grid of heatmaps sharing one colour scale.
@@ -592,23 +671,29 @@ def plot_attention_snapshots(
     labels = list(token_labels)
     patterns = _check_patterns(patterns, steps, labels)
     n_step, n_layer = patterns.shape[:2]
-    customdata = _hover_grid(hover, labels)
+    if captions is not None and len(captions) != n_step:
+        raise ValueError(f"{len(captions)} captions for {n_step} checkpoints")
+    categories = _categories(hover, labels)
+
+    def panel_title(layer: int, s: int) -> str:
+        text = f"layer {layer + 1}, step {steps[s]}"
+        if captions is not None and layer == 0 and captions[s]:
+            text = f"{captions[s]}<br>{text}"
+        return text
+
     fig = make_subplots(
         rows=n_layer,
         cols=n_step,
-        subplot_titles=[
-            f"layer {layer + 1}, step {step}" for layer in range(n_layer) for step in steps
-        ],
+        subplot_titles=[panel_title(layer, s) for layer in range(n_layer) for s in range(n_step)],
         horizontal_spacing=0.04,
-        vertical_spacing=0.12,
+        vertical_spacing=0.16,
     )
     for layer in range(n_layer):
         for s, step in enumerate(steps):
             fig.add_trace(
                 _heatmap(
                     patterns[s, layer],
-                    labels,
-                    customdata,
+                    categories,
                     name=f"layer {layer + 1}, step {step}",
                     showscale=layer == 0 and s == n_step - 1,
                 ),
@@ -616,9 +701,12 @@ def plot_attention_snapshots(
                 col=s + 1,
             )
     # Every panel has the same tokens: label the outer axes only, leaving room for panel titles.
-    fig.update_xaxes(showticklabels=False)
+    # Small, vertical key labels: a print panel is ~1.4 in wide for 2N + 1 tokens.
+    fig.update_xaxes(showticklabels=False, **_every_token(labels, categories, angle=-90, size=7))
     fig.update_xaxes(title_text="key", showticklabels=True, row=n_layer)
-    fig.update_yaxes(autorange="reversed", showticklabels=False)
+    fig.update_yaxes(
+        autorange="reversed", showticklabels=False, **_every_token(labels, categories, size=7)
+    )
     fig.update_yaxes(title_text="query", showticklabels=True, col=1)
     fig.update_layout(
         title=_title(title, note), width=260 * n_step + 160, height=260 * n_layer + 160

@@ -9,12 +9,18 @@ their configs are the base that every point of the grid modifies.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from interp.task import TaskConfig
 from interp.training import TrainConfig
+
+logger = logging.getLogger(__name__)
+
+# The checkout this package runs from (an editable install): where scripts/demo.sh puts runs/demo.
+_REPO_ROOT = Path(__file__).resolve().parents[1]
 
 __all__ = ["Preset", "PRESETS", "get_preset", "NotebookSetting", "notebook_setting"]
 
@@ -66,9 +72,9 @@ def _fig2_presets() -> list[Preset]:
     Fig 2 varies one or two data parameters with the others fixed. The fixed values are this
     toolkit's choice (the headline setting of Fig 1d, K=512, B=2, p_C=0, where it applies).
     ``B = 0`` points train without bursty sequences (the sweep sets ``p_B = p_C = 0`` there, as
-    SPEC section 1 says). The ``-quick`` variants take minutes on 2 cores, not days: Adam lr 1e-3
-    for 1500 steps (a DEVIATION, as in the demo, with a larger lr so that the picture forms within
-    the budget) and 512 sequences per evaluation set.
+    docs/science.md section 1 says). The ``-quick`` variants take minutes on 2 cores, not days:
+    Adam lr 1e-3 for 1500 steps (a DEVIATION, as in the demo, with a larger lr so that the picture
+    forms within the budget) and 512 sequences per evaluation set.
     """
     paper_train = PAPER_TRAIN
     quick_train = dataclasses.replace(
@@ -199,6 +205,9 @@ class NotebookSetting:
             preset's transition comes after ~500 steps).
         model: the model config of the preset's task.
         runs: folder of the notebook runs (``INDUCTION_CLIFF_RUNS``, default ``../runs/notebooks``).
+        demo_run: a finished run of the same setting to reuse instead of training seed 0 again
+            (``INDUCTION_CLIFF_DEMO_RUN``, default the ``runs/demo`` that ``scripts/demo.sh``
+            trains; not used in the small setting).
     """
 
     small: bool
@@ -206,27 +215,58 @@ class NotebookSetting:
     train: TrainConfig
     model: object
     runs: Path
+    demo_run: Path | None = None
 
     def ensure_run(self, seed: int = 0, intervention: str | None = None) -> Path:
-        """Train the run (or resume or reuse it if it is there) and return its directory."""
+        """Train the run (or resume or reuse it if it is there) and return its directory.
+
+        Seed 0 without intervention is :attr:`demo_run` when that is a finished run of exactly
+        this setting; nothing is written into it. Training shows no progress bar (a notebook
+        would keep every update as output).
+        """
         from interp.training import train
 
-        name = f"{self.preset.name}-seed{seed}" + (f"-{intervention}" if intervention else "")
         cfg = dataclasses.replace(self.train, seed=seed, intervention=intervention)
-        train(
-            self.preset.task,
-            self.model,
-            cfg,
-            self.runs / name,
-            resume=True,
-            progress=not self.small,
-        )
+        if self.demo_run is not None and seed == 0 and intervention is None:
+            if _finished_run_of(self.demo_run, self.preset.task, self.model, cfg):
+                logger.info("reusing the finished run %s", self.demo_run)
+                return self.demo_run
+        name = f"{self.preset.name}-seed{seed}" + (f"-{intervention}" if intervention else "")
+        train(self.preset.task, self.model, cfg, self.runs / name, resume=True, progress=False)
         return self.runs / name
+
+
+# Train-config fields that do not change what a run computes (where and how fast it ran).
+_EXECUTION_FIELDS = ("device", "num_threads", "backend")
+
+
+def _finished_run_of(path: Path, task: TaskConfig, model, train_cfg: TrainConfig) -> bool:
+    """Whether ``path`` holds a run of this task, model and training, trained to the end."""
+    from interp.training import load_run
+
+    if not (Path(path) / "config.json").is_file():
+        return False
+    try:
+        run = load_run(path)
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        logger.info("not reusing %s: %s", path, err)
+        return False
+    ignore = {name: getattr(train_cfg, name) for name in _EXECUTION_FIELDS}
+    same = (
+        run.task == task
+        and run.model_config == model
+        and dataclasses.replace(run.train_config, **ignore) == train_cfg
+    )
+    done = len(run.metrics) > 0 and int(run.metrics["step"].iloc[-1]) >= train_cfg.steps
+    if not (same and done):
+        logger.info("not reusing %s: another setting, or not trained to the end", path)
+    return same and done
 
 
 def notebook_setting() -> NotebookSetting:
     """What the notebooks run: the ``demo`` preset, or ``tiny`` when ``INDUCTION_CLIFF_SMALL`` is
-    set (CI), with runs under ``INDUCTION_CLIFF_RUNS``. The small setting uses one torch thread."""
+    set (CI), with runs under ``INDUCTION_CLIFF_RUNS``. The small setting uses one torch thread.
+    The demo setting reuses ``runs/demo`` (or ``INDUCTION_CLIFF_DEMO_RUN``) for seed 0."""
     import torch
 
     from interp.model import ModelConfig
@@ -244,4 +284,7 @@ def notebook_setting() -> NotebookSetting:
         train=train_cfg,
         model=ModelConfig.from_task(preset.task, **preset.model),
         runs=Path(os.environ.get("INDUCTION_CLIFF_RUNS", "../runs/notebooks")),
+        demo_run=None
+        if small
+        else Path(os.environ.get("INDUCTION_CLIFF_DEMO_RUN", _REPO_ROOT / "runs" / "demo")),
     )

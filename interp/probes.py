@@ -1,4 +1,4 @@
-"""Progress measures of the induction circuit (SPEC section 3), from hooked activations.
+"""Progress measures of the induction circuit (docs/science.md section 3), from hooked activations.
 
 The functions here are the mathematics; :mod:`interp.measures` registers them as the progress
 measures that evaluation writes to ``metrics.csv`` (``ila1``, ``tila2``, ...), and
@@ -109,7 +109,8 @@ def _head_max(values: Float[Tensor, " head_index"]) -> float:
 def ila1(pattern_l1: Pattern, batch: Batch) -> float:
     """Item-label association in layer 1: attention from each label token to its own item.
 
-    Averaged over labels and sequences (SPEC section 3). The previous-token head scores 1.
+    Averaged over labels and sequences (docs/science.md section 3). The previous-token head
+    scores 1.
     """
     n = batch.n_pairs
     labels = torch.arange(n, device=pattern_l1.device) * 2 + 1

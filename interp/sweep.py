@@ -22,8 +22,8 @@ Two conventions of the grid:
 - A value that names another config field is a reference: ``{"N": (2, 4, 8), "L": ("N", 32)}``
   gives the points with ``L = N`` and those with ``L = 32`` (the paper's L = N experiment). The
   point's name and the summary keep the name (``L=N``).
-- ``B = 0`` means no bursty sequences (SPEC section 1): such a point gets ``p_B = p_C = 0`` unless
-  the grid itself sets them.
+- ``B = 0`` means no bursty sequences (docs/science.md section 1): such a point gets
+  ``p_B = p_C = 0`` unless the grid itself sets them.
 
 Backends: ``process`` (a local process pool, the default), ``serial`` (in this process, for
 debugging) and ``ray`` (a Ray cluster, or a local Ray instance; ``pip install
@@ -384,7 +384,8 @@ class SweepSpec:
         fixed = set(map(_bare, self.grid))
         effective_b = {_bare(k): v for k, v in overrides.items()}.get("B", base[0].B)
         if _is_zero(effective_b):
-            # SPEC 1: B = 0 means "no bursty sequences" (p_B = 0); novel sequences are bursty too.
+            # docs/science.md section 1: B = 0 means "no bursty sequences" (p_B = 0); novel
+            # sequences are bursty too.
             for name in ("p_B", "p_C"):
                 if name not in fixed:
                     overrides = {k: v for k, v in overrides.items() if _bare(k) != name}

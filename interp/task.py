@@ -1,4 +1,4 @@
-"""The in-context classification task of Reddy (ICLR 2024), SPEC section 1.
+"""The in-context classification task of Reddy (ICLR 2024), docs/science.md section 1.
 
 A sequence is ``x1, l1, x2, l2, ..., xN, lN, xq``: N item-label pairs and a query item. The network
 must output the label of the query's class. Items are noisy copies of class means; labels are fixed
@@ -35,7 +35,7 @@ def _check(cond: bool, name: str, value, allowed: str) -> None:
 
 @dataclass(frozen=True, kw_only=True)
 class TaskConfig:
-    """Parameters of the in-context classification task (SPEC section 1).
+    """Parameters of the in-context classification task (docs/science.md section 1).
 
     Attributes:
         D: content dimensions of items and labels. Paper: 63.

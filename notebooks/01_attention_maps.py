@@ -1,7 +1,7 @@
 # ---
 # jupyter:
 #   jupytext:
-#     formats: py:percent
+#     formats: ipynb,py:percent
 #     text_representation:
 #       extension: .py
 #       format_name: percent
@@ -20,7 +20,9 @@
 #
 # `INDUCTION_CLIFF_SMALL=1` runs a tiny setting in seconds (CI); without it the `demo` preset runs
 # (Adam, a few thousand steps: a labelled deviation from the paper's SGD for 1e5 steps).
-# Runs are written under `INDUCTION_CLIFF_RUNS` (default `../runs/notebooks`) and reused.
+# Runs are written under `INDUCTION_CLIFF_RUNS` (default `../runs/notebooks`) and reused; seed 0
+# of the demo setting is the `runs/demo` run that `bash scripts/demo.sh` trained, when it is there.
+# Open the notebooks with `bash scripts/notebooks.sh` (JupyterLab).
 
 # %%
 
@@ -29,9 +31,12 @@ import torch
 
 from interp.evaluation import accuracy_and_loss
 from interp.figures import attention_patterns, detect_run_transition, run_note, select_checkpoints
+from interp.notebook import show_static_images
 from interp.plots import plot_attention_maps, token_hover, token_labels
 from interp.presets import notebook_setting
 from interp.training import load_run
+
+show_static_images()  # interactive figures, each with a PNG beside it
 
 setting = notebook_setting()  # demo preset, or tiny with INDUCTION_CLIFF_SMALL=1
 SMALL, RUNS, preset = setting.small, setting.runs, setting.preset
@@ -65,7 +70,7 @@ logits, cache = model.run_with_cache(
 
 # %%
 transition = detect_run_transition(run.metrics)
-steps = select_checkpoints(run.checkpoint_steps, 16, transition)
+steps = select_checkpoints(run.checkpoint_steps, 8, transition)  # 8 keep a saved notebook small
 patterns = attention_patterns(run, steps, ic)  # [step, sequence, layer, query_pos, key_pos]
 labels = token_labels(ic.n_pairs)
 hover = token_hover(

@@ -1,7 +1,7 @@
 # ---
 # jupyter:
 #   jupytext:
-#     formats: py:percent
+#     formats: ipynb,py:percent
 #     text_representation:
 #       extension: .py
 #       format_name: percent
@@ -25,10 +25,13 @@
 
 
 from interp.figures import detect_run_transition, run_note
+from interp.notebook import show_static_images
 from interp.plots import plot_progress_measures, plot_run_comparison, plot_training_dynamics
 from interp.presets import notebook_setting
 from interp.training import load_run
 from interp.transition import event_order, transition_report
+
+show_static_images()  # interactive figures, each with a PNG beside it
 
 setting = notebook_setting()  # demo preset, or tiny with INDUCTION_CLIFF_SMALL=1
 SMALL, RUNS, preset = setting.small, setting.runs, setting.preset

@@ -1,7 +1,7 @@
 # ---
 # jupyter:
 #   jupytext:
-#     formats: py:percent
+#     formats: ipynb,py:percent
 #     text_representation:
 #       extension: .py
 #       format_name: percent
@@ -14,10 +14,11 @@
 # %% [markdown]
 # # 3. Fitting the phenomenological model to a run
 #
-# The nested-logit model (SPEC section 4; a **reconstruction**: the paper does not publish its
-# exact form) has three scalars: `beta1` (layer-1 head strength), `alpha` (layer-2 match) and `xi`
-# (classifier gain). Its gradient flow has a long plateau and a cliff. Fitted to a network's curves
-# it maps model time to training steps and forecasts when the cliff comes.
+# The nested-logit model ([docs/science.md](../docs/science.md) section 4; a **reconstruction**:
+# the paper does not publish its exact form) has three scalars: `beta1` (layer-1 head strength),
+# `alpha` (layer-2 match) and `xi` (classifier gain). Its gradient flow has a long plateau and a
+# cliff. Fitted to a network's curves it maps model time to training steps and forecasts when the
+# cliff comes.
 #
 # `INDUCTION_CLIFF_SMALL=1`: tiny setting (CI). Otherwise the `demo` preset.
 
@@ -26,11 +27,14 @@
 import numpy as np
 
 from interp.figures import run_note
+from interp.notebook import show_static_images
 from interp.presets import notebook_setting
 from interp.training import load_run
 from phenomenology.fit import NestedLogitFit, fit_run, forecast_transition, read_run
 from phenomenology.landscape import gradient_flow, landscape_grid
 from phenomenology.plots import plot_fit_overlay, plot_landscape
+
+show_static_images()  # interactive figures, each with a PNG beside it
 
 setting = notebook_setting()  # demo preset, or tiny with INDUCTION_CLIFF_SMALL=1
 SMALL, RUNS, preset = setting.small, setting.runs, setting.preset

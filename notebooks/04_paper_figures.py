@@ -1,7 +1,7 @@
 # ---
 # jupyter:
 #   jupytext:
-#     formats: py:percent
+#     formats: ipynb,py:percent
 #     text_representation:
 #       extension: .py
 #       format_name: percent
@@ -31,11 +31,14 @@ from IPython.display import Image
 from interp.export import export_figure, find_chromium
 from interp.figures import summarize_runs, write_standard_figures
 from interp.model import ModelConfig
+from interp.notebook import show_static_images
 from interp.plots import plot_phase_diagram
 from interp.presets import notebook_setting
 from interp.training import train
 from phenomenology.landscape import gradient_flow, landscape_grid
 from phenomenology.plots import plot_landscape
+
+show_static_images()  # interactive figures, each with a PNG beside it
 
 setting = notebook_setting()  # demo preset, or tiny with INDUCTION_CLIFF_SMALL=1
 SMALL, RUNS, preset = setting.small, setting.runs, setting.preset
@@ -56,7 +59,7 @@ for seed in seeds:
         replace(train_config, seed=seed),
         run_dir,
         resume=True,
-        progress=not SMALL,
+        progress=False,
     )
     run_dirs.append(run_dir)
 
@@ -92,7 +95,7 @@ for K, B in itertools.product(grid["K"], grid["B"]):
         sweep_train,
         run_dir,
         resume=True,
-        progress=not SMALL,
+        progress=False,
     )
     sweep_dirs.append(run_dir)
 summary = summarize_runs(sweep_dirs)

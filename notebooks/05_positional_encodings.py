@@ -1,7 +1,7 @@
 # ---
 # jupyter:
 #   jupytext:
-#     formats: py:percent
+#     formats: ipynb,py:percent
 #     text_representation:
 #       extension: .py
 #       format_name: percent
@@ -41,9 +41,12 @@ import torch
 from interp.cope_tasks import FlipFlop, SelectiveCopy, compare_encodings
 from interp.length import encoding_table
 from interp.model import ModelConfig
+from interp.notebook import show_static_images
 from interp.positional import UntrainedPositionWarning, rotary_frequency_report
 from interp.presets import get_preset
 from interp.training import train
+
+show_static_images()  # interactive figures, each with a PNG beside it
 
 SMALL = os.environ.get("INDUCTION_CLIFF_SMALL", "0") not in ("", "0")
 RUNS = Path(os.environ.get("INDUCTION_CLIFF_RUNS", "../runs"))

@@ -1,4 +1,4 @@
-"""Phenomenological models of the induction cliff [SPEC section 4, reconstruction].
+"""Phenomenological models of the induction cliff [docs/science.md section 4, reconstruction].
 
 - :mod:`phenomenology.landscape`: the nested-logit loss in ``(beta1, alpha, xi)``, its gradient,
   gradient flow / descent trajectories, plateau and cliff detection, landscape grids.

@@ -14,9 +14,10 @@ options as keyword arguments, as before.
 
 The nested-logit model: ``X`` is the training step, ``y`` the
 run's IC loss (or IC accuracy), optionally together with ILA1, TILA2 and CLA. The model's gradient
-flow [SPEC section 4, reconstruction; see :mod:`phenomenology.landscape`] is evaluated at model time
-``t = step / time_scale_`` from a fitted start ``(beta1_0, alpha_0, xi_0)``; ``scipy.optimize.
-least_squares`` fits those parameters and their uncertainties come from its Jacobian
+flow [docs/science.md section 4, reconstruction; see :mod:`phenomenology.landscape`] is
+evaluated at model time ``t = step / time_scale_`` from a fitted start ``(beta1_0, alpha_0,
+xi_0)``; ``scipy.optimize.least_squares`` fits those parameters and their uncertainties come
+from its Jacobian
 (``cov = s^2 (J^T J)^+``, ``s^2 = SSR / (m - k)``; the delta method for derived quantities).
 
 How the model's quantities are compared with the network's:

@@ -1,6 +1,6 @@
 """The nested-logit phenomenological model: loss landscape, gradients and trajectories.
 
-Three scalars stand for the whole induction circuit [SPEC section 4, reconstruction]:
+Three scalars stand for the whole induction circuit [docs/science.md section 4, reconstruction]:
 
 - ``beta1``: strength of the layer-1 previous-token head, ``s1 = sigmoid(beta1)``
   (the model's ILA1);
@@ -109,7 +109,7 @@ def _parts(beta1, alpha, xi, L, N, B):
 
 
 def loss(beta1, alpha, xi, *, L: float, N: int, B: int) -> np.ndarray | float:
-    """Nested-logit loss [SPEC section 4, reconstruction]; broadcasts over array arguments.
+    """Nested-logit loss [docs/science.md section 4, reconstruction]; broadcasts over arrays.
 
     Args:
         beta1: layer-1 strength (``s1 = sigmoid(beta1)``).

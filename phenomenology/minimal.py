@@ -1,4 +1,4 @@
-"""The minimal induction head [SPEC section 4, reconstruction], trained on the network's task.
+"""The minimal induction head [docs/science.md section 4, reconstruction], trained on the task.
 
 The roles of the tokens are known by construction, so the circuit shrinks to three scalars and a
 linear readout:

@@ -1,4 +1,4 @@
-"""Figures of the nested-logit phenomenological model [SPEC section 4, reconstruction].
+"""Figures of the nested-logit phenomenological model [docs/science.md section 4, reconstruction].
 
 Functions take arrays and DataFrames (as returned by :func:`phenomenology.landscape.landscape_grid`,
 :func:`phenomenology.landscape.gradient_flow` and
@@ -18,6 +18,11 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from interp.plots import METRIC_COLORS, METRIC_LABELS, OKABE_ITO, SEQUENTIAL_SCALE
+
+# Transition lines of the fit overlay: the forecast in vermillion (no fitted curve uses it), the
+# observed step in dark grey, like the detected transitions of the other figures.
+FORECAST_COLOR = OKABE_ITO[4]
+OBSERVED_COLOR = "#333333"
 
 PARAM_LABELS = {"beta1": "β₁ (layer-1 strength)", "alpha": "α (layer-2 match)", "xi": "ξ (gain)"}
 
@@ -197,23 +202,43 @@ def plot_fit_overlay(
                 row=1,
                 col=col,
             )
-    marks = (
-        (forecast_step, "forecast transition", "dash"),
-        (observed_step, "observed transition", "dot"),
-    )
-    for step, label, dash in marks:
-        if step is None or not np.isfinite(step):
-            continue
+    # The forecast and the observed step are often close: distinct colours and dashes, the step in
+    # the legend, and a label on the outer side of each line, so neither hides the other.
+    marks = [
+        (step, label, dash, color)
+        for step, label, dash, color in (
+            (forecast_step, "forecast", "dash", FORECAST_COLOR),
+            (observed_step, "observed", "dot", OBSERVED_COLOR),
+        )
+        if step is not None and np.isfinite(step)
+    ]
+    marks.sort(key=lambda m: m[0])
+    for k, (step, label, dash, color) in enumerate(marks):
         before = len(fig.layout.shapes)
         fig.add_vline(
             x=step,
-            line={"dash": dash, "color": "#333333", "width": 1.5},
+            line={"dash": dash, "color": color, "width": 1.5},
             opacity=0.9,
             row="all",
             col="all",
         )
+        name = f"{label} transition (step {step:.0f})"
         for j, shape in enumerate(fig.layout.shapes[before:]):
-            shape.update(name=label, legendgroup=label, showlegend=j == 0)
+            shape.update(name=name, legendgroup=label, showlegend=j == 0)
+        left = k == 0 and len(marks) == 2  # the earlier of two: its label to the left
+        fig.add_annotation(
+            x=step,
+            y=0.02,  # near the bottom: curves are mid-way there at a transition
+            xref=f"x{len(panels)}" if len(panels) > 1 else "x",
+            yref=f"y{len(panels)} domain" if len(panels) > 1 else "y domain",
+            text=f"{label}<br>{step:.0f}",
+            showarrow=False,
+            xanchor="right" if left else "left",
+            yanchor="bottom",
+            align="right" if left else "left",
+            xshift=-3 if left else 3,
+            font={"color": color, "size": 11},
+        )
     if cutoff_step is not None:
         before = len(fig.layout.shapes)
         fig.add_vrect(

@@ -1,7 +1,7 @@
 """The nested-logit model's testable predictions about the network, as plain functions.
 
-[SPEC section 4, reconstruction.] Two predictions follow from ``d loss / d xi = 1/L - 1/n`` at the
-origin:
+[docs/science.md section 4, reconstruction.] Two predictions follow from
+``d loss / d xi = 1/L - 1/n`` at the origin:
 
 - the plateau lengthens as the number of labels ``L`` comes down to the number of distinct context
   labels ``n = N / B``, and diverges as ``L -> n+`` (the first phase, ``xi`` growing, is driven by

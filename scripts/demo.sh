@@ -8,5 +8,11 @@ export HF_HUB_OFFLINE=1 WANDB_MODE=disabled
 .venv/bin/induction-cliff train --preset demo --out runs/demo --overwrite
 .venv/bin/induction-cliff transition runs/demo
 .venv/bin/induction-cliff fit runs/demo
-.venv/bin/induction-cliff figures runs/demo --out runs/demo/figures
+# PDF/PNG need chromium; without it (setup.sh said how to install it) the figures are HTML.
+formats=pdf,png
+if ! .venv/bin/python -c "import sys; from interp.export import find_chromium as f; sys.exit(f() is None)" \
+    >/dev/null 2>&1; then
+  formats=html
+fi
+.venv/bin/induction-cliff figures runs/demo --out runs/demo/figures --formats "$formats"
 echo "demo figures are in $(pwd)/runs/demo/figures"

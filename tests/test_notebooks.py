@@ -4,11 +4,15 @@ Notebooks are jupytext ``py:percent`` files; each is converted and executed with
 kernel that runs this interpreter (a kernelspec written to a temporary JUPYTER_PATH, so a fresh
 virtualenv needs no ``ipykernel install``). The notebooks share one runs folder, so a run trained
 by one is reused by the next; each still runs on its own.
+
+An executed notebook must read well when saved: no progress-bar output, under 1 MB, and a static
+PNG beside every interactive plotly figure (when Chromium is there to draw it).
 """
 
 import importlib.util
 import json
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -17,17 +21,22 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.py"))
 
-# Modules the notebooks import; a notebook is skipped (not failed) while one is not written yet.
-NEEDS = {
-    "01_attention_maps.py": ["interp.training", "interp.presets", "interp.transition"],
-    "02_training_dynamics.py": ["interp.training", "interp.presets", "interp.transition"],
-    "03_fit_minimal_model.py": ["interp.training", "interp.presets", "phenomenology.fit"],
-    "04_paper_figures.py": ["interp.training", "interp.presets", "phenomenology.landscape"],
-    "05_positional_encodings.py": ["interp.length", "interp.cope_tasks"],
-}
+EXPECTED = [
+    "01_attention_maps.py",
+    "02_training_dynamics.py",
+    "03_fit_minimal_model.py",
+    "04_paper_figures.py",
+    "05_positional_encodings.py",
+]
 TOOLS = ["jupytext", "nbclient", "ipykernel"]
 KERNEL = "induction-cliff-test"
 CELL_TIMEOUT_S = 600
+MAX_NOTEBOOK_BYTES = 1_000_000
+PLOTLY_MIME = "application/vnd.plotly.v1+json"
+# What a progress bar leaves in a notebook: tqdm's "37%|###  | 37/100 [00:01<00:02, 30.1it/s]"
+# as text (carriage returns between updates), or a tqdm.notebook widget.
+PROGRESS_TEXT = re.compile(r"\d+%\||\d+(\.\d+)?\s*(it|s)/(s|it)\]|\r")
+WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 
 
 def _missing(modules: list[str]) -> list[str]:
@@ -59,7 +68,34 @@ def jupyter_path(tmp_path_factory) -> Path:
 
 
 def test_every_notebook_is_listed():
-    assert [p.name for p in NOTEBOOKS] == sorted(NEEDS)
+    assert [p.name for p in NOTEBOOKS] == EXPECTED
+
+
+def _progress_outputs(notebook) -> list[str]:
+    found = []
+    for cell in notebook.cells:
+        for out in cell.get("outputs", []):
+            text = out.get("text", "") if out.get("output_type") == "stream" else ""
+            if isinstance(text, list):
+                text = "".join(text)
+            if PROGRESS_TEXT.search(text) or WIDGET_MIME in out.get("data", {}):
+                found.append(text[:80] or WIDGET_MIME)
+    return found
+
+
+def test_progress_check_catches_tqdm_output():
+    """The check below would see a progress bar, as text or as a widget."""
+    nbformat = pytest.importorskip("nbformat")
+    nb = nbformat.v4.new_notebook()
+    bar = " 37%|###7      | 37/100 [00:01<00:02, 30.10it/s]"
+    nb.cells = [nbformat.v4.new_code_cell(outputs=[nbformat.v4.new_output("stream", text=bar)])]
+    assert len(_progress_outputs(nb)) == 1
+    widget = nbformat.v4.new_output("display_data", data={WIDGET_MIME: {"model_id": "x"}})
+    nb.cells = [nbformat.v4.new_code_cell(outputs=[widget])]
+    assert _progress_outputs(nb) == [WIDGET_MIME]
+    plain = nbformat.v4.new_output("stream", text="transition step: 2502.0\nIC acc 0.98 at 3500\n")
+    nb.cells = [nbformat.v4.new_code_cell(outputs=[plain])]
+    assert _progress_outputs(nb) == []
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
@@ -67,11 +103,11 @@ def test_notebook_runs(path, runs_dir, jupyter_path, monkeypatch):
     missing = _missing(TOOLS)
     if missing:
         pytest.skip(f"notebook tools not installed: {missing} (pip install -e '.[dev]')")
-    missing = _missing(NEEDS.get(path.name, []))
-    if missing:
-        pytest.skip(f"{path.name} needs {missing}, which is not written yet")
     import jupytext
     import nbclient
+    import nbformat
+
+    from interp.export import find_chromium
 
     notebook = jupytext.read(path)
     monkeypatch.setenv("INDUCTION_CLIFF_SMALL", "1")
@@ -93,3 +129,14 @@ def test_notebook_runs(path, runs_dir, jupyter_path, monkeypatch):
         if out.get("output_type") == "error"
     ]
     assert not errors
+    assert _progress_outputs(notebook) == []
+    size = len(nbformat.writes(notebook).encode())
+    assert size < MAX_NOTEBOOK_BYTES, f"{path.name} executed is {size} bytes"
+    figures = [
+        out.get("data", {})
+        for cell in notebook.cells
+        for out in cell.get("outputs", [])
+        if PLOTLY_MIME in out.get("data", {})
+    ]
+    if find_chromium() is not None:
+        assert all("image/png" in data for data in figures), "an interactive plot has no PNG"

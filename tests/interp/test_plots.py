@@ -45,9 +45,9 @@ def test_training_dynamics_seeds_faint_mean_bold():
     runs = [fake_metrics(s, jump=1000 + 100 * s) for s in range(3)]
     note = "Adam lr 1e-3 (paper: SGD 0.01)"
     fig = plots.plot_training_dynamics(runs, [1000, 1100, 1200], note=note, chance=1 / 32)
-    # 4 columns (train loss; IC, IC2, IW acc) x (3 faint + 1 mean)
-    assert len(fig.data) == 16
-    means = [t for t in fig.data if t.showlegend is not False]
+    # 4 columns (train loss; IC, IC2, IW acc) x (3 faint + 1 mean), then the chance line
+    assert len(fig.data) == 17
+    *means, chance = [t for t in fig.data if t.showlegend is not False]
     assert [t.name for t in means] == ["train loss", "IC", "IC2", "IW"]
     assert all(t.line.width > 2 for t in means)
     faint = [t for t in fig.data if t.showlegend is False]
@@ -63,7 +63,11 @@ def test_training_dynamics_seeds_faint_mean_bold():
     vlines = [s for s in fig.layout.shapes if s.x0 == s.x1 and s.x0 in (1000, 1100, 1200)]
     assert len(vlines) == 6
     assert sum(bool(s.showlegend) for s in fig.layout.shapes) == 1
-    assert any(s.y0 == s.y1 == pytest.approx(1 / 32) for s in fig.layout.shapes)
+    # chance is a legend entry on the accuracy panel across all steps, not a text label that
+    # would sit on the x axis and its tick labels
+    assert chance.name == "chance (1/32)" and chance.xaxis == "x2"
+    assert list(chance.x) == [0, 2000] and list(chance.y) == [1 / 32, 1 / 32]
+    assert not [a for a in fig.layout.annotations if "chance" in (a.text or "")]
 
 
 def test_training_dynamics_single_run_and_mapping():
@@ -111,9 +115,31 @@ def test_progress_measures_panels_share_x_and_mark_transition():
         "induction score",
     ]
     assert fig.layout.xaxis3.title.text == "training step"
+    assert [fig.layout[f"yaxis{i}"].title.text for i in ("", 2, 3)] == [
+        "attention share",
+        "accuracy",
+        "score",
+    ]
     assert fig.layout.xaxis.matches == "x3"  # one shared step axis
     assert len([s for s in fig.layout.shapes if s.x0 == 1000]) == 3
     assert "Progress measures<br><sup>n</sup>" == fig.layout.title.text
+
+
+def test_progress_measures_do_not_repeat_a_curve():
+    # B = 1: the induction score is TILA2 (only the query row has an induction target)
+    runs = [fake_metrics(s) for s in range(2)]
+    for m in runs:
+        m["induction_score"] = m["tila2"] + 1e-9
+    fig = plots.plot_progress_measures(runs)
+    assert "induction score" not in [t.name for t in fig.data]
+    assert [t.name for t in fig.data if t.showlegend is not False][-1] == "prev-token score"
+    titles = [a.text for a in fig.layout.annotations]
+    assert titles[2] == "head scores (induction score = TILA2)"
+    assert fig.layout.yaxis3.title.text == "score"
+    # equal in one run only: both drawn
+    runs[1]["induction_score"] = runs[1]["tila2"] + 0.01
+    fig = plots.plot_progress_measures(runs)
+    assert "induction score" in [t.name for t in fig.data]
 
 
 def test_progress_measures_skip_missing_columns():
@@ -143,7 +169,10 @@ def test_attention_maps_slider_switches_checkpoints():
     (slider,) = fig.layout.sliders
     assert [s.label for s in slider.steps] == ["0", "50", "100"]
     assert slider.steps[1].args[0]["visible"] == [False, False, True, True, False, False]
-    assert list(fig.data[0].x) == labels and list(fig.data[0].y) == labels
+    # the token descriptions are the categories (hover shows them), the short roles the ticks
+    assert list(fig.data[0].x) == hover and list(fig.data[0].y) == hover
+    assert list(fig.layout.xaxis.tickvals) == hover and list(fig.layout.xaxis.ticktext) == labels
+    assert list(fig.layout.yaxis.ticktext) == labels
     assert fig.layout.xaxis.title.text == "key" and fig.layout.yaxis.title.text == "query"
     assert fig.layout.yaxis.autorange == "reversed"
     assert [a.text for a in fig.layout.annotations] == ["layer 1", "layer 2"]
@@ -151,9 +180,11 @@ def test_attention_maps_slider_switches_checkpoints():
     # causal mask blank, the rest the data; hover names query and key tokens
     z = np.asarray(fig.data[2].z, dtype=float)
     assert np.isnan(z[0, 1]) and np.isfinite(np.tril(z)).all()
-    np.testing.assert_allclose(np.tril(np.nan_to_num(z)), patterns[1, 0])
-    assert fig.data[0].customdata[4, 1][0] == hover[4]
-    assert fig.data[0].customdata[4, 1][1] == hover[1]
+    # rounded to 4 decimals (hover shows 3), which keeps saved notebooks and HTML small
+    np.testing.assert_allclose(np.tril(np.nan_to_num(z)), patterns[1, 0], rtol=0, atol=5e-5)
+    np.testing.assert_array_equal(np.nan_to_num(z), np.round(np.nan_to_num(z), 4))
+    assert "query %{y}<br>key %{x}" in fig.data[0].hovertemplate
+    assert fig.data[0].customdata is None  # no per-cell copy of the descriptions
 
 
 def test_attention_maps_validate_shapes():
@@ -166,12 +197,15 @@ def test_attention_maps_validate_shapes():
         plots.plot_attention_maps(fake_patterns(3), [0, 1, 2], plots.token_labels(3))
     with pytest.raises(ValueError, match="hover"):
         plots.plot_attention_maps(fake_patterns(3), [0, 1, 2], labels, hover=["a"])
+    with pytest.raises(ValueError, match="distinct"):
+        plots.plot_attention_maps(fake_patterns(3), [0, 1, 2], labels, hover=["a"] * 5)
     fig = plots.plot_attention_maps(fake_patterns(1), [7], labels)
     assert not fig.layout.sliders
 
 
 def test_attention_snapshots_grid():
-    fig = plots.plot_attention_snapshots(fake_patterns(3), [0, 50, 100], plots.token_labels(2))
+    labels = plots.token_labels(2)
+    fig = plots.plot_attention_snapshots(fake_patterns(3), [0, 50, 100], labels)
     assert len(fig.data) == 6
     assert [a.text for a in fig.layout.annotations] == [
         "layer 1, step 0",
@@ -183,6 +217,19 @@ def test_attention_snapshots_grid():
     ]
     assert sum(bool(t.showscale) for t in fig.data) == 1  # one shared colour bar
     assert fig.layout.xaxis4.title.text == "key" and fig.layout.yaxis4.title.text == "query"
+    # every token labelled on the outer axes (plotly would thin crowded labels out)
+    assert fig.layout.xaxis4.tickmode == "array" and list(fig.layout.xaxis4.tickvals) == labels
+    assert fig.layout.xaxis4.showticklabels and not fig.layout.xaxis1.showticklabels
+    assert list(fig.layout.yaxis4.tickvals) == labels and fig.layout.yaxis4.showticklabels
+    fig = plots.plot_attention_snapshots(
+        fake_patterns(2), [0, 50], labels, captions=["plateau", "end"]
+    )
+    assert [a.text for a in fig.layout.annotations][:2] == [
+        "plateau<br>layer 1, step 0",
+        "end<br>layer 1, step 50",
+    ]
+    with pytest.raises(ValueError, match="captions"):
+        plots.plot_attention_snapshots(fake_patterns(2), [0, 50], labels, captions=["x"])
 
 
 def test_phase_diagram_averages_seeds():
@@ -239,10 +286,21 @@ def test_fit_overlay():
         "ILA1 (fit)",
     ]
     assert [t.mode for t in fig.data[:2]] == ["markers", "lines"]
-    assert [a.text for a in fig.layout.annotations] == ["loss", "accuracy / attention"]
+    assert [a.text for a in fig.layout.annotations][:2] == ["loss", "accuracy / attention"]
     assert fig.layout.xaxis.title.text == "training step"
     legend_shapes = [s.name for s in fig.layout.shapes if s.showlegend]
-    assert legend_shapes == ["forecast transition", "observed transition", "not seen by the fit"]
+    assert legend_shapes == [
+        "observed transition (step 1000)",
+        "forecast transition (step 1100)",
+        "not seen by the fit",
+    ]
+    lines = {s.name: s for s in fig.layout.shapes if s.showlegend and "transition" in s.name}
+    colors = {s.line.color for s in lines.values()}
+    assert len(colors) == 2  # told apart by colour, not only by dash
+    # a label on the outer side of each line: the earlier to the left, the later to the right
+    observed, forecast = fig.layout.annotations[2:]
+    assert (observed.text, observed.x, observed.xanchor) == ("observed<br>1000", 1000, "right")
+    assert (forecast.text, forecast.x, forecast.xanchor) == ("forecast<br>1100", 1100, "left")
     assert "Adam" in fig.layout.title.text
     fig = pplots.plot_fit_overlay(m, pred, columns=["ila1"])
     assert len(fig.data) == 2 and not fig.layout.shapes
@@ -297,3 +355,27 @@ def test_checkpoint_selection():
     assert {300, 400} <= set(chosen)  # either side of the transition
     assert key_checkpoints(steps, 350) == [0, 300, 400, 600]
     assert key_checkpoints(steps) == [0, 50, 200, 600]  # by index: 0, 1/3, 2/3, 1
+
+
+def test_key_checkpoints_by_accuracy_start_plateau_jump_end():
+    from interp.figures import key_checkpoints
+
+    # plateau at 0.1 up to step 300, jump to 0.9 between 300 and 400, dense checkpoints in it
+    metrics = pd.DataFrame(
+        {
+            "step": [0, 100, 200, 300, 340, 350, 360, 400, 500],
+            "ic_acc": [0.0, 0.1, 0.1, 0.1, 0.3, 0.5, 0.6, 0.9, 1.0],
+        }
+    )
+    steps = [0, 100, 200, 300, 340, 350, 360, 400, 500]
+    # start; last plateau checkpoint (share <= 0.1); the jump's middle (share 0.5); end.
+    # 340 and 360 look like 350 and are not chosen.
+    assert key_checkpoints(steps, 352, metrics=metrics) == [0, 300, 350, 500]
+    # accuracy between evaluations is interpolated: checkpoint 325 has IC acc 0.2
+    assert key_checkpoints([0, 200, 325, 500], 352, metrics=metrics) == [0, 200, 325, 500]
+    # no rise: the plain rule
+    flat = metrics.assign(ic_acc=0.1)
+    assert key_checkpoints(steps, 352, metrics=flat) == [0, 350, 360, 500]
+    # no accuracy recorded: the plain rule
+    empty = metrics.assign(ic_acc=float("nan"))
+    assert key_checkpoints(steps, 352, metrics=empty) == [0, 350, 360, 500]

@@ -1,4 +1,4 @@
-"""Known answers of the nested-logit model [SPEC section 4] and its predictions."""
+"""Known answers of the nested-logit model [docs/science.md section 4] and its predictions."""
 
 import math
 

@@ -91,8 +91,8 @@ def test_run_directory_format(run):
 
 
 def test_plateau_then_jump_like_the_network(run):
-    """SPEC section 3's picture: CLA climbs and IC accuracy sits near 1/n on a plateau; then
-    ILA1, TILA2 and IC accuracy jump together."""
+    """The picture of docs/science.md section 3: CLA climbs and IC accuracy sits near 1/n on a
+    plateau; then ILA1, TILA2 and IC accuracy jump together."""
     _, m = run
     n = TASK.n_distinct
     jump = observed_transition(m, column="ic_loss")["transition_step"]
