@@ -456,7 +456,7 @@ def progress_measures(
     return _evaluate(measures, MeasureInputs(batch, logits, acts, len(patterns)))
 
 
-# The built-in measures of SPEC section 3 (functions in :mod:`interp.probes`). Colours: Okabe & Ito
+# The built-in measures of docs/science.md section 3 (functions in :mod:`interp.probes`). Colours: Okabe & Ito
 # (2008), as :data:`interp.plots.OKABE_ITO`; the same as the figures used before the registry.
 
 
@@ -583,4 +583,4 @@ register_measure(
 )
 
 BUILTIN_MEASURES = measure_names()
-"""Names of the measures this module registers itself (SPEC section 3)."""
+"""Names of the measures this module registers itself (docs/science.md section 3)."""

@@ -136,7 +136,7 @@ def _bounded_affine(q: np.ndarray, y: np.ndarray) -> tuple[float, float]:
 
 @register_model
 class NestedLogitModel(DynamicsModel):
-    """The nested-logit gradient flow [SPEC section 4, reconstruction] as a registered model.
+    """The nested-logit gradient flow [docs/science.md section 4, reconstruction] as a registered model.
 
     ``theta = [log time_scale, *start (those in fit_start), (floor)]``. Options (see
     :class:`NestedLogitFit` for each): ``free_floor``, ``fit_start``, ``fixed_start``, ``maps``,
@@ -144,7 +144,7 @@ class NestedLogitModel(DynamicsModel):
     """
 
     name = "nested-logit"
-    description = "nested-logit gradient flow [SPEC section 4, reconstruction]"
+    description = "nested-logit gradient flow [docs/science.md section 4, reconstruction]"
     predicts = AUX_QUANTITIES
 
     def __init__(
