@@ -134,14 +134,9 @@ def _cmd_measures(args) -> int:
 
 
 def _cmd_transition(args) -> int:
-    from interp.training import RunDirectoryError
     from interp.transition import transition_report
 
-    try:
-        report = transition_report(args.run_dirs, measure=args.measure)
-    except RunDirectoryError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
+    report = transition_report(args.run_dirs, measure=args.measure)  # errors: one line, by main
     print(report.to_string(index=False))
     if args.out:
         from interp.atomic import write_text_atomic

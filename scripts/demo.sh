@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Set up, then train the `demo` preset (a real run that shows the plateau and the jump, a few
-# minutes on 2 cores) and write its figures. Output: runs/demo and runs/demo/figures.
+# minutes on 2 cores) and write its figures and report. Output: runs/demo, runs/demo/figures and
+# runs/demo/report.html.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -15,4 +16,5 @@ if ! .venv/bin/python -c "import sys; from interp.export import find_chromium as
   formats=html
 fi
 .venv/bin/induction-cliff figures runs/demo --out runs/demo/figures --formats "$formats"
-echo "demo figures are in $(pwd)/runs/demo/figures"
+.venv/bin/induction-cliff report runs/demo
+echo "demo figures are in $(pwd)/runs/demo/figures; the report is $(pwd)/runs/demo/report.html"
