@@ -26,9 +26,10 @@ if ! .venv/bin/python -m pip install -q --upgrade pip >"$log" 2>&1; then cat "$l
 # torch is pinned here, in the same resolve as everything else, so pip takes the CPU build of
 # 2.13.0 instead of pulling a multi-GB CUDA build. The package metadata itself only asks for a
 # range (GPU users keep their torch).
-echo "[setup] installing dependencies (torch==2.13.0 CPU, transformer-lens 4.x, ray, ...)"
-# The ray extra is the distributed sweep backend; the tests run it on a local instance.
-if ! .venv/bin/python -m pip install -q "torch==2.13.0" -e ".[dev,ray]" >"$log" 2>&1; then
+echo "[setup] installing dependencies (torch==2.13.0 CPU, transformer-lens 4.x, ray, devinterp, ...)"
+# The ray extra is the distributed sweep backend; the tests run it on a local instance. The llc
+# extra (devinterp) estimates the local learning coefficient (`induction-cliff llc`).
+if ! .venv/bin/python -m pip install -q "torch==2.13.0" -e ".[dev,ray,llc]" >"$log" 2>&1; then
   cat "$log"; echo "[setup] pip install failed (log: $log)"; exit 1
 fi
-.venv/bin/python -c "import torch, transformer_lens, interp, phenomenology; print('[setup] ok: torch', torch.__version__)"
+.venv/bin/python -c "import torch, transformer_lens, devinterp, interp, phenomenology; print('[setup] ok: torch', torch.__version__)"
