@@ -355,7 +355,8 @@ def _cmd_llc(args) -> int:
                     f"eps {row['epsilon']:<8g} nbeta {row['nbeta']:<8.4g} LLC {row['llc_mean']:.4g}"
                     f" ± {row['llc_std']:.2g}  MALA {row['mala_acceptance']:.2f}{warn}"
                 )
-            print(f"chosen: {record['chosen']}  (wrote llc_calibration.json/.csv/_traces.html)")
+            print(f"chosen: {record['chosen']}: {record['reason']}")
+            print("wrote llc_calibration.json, llc_calibration.csv, llc_calibration_traces.html")
             return 0
         steps = parse_steps(args.steps, run.checkpoint_steps)
 

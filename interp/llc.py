@@ -563,14 +563,41 @@ def llc_over_checkpoints(
 # Calibration: step size x inverse temperature on one checkpoint
 
 
-def _pick(table: pd.DataFrame, default_nb: float) -> dict | None:
-    """The suggested setting: no warning, the largest epsilon, nbeta nearest the default."""
+# Largest relative change of the LLC between neighbouring step sizes for it to count as settled.
+STABLE_CHANGE = 0.2
+
+
+def _pick(table: pd.DataFrame, default_nb: float) -> tuple[dict | None, str]:
+    """The suggested setting and why.
+
+    At the inverse temperature nearest devinterp's default, the largest step size whose estimate
+    has no warning and differs by at most :data:`STABLE_CHANGE` from that of the next smaller step
+    size (also without warning): the LLC should not depend on the step size once the chains have
+    settled. None when no such pair exists (the reason says so).
+    """
     ok = table[(table["warning"] == "") & np.isfinite(table["llc_mean"])]
     if ok.empty:
-        return None
-    ok = ok.assign(_d=(np.log(ok["nbeta"]) - np.log(default_nb)).abs())
-    best = ok.sort_values(["_d", "epsilon"], ascending=[True, False]).iloc[0]
-    return {"epsilon": float(best["epsilon"]), "nbeta": float(best["nbeta"])}
+        return None, "every setting was flagged (see the warnings)"
+    nearest = (np.log(ok["nbeta"]) - np.log(default_nb)).abs()
+    row = ok[nearest == nearest.min()].sort_values("epsilon")
+    nb = float(row["nbeta"].iloc[0])
+    best = None
+    values = row["llc_mean"].to_numpy(dtype=float)
+    eps = row["epsilon"].to_numpy(dtype=float)
+    for i in range(1, len(row)):
+        if abs(values[i] - values[i - 1]) <= STABLE_CHANGE * abs(values[i]):
+            best = {"epsilon": float(eps[i]), "nbeta": nb}
+    if best is None:
+        changes = ", ".join(f"{e:g}: {v:.3g}" for e, v in zip(eps, values, strict=True))
+        return None, (
+            f"at nbeta {nb:.3g} the LLC still changes by more than {STABLE_CHANGE:.0%} between "
+            f"neighbouring step sizes ({changes}): the chains have not settled; raise "
+            "--draws/--burnin or try other --epsilons"
+        )
+    return best, (
+        f"largest epsilon without warning whose LLC is within {STABLE_CHANGE:.0%} of the next "
+        f"smaller one's, at the nbeta nearest devinterp's default {default_nb:.3g}"
+    )
 
 
 def calibrate_llc(
@@ -585,9 +612,8 @@ def calibrate_llc(
 
     Writes ``llc_calibration.csv`` (one row per pair: LLC, spread, MALA acceptance, drift,
     warning), ``llc_calibration_traces.html`` (the LLC trace of every chain, one panel per pair)
-    and ``llc_calibration.json`` (the settings, the table and ``chosen``: the pair without
-    warnings with the largest step size at the inverse temperature nearest devinterp's default,
-    or ``null`` when every pair was flagged).
+    and ``llc_calibration.json`` (the settings, the table, ``chosen`` and ``reason``: see
+    :func:`_pick`; ``chosen`` is ``null`` when no step size gave a settled estimate).
 
     Args:
         run_dir: a run directory.
@@ -653,7 +679,7 @@ def calibrate_llc(
         ["epsilon", "nbeta", "llc_mean", "llc_std", "mala_acceptance", "trace_drift"]
         + ["failed_chains", "seconds", "warning"]
     ].copy()
-    chosen = _pick(table, default_nb)
+    chosen, reason = _pick(table, default_nb)
     from interp.llc_plots import plot_calibration_traces
 
     fig = plot_calibration_traces(sweep, step=step, chosen=chosen)
@@ -674,7 +700,7 @@ def calibrate_llc(
         "default_nbeta": default_nb,
         "devinterp_version": version,
         "chosen": chosen,
-        "rule": "no warning; nbeta nearest devinterp's default m/log(m); then largest epsilon",
+        "reason": reason,
         "table": json.loads(table.to_json(orient="records")),
     }
     write_json_atomic(out / CALIBRATION_JSON, record)
@@ -693,7 +719,7 @@ def chosen_from_calibration(run_dir: str | os.PathLike) -> dict:
     chosen = json.loads(path.read_text()).get("chosen")
     if not chosen:
         raise ValueError(
-            f"--from-calibration: {path} chose no setting (every pair was flagged); "
-            "see llc_calibration.csv and try other --epsilons/--nbetas"
+            f"--from-calibration: {path} chose no setting: "
+            f"{json.loads(path.read_text()).get('reason', 'see llc_calibration.csv')}"
         )
     return {"epsilon": float(chosen["epsilon"]), "nbeta": float(chosen["nbeta"])}

@@ -226,7 +226,7 @@ def plot_calibration_traces(
     fig.update_layout(
         title=_title(
             f"LLC calibration at step {step}",
-            "* chosen: no warning, nbeta nearest the default, largest epsilon",
+            "* chosen: no warning, LLC settled across step sizes (llc_calibration.json)",
         ),
         width=max(500, 300 * len(betas)),
         height=max(400, 230 * len(eps) + 120),

@@ -159,6 +159,31 @@ def test_llc_csv_round_trips(tmp_path):
     pd.testing.assert_frame_equal(back, expected, check_dtype=False)
 
 
+def test_calibration_picks_the_largest_settled_step_size():
+    from interp.llc import _pick
+
+    def table(llcs, warnings=None):
+        eps = [1e-5, 3e-5, 1e-4, 3e-4]
+        return pd.DataFrame(
+            {
+                "epsilon": eps * 2,
+                "nbeta": [26.4] * 4 + [80.0] * 4,
+                "llc_mean": llcs + [1.0, 50.0, 2.0, 90.0],
+                "warning": (warnings or [""] * 4) + [""] * 4,
+            }
+        )
+
+    # LLC 10 -> 30 -> 33 -> 35: settled from 1e-4 on (changes of 9% and 6%), so 3e-4.
+    chosen, _ = _pick(table([10.0, 30.0, 33.0, 35.0]), default_nb=26.4)
+    assert chosen == {"epsilon": 3e-4, "nbeta": 26.4}
+    # The largest step size is flagged: the pair (3e-5, 1e-4) is the settled one.
+    chosen, _ = _pick(table([10.0, 30.0, 33.0, 80.0], ["", "", "", "x"]), default_nb=26.4)
+    assert chosen == {"epsilon": 1e-4, "nbeta": 26.4}
+    # Still rising with the step size everywhere: nothing is chosen, and the reason says why.
+    chosen, reason = _pick(table([4.0, 11.0, 35.0, 75.0]), default_nb=26.4)
+    assert chosen is None and "not settled" in reason
+
+
 def test_parse_steps():
     assert parse_steps("all", [0, 5, 10]) == [0, 5, 10]
     assert parse_steps("10,0", [0, 5, 10]) == [0, 10]
@@ -263,3 +288,24 @@ def test_plot_llc_marks_flagged_estimates_and_transition():
     assert list(fig.data[names.index("LLC (each chain)")].y) == [0.9, 1.1, 2.8, 3.2]
     assert {"IC", "ILA1"} <= set(names)
     assert [s.x0 for s in fig.layout.shapes] == [12, 12]  # the transition, on both panels
+
+
+def test_standard_figures_include_the_llc_figure_only_with_llc_csv(run_dir, tmp_path):
+    from interp.figures import write_standard_figures
+
+    assert (run_dir / LLC_CSV).exists()  # written by the CLI test above
+    kw = {"formats": ("html",), "max_slider_checkpoints": 3, "n_average": 4}
+    names = {p.name for p in write_standard_figures([run_dir], tmp_path / "with", **kw)}
+    assert {"llc_tiny.html", "llc_tiny.csv"} <= names
+    plotted = pd.read_csv(tmp_path / "with" / "llc_tiny.csv")
+    llc_rows = plotted[
+        plotted["name"].isin(["LLC (mean of chains)", "flagged estimate (see warning)"])
+    ]
+    assert set(llc_rows["x"]) == set(read_llc_csv(run_dir)["step"])  # every estimate is drawn
+    bare = tmp_path / "bare" / "tiny"
+    import shutil
+
+    shutil.copytree(run_dir, bare)
+    (bare / LLC_CSV).unlink()
+    names = {p.name for p in write_standard_figures([bare], tmp_path / "without", **kw)}
+    assert not any(n.startswith("llc_") for n in names)
