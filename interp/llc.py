@@ -408,7 +408,12 @@ def read_llc_csv(path: str | os.PathLike) -> pd.DataFrame:
     path = Path(path)
     if path.is_dir():
         path = path / LLC_CSV
-    df = pd.read_csv(path, keep_default_na=False, na_values=["nan", "NaN", ""])
+    df = pd.read_csv(
+        path,
+        keep_default_na=False,
+        na_values=["nan", "NaN", ""],
+        dtype={"warning": object, "devinterp_version": object},
+    )
     needed = ["step", "llc_mean", "llc_std", *SETTINGS, "warning"]
     missing = [c for c in needed if c not in df.columns]
     if missing:

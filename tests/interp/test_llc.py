@@ -157,6 +157,9 @@ def test_llc_csv_round_trips(tmp_path):
     assert list(back["step"]) == [0, 10]  # sorted by step
     expected = df.sort_values("step").reset_index(drop=True)
     pd.testing.assert_frame_equal(back, expected, check_dtype=False)
+    # No warning at all: the column still reads back as empty strings, not NaN.
+    write_llc_csv(tmp_path, df.iloc[:1])
+    assert list(read_llc_csv(tmp_path)["warning"]) == [""]
 
 
 def test_calibration_picks_the_largest_settled_step_size():
