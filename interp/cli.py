@@ -463,6 +463,97 @@ def _cmd_sweep_summary(args) -> int:
     return 0
 
 
+def _cmd_llc(args) -> int:
+    import logging
+    import math
+
+    from interp.llc import (
+        LLCConfig,
+        calibrate_llc,
+        chosen_from_calibration,
+        llc_over_checkpoints,
+        parse_steps,
+    )
+    from interp.training import RunDirectoryError, load_run
+
+    def floats(text, name):
+        try:
+            return [float(v) for v in text.split(",")] if text else None
+        except ValueError:
+            raise ValueError(f"{name}={text!r} is invalid: comma-separated numbers") from None
+
+    try:
+        run = load_run(args.run_dir)
+    except RunDirectoryError as err:
+        print(f"error: RUN_DIR: {err}", file=sys.stderr)
+        return 2
+    # The library logs each flagged estimate; here they are printed once, as "warning:" lines.
+    logging.getLogger("interp.llc").addHandler(logging.NullHandler())
+    if args.threads is not None:
+        if args.threads < 1:
+            raise ValueError(f"--threads={args.threads} is invalid: an integer >= 1")
+        import torch
+
+        torch.set_num_threads(args.threads)
+    chosen = chosen_from_calibration(args.run_dir) if args.from_calibration else {}
+    cfg = LLCConfig(
+        epsilon=chosen.get("epsilon", args.epsilon),
+        nbeta=chosen.get("nbeta", args.nbeta),
+        localization=args.localization,
+        chains=args.chains,
+        draws=args.draws,
+        burnin=args.burnin,
+        batch_size=args.batch_size,
+        n_batches=args.n_batches,
+        seed=args.seed,
+    )
+    try:
+        if args.calibrate:
+            record = calibrate_llc(
+                args.run_dir,
+                args.calibrate_step,
+                floats(args.epsilons, "--epsilons"),
+                floats(args.nbetas, "--nbetas"),
+                cfg,
+            )
+            for row in record["table"]:
+                warn = f"  WARNING: {row['warning']}" if row["warning"] else ""
+                print(
+                    f"eps {row['epsilon']:<8g} nbeta {row['nbeta']:<8.4g} LLC {row['llc_mean']:.4g}"
+                    f" ± {row['llc_std']:.2g}  MALA {row['mala_acceptance']:.2f}{warn}"
+                )
+            print(f"chosen: {record['chosen']}: {record['reason']}")
+            print("wrote llc_calibration.json, llc_calibration.csv, llc_calibration_traces.html")
+            return 0
+        steps = parse_steps(args.steps, run.checkpoint_steps)
+
+        def report(step, est):
+            if est is None:
+                print(f"step {step}: already in llc.csv, skipped")
+                return
+            print(
+                f"step {step}: LLC {est.llc_mean:.4g} ± {est.llc_std:.2g} "
+                f"(MALA {est.mala_acceptance:.2f}, {est.seconds:.1f} s)",
+                flush=True,
+            )
+            if est.warning:
+                print(f"warning: step {step}: {est.warning}", file=sys.stderr, flush=True)
+
+        df = llc_over_checkpoints(
+            args.run_dir, cfg, steps, overwrite=args.overwrite, on_result=report
+        )
+    except ImportError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    flagged = int((df["warning"] != "").sum())
+    secs = [v for v in df["seconds"] if isinstance(v, float) and math.isfinite(v)]
+    print(
+        f"wrote {Path(args.run_dir) / 'llc.csv'} ({len(df)} checkpoints, {flagged} flagged; "
+        f"{sum(secs):.0f} s of sampling recorded)"
+    )
+    return 0
+
+
 def _cmd_presets(args) -> int:
     from interp.presets import PRESETS
 
@@ -725,6 +816,42 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-figures", action="store_true", help="only the summary tables")
     p.add_argument("--formats", default="png,pdf,html", help="figure formats (comma-separated)")
     p.set_defaults(func=_cmd_sweep_summary)
+
+    p = sub.add_parser(
+        "llc",
+        help="local learning coefficient at a run's checkpoints (devinterp SGLD; RUN_DIR/llc.csv)",
+    )
+    p.add_argument("run_dir")
+    p.add_argument("--steps", default="all", help="checkpoint steps a,b,c or all (default)")
+    p.add_argument("--chains", type=int, default=4)
+    p.add_argument("--draws", type=int, default=100, help="draws per chain after burn-in")
+    p.add_argument("--burnin", type=int, default=50, help="SGLD burn-in steps per chain")
+    p.add_argument("--epsilon", type=float, default=1e-4, help="SGLD step size")
+    p.add_argument(
+        "--nbeta", type=float, default=None, help="inverse temperature (default m/log m)"
+    )
+    p.add_argument("--localization", type=float, default=100.0, help="SGLD localization gamma")
+    p.add_argument("--batch-size", type=int, default=None, help="default: the run's batch size")
+    p.add_argument("--n-batches", type=int, default=16, help="batches drawn from the task")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--threads", type=int, default=None, help="torch CPU threads")
+    p.add_argument("--overwrite", action="store_true", help="discard an existing llc.csv")
+    p.add_argument(
+        "--from-calibration",
+        action="store_true",
+        help="use the epsilon and nbeta chosen in RUN_DIR/llc_calibration.json",
+    )
+    p.add_argument(
+        "--calibrate",
+        action="store_true",
+        help="sweep --epsilons x --nbetas on one checkpoint instead (llc_calibration.*)",
+    )
+    p.add_argument("--calibrate-step", type=int, default=None, help="default: the last")
+    p.add_argument("--epsilons", default="1e-5,3e-5,1e-4,3e-4,1e-3")
+    p.add_argument("--nbetas", default=None, help="default: m/log m times 0.3, 1, 3")
+    p.set_defaults(func=_cmd_llc)
+
+    p = sub.add_parser("presets", help="list the presets")
 
     p = sub.add_parser("presets", help="list the presets with their deviations from the paper")
     p.set_defaults(func=_cmd_presets)

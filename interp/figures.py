@@ -12,6 +12,9 @@ For run directories written by :func:`interp.training.train` (format in ``docs/C
   (before, around and after the transition), for print;
 - ``fit_overlay_<run>``: for runs with a ``fit.json`` (written by
   :func:`phenomenology.fit.fit_run`), the nested-logit fit over the run's curves and its forecast.
+- ``llc_<run>``: for runs with an ``llc.csv`` (written by ``induction-cliff llc``), the local
+  learning coefficient over checkpoints above IC accuracy, ILA1 and TILA2
+  (:func:`interp.llc_plots.plot_llc`).
 
 Each figure comes with a CSV of its data. Every title carries the run's deviations from the
 paper's settings (optimiser, positional encoding, attention scale).
@@ -415,4 +418,11 @@ def write_standard_figures(
         if fig is not None:
             safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
             written += export_figure(fig, out / f"fit_overlay_{safe}", formats, style="double")
+    from interp.llc_plots import llc_figure_for_run
+
+    for name, run, transition in zip(names, runs, transitions, strict=True):
+        fig = llc_figure_for_run(run, transition, run_note(run))  # runs with an llc.csv
+        if fig is not None:
+            safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
+            written += export_figure(fig, out / f"llc_{safe}", formats, style="double")
     return written

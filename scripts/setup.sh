@@ -35,12 +35,13 @@ if ! .venv/bin/python -m pip install -q --upgrade pip >"$log" 2>&1; then cat "$l
 # torch is pinned here, in the same resolve as everything else, so pip takes the CPU build of
 # 2.13.0 instead of pulling a multi-GB CUDA build. The package metadata itself only asks for a
 # range (GPU users keep their torch).
-echo "[setup] installing dependencies (torch==2.13.0 CPU, transformer-lens 4.x, ray, jupyterlab, ...)"
+echo "[setup] installing dependencies (torch==2.13.0 CPU, transformer-lens 4.x, ray, jupyterlab, devinterp, ...)"
 # The ray extra is the distributed sweep backend; the tests run it on a local instance. The
 # explorer extra (ipywidgets) is the attention explorer in JupyterLab; the notebook extra is
-# JupyterLab with jupytext (scripts/notebooks.sh opens the notebooks); dev brings playwright,
-# which the report's browser test uses to drive Debian's chromium (no browser download).
-if ! .venv/bin/python -m pip install -q "torch==2.13.0" -e ".[dev,ray,explorer,notebook]" >"$log" 2>&1; then
+# JupyterLab with jupytext (scripts/notebooks.sh opens the notebooks); the llc extra (devinterp)
+# estimates the local learning coefficient (`induction-cliff llc`); dev brings playwright, which
+# the report's browser test uses to drive Debian's chromium (no browser download).
+if ! .venv/bin/python -m pip install -q "torch==2.13.0" -e ".[dev,ray,explorer,notebook,llc]" >"$log" 2>&1; then
   cat "$log"; echo "[setup] pip install failed (log: $log)"; exit 1
 fi
-.venv/bin/python -c "import torch, transformer_lens, interp, phenomenology; print('[setup] ok: torch', torch.__version__)"
+.venv/bin/python -c "import torch, transformer_lens, devinterp, interp, phenomenology; print('[setup] ok: torch', torch.__version__)"
