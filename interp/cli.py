@@ -851,8 +851,6 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("--nbetas", default=None, help="default: m/log m times 0.3, 1, 3")
     p.set_defaults(func=_cmd_llc)
 
-    p = sub.add_parser("presets", help="list the presets")
-
     p = sub.add_parser("presets", help="list the presets with their deviations from the paper")
     p.set_defaults(func=_cmd_presets)
 

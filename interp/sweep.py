@@ -37,10 +37,10 @@ import contextlib
 import dataclasses
 import itertools
 import json
+import logging
 import math
 import os
 import re
-import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -72,6 +72,8 @@ from interp.sweep_backends import (
 )
 from interp.task import TaskConfig
 from interp.training import TrainConfig
+
+_log = logging.getLogger(__name__)
 
 __all__ = [
     "SweepSpec",
@@ -643,7 +645,8 @@ def run_sweep(
         overwrite: delete what a previous sweep wrote into ``out_dir`` and start again.
         figures: write the phase-diagram figure into ``out_dir/figures``.
         formats: figure formats (static ones fall back to HTML, with a warning, without Chromium).
-        log: where progress lines go (default: standard error).
+        log: where progress lines go (default: the ``interp.sweep`` logger at INFO, which the
+            command line shows on standard error).
 
     Returns:
         The summary (see :func:`summarize_sweep`), also written to ``summary.csv``.
@@ -664,7 +667,7 @@ def run_sweep(
         raise ValueError(f"workers={workers!r} is invalid: must be >= 1 or None")
     if backend == "ray":
         import_ray()  # fail before writing anything
-    log = log or (lambda line: print(line, file=sys.stderr, flush=True))
+    log = log or _log.info  # the CLI shows interp's INFO lines on stderr
     out = Path(out_dir)
     points = spec.points()  # validates every point before any work
     if out.exists() and not out.is_dir():
@@ -932,7 +935,7 @@ def write_sweep_figures(
     from interp.export import export_figure
     from interp.sweep_plots import plot_sweep
 
-    log = log or (lambda line: print(line, file=sys.stderr, flush=True))
+    log = log or _log.info  # the CLI shows interp's INFO lines on stderr
     out = Path(out_dir)
     manifest = load_manifest(out)
     summary = summarize_sweep(out) if summary is None else summary
