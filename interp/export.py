@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import dataclasses
+import logging
 import os
 import shutil
 import threading
@@ -284,7 +285,7 @@ def _get_server() -> _KaleidoServer:
             if path is None:
                 raise RuntimeError(_INSTALL_HINT)
             _server = _KaleidoServer(path)
-            atexit.register(close_export_server)
+            atexit.register(_close_at_exit)
         return _server
 
 
@@ -295,6 +296,15 @@ def close_export_server() -> None:
         server, _server = _server, None
     if server is not None:
         server.close()
+
+
+def _close_at_exit() -> None:
+    # At interpreter exit a browser that does not close in time is left to the OS (it is a child
+    # of this process); a traceback there would only alarm the user of a command that succeeded.
+    try:
+        close_export_server()
+    except Exception as err:  # noqa: BLE001
+        logging.getLogger(__name__).debug("chromium did not close cleanly at exit: %r", err)
 
 
 def figure_data(fig: go.Figure) -> pd.DataFrame:
