@@ -352,7 +352,7 @@ def _fit_and_figure(run, note, *, target, aux, until, observed_step, title):
 def _fit_section(runs: list, note_of, fraction: float) -> str:
     import json
 
-    from phenomenology.fit import detect_run_transition
+    from phenomenology.fit import observed_transition
 
     parts = [
         "<h2>4. Nested-logit fit and forecast [reconstruction]</h2>",
@@ -368,7 +368,7 @@ def _fit_section(runs: list, note_of, fraction: float) -> str:
         aux = [a for a in saved.get("aux", ()) if a in run.metrics.columns]
         origin = "settings of the run's fit.json" if saved else "no fit.json: fitted for this page"
         try:
-            obs = detect_run_transition(run.metrics, column=target)
+            obs = observed_transition(run.metrics, column=target)
             observed = obs["transition_step"]
             est, fig = _fit_and_figure(
                 run,
