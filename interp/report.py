@@ -386,7 +386,11 @@ def _fit_section(runs: list, note_of, fraction: float) -> str:
                 f"{_num(observed, '.0f')}.</p>" + _fig_html(fig)
             )
             start, onset = obs["plateau_start_step"], obs["onset_step"]
-            cutoff = start + fraction * (onset - start)
+            cutoff = (
+                start + fraction * (onset - start)
+                if start is not None and onset is not None
+                else float("nan")
+            )
             if not math.isfinite(cutoff):
                 parts.append("<p>No plateau detected: no forecast.</p>")
                 continue

@@ -174,6 +174,39 @@ def test_report_of_two_configs_compares_them(tmp_path):
         assert label in page
 
 
+def test_report_fit_section_wires_the_observed_cliff_into_fit_and_forecast(tmp_path, monkeypatch):
+    """The fit section (fits stubbed: the slow test below runs them): on a clean IC-loss cliff at
+    step 2000 the observed step handed to both fits is ~2000, and the forecast fit sees only
+    steps before the jump."""
+    import pandas as pd
+    import plotly.graph_objects as go
+
+    import interp.report as report
+
+    d = tiny_run(tmp_path / "run", steps=10)
+    steps = np.arange(0, 3001, 25)
+    s = 1 / (1 + np.exp(-(steps - 2000) / 120))
+    loss = np.log(8) * (1 - s) + 0.05
+    pd.DataFrame(
+        {"step": steps, "train_loss": loss, "ic_loss": loss, "ic_acc": 0.125 + 0.85 * s}
+    ).to_csv(d / "metrics.csv", index=False)
+    calls = []
+
+    class Fitted:
+        r2_, transition_step_, transition_step_stderr_ = 0.99, 1990.0, 12.0
+
+    def fake_fit(run, note, **kw):
+        calls.append(kw)
+        return Fitted(), go.Figure()
+
+    monkeypatch.setattr(report, "_fit_and_figure", fake_fit)
+    section = report._fit_section([load_run(d)], lambda run: None, 0.8)
+    assert len(calls) == 2, section
+    assert calls[0]["observed_step"] == pytest.approx(2000, rel=0.05)
+    assert calls[0]["until"] is None and 0 < calls[1]["until"] < 2000
+    assert "fitted transition step 1990" in section and "relative error" in section
+
+
 @pytest.mark.slow
 def test_report_fit_section_finds_a_clean_cliff(tmp_path):
     """A clean IC-loss cliff at step 2000: the fit explains it and puts the jump there (minutes)."""
