@@ -83,10 +83,6 @@ class TrainingInterrupted(KeyboardInterrupt):
         self.signum = signum
 
 
-def _configs_dict(task: TaskConfig, model: ModelConfig, train_cfg: TrainConfig) -> dict:
-    return configs_dict(task, model, train_cfg)
-
-
 def train(
     task: TaskConfig,
     model_config: ModelConfig | None = None,
