@@ -4,8 +4,12 @@ Two causal attention-only layers (one head each, residual, no LayerNorm, no MLP 
 ``1/sqrt(d)`` scale), then a classifier on the final (query) token: three ReLU layers of width 128
 and a linear readout to L logits.
 
-Deviation from the original code, on purpose: each hidden layer of the classifier has per-unit
-biases (the original uses one scalar bias per layer). Harmless for the phenomenon.
+The classifier is initialised as in the author's code (``readout_init="author"``): hidden layers
+He-normal ``N(0, 2/d_in)``, the readout ``N(0, 1/d_in)`` with no bias. One deviation, on purpose:
+each hidden layer has a per-unit trainable bias where the author's code has one scalar bias per
+layer; every unit's bias starts at the same scalar drawn from ``N(0, 1/d_in)``, so the initial
+network is the author's. ``readout_init="he"`` is the form of runs written before format version 3
+(He-normal readout with a zero-initialised bias, zero hidden biases).
 
 Hook names follow TransformerLens, so ``run_with_cache``, ``run_with_hooks`` and ``ActivationCache``
 indexing work as usual::
@@ -37,6 +41,7 @@ from interp.positional import (
 from interp.task import TaskConfig
 
 __all__ = [
+    "READOUT_INITS",
     "ModelConfig",
     "InductionNet",
     "Classifier",
@@ -44,6 +49,9 @@ __all__ = [
     "positional_from_config",
     "canonical_model_dict",
 ]
+
+
+READOUT_INITS = ("author", "he")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -79,6 +87,9 @@ class ModelConfig:
         attn_init_std: std of attention weight entries; ``None`` means ``1/sqrt(D)`` (the paper).
         qk_bias: trainable biases ``b_Q``, ``b_K`` (``[n_heads, d_head]``, zero-initialised) added
             to queries and keys (the paper: ``False``, no biases).
+        readout_init: the classifier's initialisation, ``author`` (the author's code: readout
+            ``N(0, 1/d)`` without bias, hidden biases one ``N(0, 1/d)`` scalar per layer) or ``he``
+            (He-normal readout with a trainable bias, zero hidden biases: runs before format 3).
     """
 
     D: int = 63
@@ -95,6 +106,7 @@ class ModelConfig:
     attn_scale: str = "none"
     attn_init_std: float | None = None
     qk_bias: bool = False
+    readout_init: str = "author"
 
     def __post_init__(self) -> None:
         for name in (
@@ -125,6 +137,11 @@ class ModelConfig:
         )
         if not isinstance(self.qk_bias, bool):
             raise ValueError(f"ModelConfig.qk_bias={self.qk_bias!r} is invalid: true or false")
+        if self.readout_init not in READOUT_INITS:
+            raise ValueError(
+                f"ModelConfig.readout_init={self.readout_init!r} is invalid: allowed values are "
+                f"{READOUT_INITS}"
+            )
         if self.attn_scale not in ATTN_SCALES:
             raise ValueError(
                 f"ModelConfig.attn_scale={self.attn_scale!r} is invalid: allowed values are {ATTN_SCALES}"
@@ -257,19 +274,35 @@ class TransformerBlock(nn.Module):
 
 
 class Classifier(nn.Module):
-    """ReLU MLP on the query token's residual, then a linear readout to L logits (He init)."""
+    """ReLU MLP on the query token's residual, then a linear readout to L logits.
+
+    Initialisation (``cfg.readout_init``, see the module docstring): ``author`` draws hidden
+    weights ``N(0, 2/d_in)``, each hidden layer's biases as one scalar ``N(0, 1/d_in)`` (per-unit
+    trainable), and the readout ``N(0, 1/d_in)`` without bias; ``he`` draws every weight
+    ``N(0, 2/d_in)`` with zero biases, the readout's included.
+    """
 
     def __init__(self, cfg: ModelConfig) -> None:
         super().__init__()
         widths = [cfg.d_model] + [cfg.d_mlp] * cfg.n_mlp_layers
         self.hidden = nn.ModuleList(nn.Linear(a, b) for a, b in zip(widths[:-1], widths[1:]))
-        self.readout = nn.Linear(widths[-1], cfg.L)
+        author = cfg.readout_init == "author"
+        self.readout = nn.Linear(widths[-1], cfg.L, bias=not author)
         for i in range(cfg.n_mlp_layers):
             # Named hook_hidden_{i}, post-ReLU activations [batch, d_mlp].
             setattr(self, f"hook_hidden_{i}", HookPoint())
-        for layer in [*self.hidden, self.readout]:
-            nn.init.kaiming_normal_(layer.weight, nonlinearity="relu")
-            nn.init.zeros_(layer.bias)
+        with torch.no_grad():
+            for layer in self.hidden:
+                nn.init.kaiming_normal_(layer.weight, nonlinearity="relu")
+                if author:
+                    layer.bias.fill_(torch.randn(()).item() / math.sqrt(layer.in_features))
+                else:
+                    layer.bias.zero_()
+            if author:
+                nn.init.normal_(self.readout.weight, std=1.0 / math.sqrt(widths[-1]))
+            else:
+                nn.init.kaiming_normal_(self.readout.weight, nonlinearity="relu")
+                self.readout.bias.zero_()
 
     def forward(self, x: Float[Tensor, "batch d_model"]) -> Float[Tensor, "batch d_mlp"]:
         for i, layer in enumerate(self.hidden):

@@ -73,7 +73,7 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 CONFIG_NAME = "config.json"
 METRICS_NAME = "metrics.csv"
 CHECKPOINTS = "checkpoints"
@@ -93,6 +93,12 @@ OWNED_FILES = (
 RESUMABLE_TRAIN_FIELDS = ("steps", "device", "num_threads")
 # Fields added after format version 1 was first written, with the value that older runs used.
 _LEGACY_TRAIN_DEFAULTS = {"backend": "hooked"}
+# Format 3 made three of the author's forms the defaults; runs of formats 1 and 2 used these.
+_PRE_V3_FORMS = {
+    "task": {"novel_pool": (None, "per-sequence novel classes")},
+    "model": {"readout_init": ("he", "He-initialised readout with a bias")},
+    "train": {"weight_decay_form": ("coupled", "torch's coupled (L2) weight decay")},
+}
 
 
 class RunDirectoryError(RuntimeError):
@@ -243,7 +249,7 @@ def build_config(cls, data, where: str):
 def _migrate(config: dict, path: Path) -> tuple[dict, list[str]]:
     """Bring a config of an older format version to the current one; say what changed."""
     notes = []
-    version = config.get("format_version", 1)
+    version = original = config.get("format_version", 1)
     if version == 1:
         kind = (config.get("model") or {}).get("kind", "induction_net")
         config = dict(config)
@@ -269,8 +275,27 @@ def _migrate(config: dict, path: Path) -> tuple[dict, list[str]]:
                 train[k] = v
                 notes.append(f"train.{k} absent in format 1: taken as {v!r}")
         config["train"] = train
+        config["format_version"] = version = 2
+    if version == 2:
+        config = dict(config)
+        for group, fields in _PRE_V3_FORMS.items():
+            section = config.get(group)
+            if not isinstance(section, Mapping):
+                continue  # read_config names the missing or malformed group
+            if group == "model" and config.get("kind") != "induction_net":
+                continue  # only the network has the classifier
+            section = dict(section)
+            for name, (value, what) in fields.items():
+                if name not in section:
+                    section[name] = value
+                    notes.append(
+                        f"{group}.{name} absent before format 3: taken as {value!r} ({what}, the "
+                        "old form; the author's form is today's default)"
+                    )
+            config[group] = section
         config["format_version"] = FORMAT_VERSION
-        notes.insert(0, f"{path} is format version 1, migrated to {FORMAT_VERSION} on load")
+    if notes or config.get("format_version") != original:
+        notes.insert(0, f"{path} is format version {original}, migrated to {FORMAT_VERSION} on load")
     return config, notes
 
 

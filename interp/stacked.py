@@ -172,5 +172,7 @@ def stacked_logits(
     for i in range(stack._n_hidden):
         W, bias = p[f"classifier.hidden.{i}.weight"], p[f"classifier.hidden.{i}.bias"]
         x = torch.relu(torch.baddbmm(bias[:, None], x, W.transpose(1, 2)))
-    W, bias = p["classifier.readout.weight"], p["classifier.readout.bias"]
+    W, bias = p["classifier.readout.weight"], p.get("classifier.readout.bias")
+    if bias is None:  # readout_init="author": no readout bias
+        return x.bmm(W.transpose(1, 2))
     return torch.baddbmm(bias[:, None], x, W.transpose(1, 2))

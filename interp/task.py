@@ -50,6 +50,11 @@ class TaskConfig:
             ``B = 0`` means no bursty training sequences (then ``p_B`` must be 0).
         p_B: fraction of (non-novel) training sequences that are bursty. Paper: 1.
         p_C: fraction of training sequences built from novel classes (bursty). Paper: 0 or 0.8.
+        novel_pool: where novel classes come from. An integer ``K_c`` (the author's code: 128):
+            each call (a training batch, an evaluation set) draws ``K_c`` fresh class means,
+            shared by its sequences; class ``c`` of the pool has label ``c mod L``, so ``K_c`` must
+            be a multiple of L. ``None``: fresh means for every class of every sequence, never
+            reused (the form of runs written before format version 3).
         B_eval: burstiness of the IC and IC2 evaluation sets. ``None`` means ``B``, or 1 when
             ``B = 0`` (the paper does not say what IC means without bursty training data; this is
             a choice of this toolkit).
@@ -66,6 +71,7 @@ class TaskConfig:
     B: int = 2
     p_B: float = 1.0
     p_C: float = 0.0
+    novel_pool: int | None = 128
     B_eval: int | None = None
     n_eval: int = 2048
 
@@ -79,6 +85,16 @@ class TaskConfig:
                 "must be a positive integer",
             )
         _check(self.L >= 2, "L", self.L, "must be >= 2")
+        if self.novel_pool is not None:
+            _check(
+                isinstance(self.novel_pool, int)
+                and not isinstance(self.novel_pool, bool)
+                and self.novel_pool > 0
+                and self.novel_pool % self.L == 0,
+                "novel_pool",
+                self.novel_pool,
+                f"must be None or a positive multiple of L={self.L}",
+            )
         _check(self.L <= self.K, "L", self.L, f"must be <= K={self.K}")
         _check(self.K % self.L == 0, "K", self.K, f"must be a multiple of L={self.L}")
         _check(self.N <= self.N_max, "N", self.N, f"must be <= N_max={self.N_max}")
@@ -298,7 +314,17 @@ class TaskGenerator:
         cfg = self.config
         n_cls = n_pairs // B
         labels = self._sample_distinct_labels(n, n_cls, g, novel)  # [n, n_cls]
-        if novel:
+        if novel and cfg.novel_pool is not None:
+            # The author's form: one pool of K_c fresh class means for this call, shared by its
+            # sequences; pool class c has label c mod L. Ids >= K, unique per generator.
+            K_c = cfg.novel_pool
+            pool = torch.randn(K_c, cfg.D, generator=g) / math.sqrt(cfg.D)
+            j = torch.randint(0, K_c // cfg.L, (n, n_cls), generator=g)
+            index = labels + cfg.L * j  # [n, n_cls], pool classes with the drawn labels
+            means = pool[index]
+            classes = cfg.K + self._novel_counter + index
+            self._novel_counter += K_c
+        elif novel:
             # Fresh class means for every novel class, never reused. Ids >= K, unique per generator.
             means = torch.randn(n, n_cls, cfg.D, generator=g) / math.sqrt(cfg.D)
             start = cfg.K + self._novel_counter

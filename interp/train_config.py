@@ -1,6 +1,7 @@
 """How to train: the optimiser, schedule, seed and device of a run (:class:`TrainConfig`).
 
-The paper's setting is plain SGD, lr 0.01, weight decay 1e-6, batch 128 of fresh sequences for 1e5
+The paper's setting is plain SGD, lr 0.01, weight decay 1e-6 in the author's multiplicative form
+(every step, ``theta <- (1 - 1e-6) theta - lr * grad``), batch 128 of fresh sequences for 1e5
 steps. Adam (or another lr) is allowed and is recorded in ``config.json``; it is labelled as a
 deviation wherever a run is shown.
 """
@@ -15,9 +16,14 @@ import torch
 
 from interp.interventions import INTERVENTIONS
 
-__all__ = ["TrainConfig", "OPTIMIZERS", "BACKENDS", "derive_seed", "checkpoint_schedule"]
+__all__ = ["TrainConfig", "OPTIMIZERS", "WEIGHT_DECAY_FORMS", "BACKENDS", "derive_seed", "checkpoint_schedule"]
 
 OPTIMIZERS = ("sgd", "adam")
+# "multiplicative": the author's decoupled shrink, every weight times (1 - weight_decay) at each
+# step, independent of lr. "coupled": torch's L2 term (weight_decay * theta added to the gradient,
+# so the shrink per SGD step is lr * weight_decay: 100x weaker at lr 0.01); the form of runs
+# written before format version 3.
+WEIGHT_DECAY_FORMS = ("multiplicative", "coupled")
 BACKENDS = ("fast", "hooked")
 
 
@@ -36,7 +42,12 @@ class TrainConfig:
     Attributes:
         optimizer: ``sgd`` (the paper) or ``adam`` (a deviation that moves the transition earlier).
         lr: learning rate (the paper: 0.01 with SGD).
-        weight_decay: L2 weight decay (the paper: 1e-6).
+        weight_decay: weight decay (the paper: 1e-6), in the form ``weight_decay_form`` says.
+        weight_decay_form: ``multiplicative`` (the author's code, the default): every step
+            multiplies each weight by ``1 - weight_decay`` before the optimiser's update, whatever
+            the optimiser and lr; ``coupled``: torch's ``weight_decay`` argument (an L2 term in the
+            gradient; SGD then shrinks by ``lr * weight_decay`` per step). Runs written before
+            format version 3 used ``coupled`` and are migrated so on load.
         momentum: SGD momentum (the paper: 0).
         batch_size: fresh sequences per step (the paper: 128).
         steps: optimisation steps (the paper: 1e5).
@@ -60,6 +71,7 @@ class TrainConfig:
     optimizer: str = "sgd"
     lr: float = 0.01
     weight_decay: float = 1e-6
+    weight_decay_form: str = "multiplicative"
     momentum: float = 0.0
     batch_size: int = 128
     steps: int = 100_000
@@ -103,6 +115,11 @@ class TrainConfig:
             raise ValueError(
                 f"TrainConfig.optimizer={self.optimizer!r} is invalid: allowed values are {OPTIMIZERS}"
             )
+        if self.weight_decay_form not in WEIGHT_DECAY_FORMS:
+            raise ValueError(
+                f"TrainConfig.weight_decay_form={self.weight_decay_form!r} is invalid: allowed "
+                f"values are {WEIGHT_DECAY_FORMS}"
+            )
         for name in ("batch_size", "steps", "eval_every", "checkpoint_every"):
             value = getattr(self, name)
             if not (_is_int(value) and value > 0):
@@ -137,11 +154,13 @@ class TrainConfig:
 
     @property
     def is_paper_optimizer(self) -> bool:
-        """True for the paper's optimiser: plain SGD, lr 0.01, weight decay 1e-6, no momentum."""
+        """True for the paper's optimiser: plain SGD, lr 0.01, multiplicative weight decay 1e-6,
+        no momentum."""
         return (
             self.optimizer == "sgd"
             and self.lr == 0.01
             and self.weight_decay == 1e-6
+            and self.weight_decay_form == "multiplicative"
             and self.momentum == 0
         )
 
@@ -149,7 +168,19 @@ class TrainConfig:
         """A short label of how the optimiser differs from the paper's ('' if it does not)."""
         if self.is_paper_optimizer:
             return ""
-        return f"{self.optimizer} lr {self.lr:g} (paper: SGD lr 0.01)"
+        parts = []
+        if self.optimizer != "sgd" or self.lr != 0.01 or self.momentum != 0:
+            parts.append(
+                f"{self.optimizer} lr {self.lr:g}"
+                + (f" momentum {self.momentum:g}" if self.momentum else "")
+                + " (paper: SGD lr 0.01)"
+            )
+        if self.weight_decay != 1e-6 or self.weight_decay_form != "multiplicative":
+            parts.append(
+                f"weight decay {self.weight_decay:g} {self.weight_decay_form} "
+                "(paper: 1e-6 multiplicative)"
+            )
+        return "; ".join(parts)
 
 
 def derive_seed(seed: int, purpose: str) -> int:

@@ -237,11 +237,23 @@ def _train_stacked(runs, train_config, progress, stop_after) -> list[pd.DataFram
 
 
 def _make_optimizer(params: list, cfg: TrainConfig) -> torch.optim.Optimizer:
+    """The optimiser; with the ``multiplicative`` weight-decay form it gets no weight decay of its
+    own (:func:`_shrink_weights` applies it)."""
+    decay = cfg.weight_decay if cfg.weight_decay_form == "coupled" else 0.0
     if cfg.optimizer == "sgd":
-        return torch.optim.SGD(
-            params, lr=cfg.lr, weight_decay=cfg.weight_decay, momentum=cfg.momentum
-        )
-    return torch.optim.Adam(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
+        return torch.optim.SGD(params, lr=cfg.lr, weight_decay=decay, momentum=cfg.momentum)
+    return torch.optim.Adam(params, lr=cfg.lr, weight_decay=decay)
+
+
+def _shrink_weights(optimizer: torch.optim.Optimizer, cfg: TrainConfig) -> None:
+    """The author's weight decay: every parameter times ``1 - weight_decay``, applied after the
+    gradient was computed and before the optimiser's update, so one step is exactly
+    ``theta <- (1 - wd) theta - lr * grad`` for SGD."""
+    if cfg.weight_decay_form != "multiplicative" or cfg.weight_decay == 0:
+        return
+    params = [p for group in optimizer.param_groups for p in group["params"]]
+    with torch.no_grad():
+        torch._foreach_mul_(params, 1.0 - cfg.weight_decay)
 
 
 def _slice_optimizer_state(state: dict, i: int) -> dict:
@@ -523,6 +535,7 @@ def _single_step(run: _RunState):
             raise run.diverged(loss.item())
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
+        _shrink_weights(optimizer, run.cfg)
         optimizer.step()
         run.loss_sum += loss.item()
         run.loss_count += 1
@@ -550,6 +563,7 @@ def _stacked_step(runs: list[_RunState], stack, optimizer):
                 raise run.diverged(value)
         optimizer.zero_grad(set_to_none=True)
         losses.sum().backward()
+        _shrink_weights(optimizer, runs[0].cfg)
         optimizer.step()
         for run, value in zip(runs, values):
             run.loss_sum += value
