@@ -109,10 +109,12 @@ def _fig2_presets() -> list[Preset]:
             {"alpha": (0.0, 0.5, 1.0, 1.5, 2.0)},
         ),
         "fig2-ln": (
-            "Reddy 2024, L = N experiment: N in {2, 4, 8} with L = N (every label is in the "
-            "context) versus L = 32; B=1 throughout (B must divide N and be < N, so N=2 allows "
-            "only B=1), K a multiple of every L (512; the quick variant 2048)",
-            dataclasses.replace(headline, B=1),
+            "Reddy 2024 Fig A.5, L = N experiment: N in {2, 4, 8} with L = N (every label is in "
+            "the context) versus L = 32, on the paper-fig3 task (K=256, B=1, p_C=0.8: a GUESS, the "
+            "paper does not say which task; this one forms an induction head at N=8, L=32); B=1 "
+            "throughout (B must divide N and be < N, so N=2 allows only B=1), K a multiple of "
+            "every L (256; the quick variant 2048)",
+            dataclasses.replace(headline, K=256, B=1, p_C=0.8),
             dataclasses.replace(headline, K=2048, B=1),
             {"N": (2, 4, 8), "L": ("N", 32)},
         ),

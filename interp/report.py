@@ -295,6 +295,7 @@ def _transition_section(runs: list, groups: list[RunGroup]) -> str:
     cols = [
         c
         for c in ("run", "config", "transitioned", "step", "width", "plateau_level")
+        + ("plateau_measured",)
         + ("plateau_length", "final_level", "r2", "reason")
         if c in report.columns
     ]

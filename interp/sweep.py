@@ -104,7 +104,13 @@ FORMAT_VERSION = 1
 _FREE_TRAIN_FIELDS = ("steps", "device", "num_threads")
 # Final metrics reported per point, and the transition of IC accuracy (interp.transition).
 _FINAL_METRICS = ("ic_acc", "ic2_acc", "iw_acc")
-_TRANSITION_COLUMNS = ("transition_step", "transition_width", "plateau_level", "plateau_length")
+_TRANSITION_COLUMNS = (
+    "transition_step",
+    "transition_width",
+    "plateau_level",
+    "plateau_measured",
+    "plateau_length",
+)
 
 
 class SweepDirectoryError(RunDirectoryError):
@@ -804,7 +810,8 @@ def summarize_sweep(out_dir: str | os.PathLike) -> pd.DataFrame:
         Columns ``point``, the grid fields, ``seed``, ``steps`` (configured), ``steps_done``,
         final ``ic_acc``, ``ic2_acc``, ``iw_acc``, the transition of IC accuracy
         (:func:`interp.transition.detect_transition`): ``transition_step``, ``transition_width``,
-        ``plateau_level``, ``plateau_length`` (NaN without a transition) and
+        ``plateau_level`` (the logistic's floor), ``plateau_measured`` (median IC accuracy over the
+        last 20% of the plateau), ``plateau_length`` (NaN without a transition) and
         ``transition_reason`` (why not, else empty), then ``status`` (``done``, ``failed``,
         ``interrupted``, ``partial`` or ``pending``) and ``error``.
     """
@@ -834,6 +841,7 @@ def summarize_sweep(out_dir: str | os.PathLike) -> pd.DataFrame:
                     "transition_step": r.step,
                     "transition_width": r.width,
                     "plateau_level": r.plateau_level,
+                    "plateau_measured": r.plateau_measured,
                     "plateau_length": r.plateau_length,
                 }
         said = status.get(p["name"], {})

@@ -248,10 +248,16 @@ def _make_optimizer(params: list, cfg: TrainConfig) -> torch.optim.Optimizer:
 def _shrink_weights(optimizer: torch.optim.Optimizer, cfg: TrainConfig) -> None:
     """The author's weight decay: every parameter times ``1 - weight_decay``, applied after the
     gradient was computed and before the optimiser's update, so one step is exactly
-    ``theta <- (1 - wd) theta - lr * grad`` for SGD."""
+    ``theta <- (1 - wd) theta - lr * grad`` for SGD. Like torch's optimisers (and their coupled
+    decay), it skips a parameter that got no gradient this step (``grad is None``: a weight an
+    intervention cut out of the graph stays at its initialisation)."""
     if cfg.weight_decay_form != "multiplicative" or cfg.weight_decay == 0:
         return
-    params = [p for group in optimizer.param_groups for p in group["params"]]
+    params = [
+        p for group in optimizer.param_groups for p in group["params"] if p.grad is not None
+    ]
+    if not params:
+        return
     with torch.no_grad():
         torch._foreach_mul_(params, 1.0 - cfg.weight_decay)
 

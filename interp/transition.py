@@ -8,6 +8,9 @@ found on a rolling-median-smoothed copy (the steepest smoothed rise). From the f
 - ``width``: 10%-to-90% rise time, ``2 ln 9 * scale``;
 - ``plateau_level``: ``low``; ``plateau_end``: the 10% point; ``plateau_length``: from the first
   recorded step to the 10% point;
+- ``plateau_measured``: the measured level at the end of the slow phase, the median of the raw
+  curve over the last 20% of the plateau (the fitted ``low`` is the logistic's asymptote, which on
+  a plateau that drifts upward lies below every measured point);
 - ``final_level``: ``high``.
 
 A curve counts as transitioned when its fitted rise ``high - low`` is at least ``min_rise``, the
@@ -71,6 +74,9 @@ class TransitionResult:
         final_level: level after the rise (fitted ``high``; the curve's end if no rise).
         r2: R^2 of the logistic fit on the raw curve.
         reason: why a curve did not count as transitioned ('' when it did).
+        plateau_measured: median of the measured values over the last 20% of the plateau
+            (between ``plateau_end - 0.2 * plateau_length`` and ``plateau_end``); NaN without a
+            transition.
     """
 
     transitioned: bool
@@ -82,6 +88,7 @@ class TransitionResult:
     final_level: float
     r2: float
     reason: str = ""
+    plateau_measured: float = float("nan")
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -178,16 +185,31 @@ def detect_transition(
             r2,
         )
     plateau_end = mid - _LN9 * scale
+    plateau_length = max(0.0, plateau_end - steps[0])
     return TransitionResult(
         transitioned=True,
         step=mid,
         width=2 * _LN9 * scale,
         plateau_level=low,
         plateau_end=plateau_end,
-        plateau_length=max(0.0, plateau_end - steps[0]),
+        plateau_length=plateau_length,
         final_level=high,
         r2=r2,
+        plateau_measured=_plateau_median(steps, values, plateau_end, plateau_length),
     )
+
+
+def _plateau_median(steps: np.ndarray, values: np.ndarray, end: float, length: float) -> float:
+    """Median of ``values`` over the last 20% of a plateau ending at ``end`` (at least the one
+    evaluation nearest before ``end``); NaN if no evaluation lies on the plateau."""
+    inside = (steps >= end - 0.2 * length) & (steps <= end)
+    if not inside.any():
+        before = np.nonzero(steps <= end)[0]
+        if not len(before):
+            return float("nan")
+        inside = np.zeros_like(inside)
+        inside[before[-1]] = True
+    return float(np.median(values[inside]))
 
 
 METHODS = ("logistic", "cliff")
@@ -277,6 +299,7 @@ def find_transition(
         fields = r.to_dict()
         if direction == "falling":
             fields["plateau_level"], fields["final_level"] = -r.plateau_level, -r.final_level
+            fields["plateau_measured"] = -r.plateau_measured
         return Transition(**fields, method=method, direction=direction, plateau_start=first)
     from phenomenology.landscape import detect_cliff
 
@@ -319,6 +342,11 @@ def find_transition(
         final_level=sign * c.floor_loss,
         r2=float("nan"),
         reason=reason,
+        plateau_measured=(
+            _plateau_median(steps, values, float(c.onset), float(c.onset - c.plateau_start))
+            if not reason
+            else float("nan")
+        ),
         method=method,
         direction=direction,
         plateau_start=float(c.plateau_start),
@@ -412,6 +440,7 @@ def summarize_seeds(report: pd.DataFrame) -> pd.DataFrame:
         "step",
         "width",
         "plateau_level",
+        "plateau_measured",
         "plateau_end",
         "plateau_length",
         "final_level",

@@ -25,7 +25,7 @@ How the model's quantities are compared with the network's:
 - ``ic_loss`` <-> ``loss``. The model's loss runs from ``log L`` to 0; the network's IC loss levels
   off at a floor. With ``free_floor=True`` (default) the prediction is
   ``floor + (1 - floor / log L) * loss``: the start stays at ``log L`` and the model's zero maps to
-  a fitted ``floor_``.
+  a fitted ``floor_``, bounded to ``[0, log L]`` (a cross-entropy is never negative).
 - ``ic_acc`` <-> ``acc`` (the probability the model gives the correct label), no free parameter.
 - ``cla`` <-> the model's probability mass on context labels, no free parameter.
 - ``ila1`` <-> ``s1`` and ``tila2`` <-> ``p``, each through an affine map ``a + b * q`` solved in
@@ -198,7 +198,8 @@ class NestedLogitModel(DynamicsModel):
         lower = [-np.inf] + [_START_BOUNDS[s][0] for s in self.fit_start]
         upper = [np.inf] + [_START_BOUNDS[s][1] for s in self.fit_start]
         if self._uses_floor:
-            lower.append(-math.log(self.L))
+            # A cross-entropy floor: between 0 and the chance level log L.
+            lower.append(0.0)
             upper.append(math.log(self.L))
         return np.array(lower), np.array(upper)
 
@@ -259,7 +260,7 @@ class NestedLogitModel(DynamicsModel):
         y = ys[self.target] if self.target == "ic_loss" else 1.0 - ys[self.target]
         y = pd.Series(y).rolling(5, center=True, min_periods=1).median().to_numpy()
         data_cliff = detect_cliff(np.maximum(steps, 1e-9), y).transition
-        floor0 = float(np.min(ys[self.target])) if self._uses_floor else 0.0
+        floor0 = max(float(np.min(ys[self.target])), 0.0) if self._uses_floor else 0.0
         b1_grid = self.beta1_grid if "beta1" in self.fit_start else self.beta1_grid[:1]
         # xi_0 < 0 starts the loss above log L, as a network's random readout often does.
         xi_grid = (0.0, -1.0) if "xi" in self.fit_start else (None,)

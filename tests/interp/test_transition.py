@@ -89,3 +89,20 @@ def test_event_order_and_report_across_seeds():
 def test_too_few_points_is_not_a_transition():
     r = detect_transition([0, 1, 2], [0.1, 0.5, 0.9])
     assert not r.transitioned and "too few points" in r.reason
+
+
+def test_measured_plateau_level_is_the_median_of_the_plateau_s_last_fifth():
+    """A plateau that drifts from 0.05 to 0.15 before a jump at 30k: the logistic's floor sits
+    near the start of the drift, the measured level is what the curve reads just before the jump
+    (the median of the last 20% of the plateau, here about 0.14)."""
+    steps = np.arange(0, 60001, 500.0)
+    drift = 0.05 + 0.10 * np.clip(steps / 28000, 0, 1)
+    jump = 1 / (1 + np.exp(-(steps - 30000) / 400))
+    values = drift + (1.0 - drift) * jump
+    r = detect_transition(steps, values)
+    assert r.transitioned
+    on_plateau = (steps >= r.plateau_end - 0.2 * r.plateau_length) & (steps <= r.plateau_end)
+    assert r.plateau_measured == pytest.approx(np.median(values[on_plateau]), abs=1e-12)
+    assert r.plateau_measured == pytest.approx(0.14, abs=0.01)
+    assert r.plateau_level < r.plateau_measured - 0.03  # the fit's floor is not the level
+    assert np.isnan(detect_transition(steps, np.full_like(steps, 0.1)).plateau_measured)

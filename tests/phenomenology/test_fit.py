@@ -147,3 +147,12 @@ def test_forecast_from_a_dataframe_needs_the_task(noisy):
         forecast_transition(noisy, 0.8)
     with pytest.raises(ValueError, match="fraction_of_plateau"):
         forecast_transition(noisy, 1.5, **TASK)
+
+
+def test_the_loss_floor_is_bounded_at_zero(truth):
+    """A curve that ends below the model's zero (a shift of -0.15, as noisy real IC losses pull a
+    free floor negative) gets floor 0, never a negative cross-entropy; a positive floor is kept."""
+    below = NestedLogitFit(**TASK).fit(STEPS, truth["loss"] - 0.15 * (truth["loss"] < 1.0))
+    assert 0.0 <= below.floor_ < 1e-9  # at the bound (the unbounded fit goes negative)
+    above = NestedLogitFit(**TASK).fit(STEPS, 0.3 + (1 - 0.3 / np.log(32)) * truth["loss"])
+    assert above.floor_ == pytest.approx(0.3, abs=0.01)
