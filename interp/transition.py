@@ -430,7 +430,11 @@ def transition_report(
         if len(named) > 1:
             summary["run"] = summary["run"] + f" [{label}]"
         parts += [df, summary]
-    return pd.concat(parts, ignore_index=True)
+    out = pd.concat(parts, ignore_index=True)
+    # The measured plateau level beside the fitted one.
+    cols = [c for c in out.columns if c != "plateau_measured"]
+    cols.insert(cols.index("plateau_level") + 1, "plateau_measured")
+    return out[cols]
 
 
 def summarize_seeds(report: pd.DataFrame) -> pd.DataFrame:
