@@ -13,12 +13,12 @@ import importlib
 
 # name -> module that defines it
 _LAZY = {
-    "MEASURES": "interp.measures",
-    "get_measure": "interp.measures",
-    "register_measure": "interp.measures",
-    "register_positional": "interp.positional",
-    "PositionalEncoding": "interp.positional",
-    "POSITIONAL_ENCODINGS": "interp.positional",
+    "MEASURES": "interp.analysis.measures",
+    "get_measure": "interp.analysis.measures",
+    "register_measure": "interp.analysis.measures",
+    "register_positional": "interp.model.positional",
+    "PositionalEncoding": "interp.model.positional",
+    "POSITIONAL_ENCODINGS": "interp.model.positional",
 }
 
 __all__ = sorted(_LAZY)

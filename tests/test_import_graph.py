@@ -86,7 +86,7 @@ def test_the_cycle_finder_finds_a_known_cycle():
 
 def test_no_import_cycles_among_the_packages_modules():
     graph = import_graph()
-    assert "interp.training" in graph and "interp.rundir" in graph["interp.training"]
+    assert "interp.train.training" in graph and "interp.io.rundir" in graph["interp.train.training"]
     assert find_cycle(graph) is None, " -> ".join(find_cycle(graph))
 
 
