@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
-from jaxtyping import Float, Int
+from jaxtyping import Float, Real
 from torch import Tensor, nn
 from transformer_lens import HookedRootModule
 from transformer_lens.hook_points import HookPoint
@@ -271,7 +271,7 @@ class Classifier(nn.Module):
             nn.init.kaiming_normal_(layer.weight, nonlinearity="relu")
             nn.init.zeros_(layer.bias)
 
-    def forward(self, x: Float[Tensor, "batch d_model"]) -> Float[Tensor, "batch d_mlp"]:
+    def forward(self, x: Float[Tensor, "batch d_model"]) -> Float[Tensor, "batch L"]:
         for i, layer in enumerate(self.hidden):
             x = getattr(self, f"hook_hidden_{i}")(torch.relu(layer(x)))
         return self.readout(x)
@@ -311,13 +311,15 @@ class InductionNet(HookedRootModule):
     def forward(
         self,
         tokens: Float[Tensor, "batch pos d_content"],
-        positions: Int[Tensor, "batch pos"] | None = None,
+        positions: Real[Tensor, "batch pos"] | None = None,
     ) -> Float[Tensor, "batch L"]:
         """Logits of the query token.
 
         Args:
             tokens: content vectors, as in :class:`interp.data.task.Batch`.
             positions: absolute positions; ``None`` means ``0..pos-1`` for every sequence.
+                Integer for the tabled encodings; RoPE also takes fractional ones (scaled
+                positions, :func:`interp.analysis.length.rescale_rope`).
         """
         if tokens.ndim != 3 or tokens.shape[-1] != self.cfg.D:
             raise ValueError(

@@ -48,7 +48,7 @@ import pandas as pd
 import torch
 import torch.nn.functional as F
 from einops import einsum
-from jaxtyping import Float, Int
+from jaxtyping import Float, Int, Real
 from torch import Tensor, nn
 from transformer_lens.hook_points import HookPoint
 
@@ -131,8 +131,9 @@ class PositionalEncoding(nn.Module):
 
     # ---- the residual stream
 
-    def forward(self, positions: Int[Tensor, "batch pos"]) -> Tensor:
-        """What ``hook_pos_embed`` records."""
+    def forward(self, positions: Real[Tensor, "batch pos"]) -> Tensor:
+        """What ``hook_pos_embed`` records. (Positions are integers for the tabled encodings;
+        relative ones such as RoPE also take fractional, rescaled positions.)"""
         return torch.zeros(*positions.shape, 0, device=positions.device)
 
     def combine(self, embed: Float[Tensor, "batch pos d_content"], pos_embed: Tensor) -> Tensor:
@@ -160,7 +161,7 @@ class PositionalEncoding(nn.Module):
         scores: Float[Tensor, "batch head_index query_pos key_pos"],
         q: Float[Tensor, "batch pos head_index d_head"],
         k: Float[Tensor, "batch pos head_index d_head"],
-        positions: Int[Tensor, "batch pos"],
+        positions: Real[Tensor, "batch pos"],
         causal: Tensor,
     ) -> Tensor | None:
         """A term added to the scaled, causally masked ``scores`` (broadcastable to them), or
