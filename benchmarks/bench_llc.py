@@ -5,7 +5,7 @@ On a run directory (default ``runs/demo``; train it with ``induction-cliff train
 
 - the median time of one plain SGD step of the run's network (forward on the fast path, backward,
   update; batch of the LLC settings), the floor any SGLD step costs;
-- the seconds of one LLC estimate (:func:`interp.llc.estimate_llc`, devinterp's SGLD with its MALA
+- the seconds of one LLC estimate (:func:`interp.analysis.llc.estimate_llc`, devinterp's SGLD with its MALA
   acceptance callback) on the last checkpoint at the given settings, and per SGLD step;
 - the projected cost of the whole run: seconds per checkpoint times its checkpoints.
 
@@ -24,9 +24,9 @@ import time
 import torch
 import torch.nn.functional as F
 
-from interp.fast import fast_logits
-from interp.llc import LLCConfig, estimate_llc, network_loss, run_batches
-from interp.training import load_run
+from interp.analysis.llc import LLCConfig, estimate_llc, network_loss, run_batches
+from interp.model.fast import fast_logits
+from interp.train.training import load_run
 
 
 def main() -> None:

@@ -1,12 +1,12 @@
 """Many models at once: stacked models in one process versus one process per model.
 
 Seeds of one configuration can train (a) one per process, each process on its own threads, or
-(b) stacked in one process (:func:`interp.training.train_many`, :mod:`interp.stacked`), or both
+(b) stacked in one process (:func:`interp.train.training.train_many`, :mod:`interp.model.stacked`), or both
 (several processes, each with a stack). This benchmark measures the aggregate training rate
 (model-steps per second, fresh batches sampled in the step as in training) of each arrangement at
 the paper's configuration (paper-fig1d task, batch 128, SGD), in one run on one machine:
 
-- ``single``: one model, the fast path (:func:`interp.fast.fast_logits`), the reference;
+- ``single``: one model, the fast path (:func:`interp.model.fast.fast_logits`), the reference;
 - ``stack S``: S models stacked in one process;
 - ``P procs x stack S``: P processes at once, each with ``threads / P`` threads and a stack of S.
 
@@ -29,10 +29,10 @@ import torch.nn.functional as F
 
 
 def _setup(n_models: int, device: str):
-    from interp.model import InductionNet, ModelConfig
-    from interp.presets import get_preset
-    from interp.stacked import ModelStack
-    from interp.task import TaskGenerator
+    from interp.data.task import TaskGenerator
+    from interp.model.network import InductionNet, ModelConfig
+    from interp.model.stacked import ModelStack
+    from interp.train.presets import get_preset
 
     preset = get_preset("paper-fig1d")
     task = preset.task
@@ -48,8 +48,8 @@ def _setup(n_models: int, device: str):
 
 def _timed_steps(n_models: int, device: str, steps: int, rounds: int) -> list[float]:
     """Model-steps per second of each round."""
-    from interp.fast import fast_logits
-    from interp.stacked import stacked_logits
+    from interp.model.fast import fast_logits
+    from interp.model.stacked import stacked_logits
 
     gens, streams, models, stack, opt = _setup(n_models, device)
 

@@ -7,7 +7,7 @@ also reads item rows of layer 2), measures in one process, on the same machine:
   the step, as in training), with the backend runs use (``fast``), times the default evaluation
   interval (500 steps): the training time between two evaluations;
 - the median time of every progress measure on a 10k-sequence IC set, exactly as the training
-  loop's evaluation computes them (:func:`interp.evaluation.logits_and_measures`: logits, both
+  loop's evaluation computes them (:func:`interp.analysis.evaluation.logits_and_measures`: logits, both
   layers' patterns on the rows the measures read, all measures);
 - the median time of the logits alone on the same set (what IC accuracy costs without measures).
 
@@ -26,11 +26,11 @@ import time
 import torch
 import torch.nn.functional as F
 
-from interp.evaluation import logits_and_measures
-from interp.fast import fast_logits
-from interp.model import InductionNet, ModelConfig
-from interp.presets import get_preset
-from interp.task import TaskGenerator
+from interp.analysis.evaluation import logits_and_measures
+from interp.data.task import TaskGenerator
+from interp.model.fast import fast_logits
+from interp.model.network import InductionNet, ModelConfig
+from interp.train.presets import get_preset
 
 
 def median_time(fn, repeats: int) -> float:

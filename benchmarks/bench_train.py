@@ -5,11 +5,11 @@ d_model = 128, paper-fig3 task, SGD):
 
 (a) ``plain``: the network written straightforwardly here (nn.Linear projections, one-hot
     concatenation, full attention in both layers), the baseline;
-(b) ``hooked``: :class:`interp.model.InductionNet` (TransformerLens hook points);
-(c) ``fast``: :func:`interp.fast.fast_logits` on the hooked model's parameters.
+(b) ``hooked``: :class:`interp.model.network.InductionNet` (TransformerLens hook points);
+(c) ``fast``: :func:`interp.model.fast.fast_logits` on the hooked model's parameters.
 
 The FLOP limit counts the useful FLOPs of the straightforward computation; the fast path computes
-the same function with fewer (it reassociates, see ``interp/fast.py``), so it can approach or pass
+the same function with fewer (it reassociates, see ``interp/model/fast.py``), so it can approach or pass
 that limit. The script also prints the FLOPs the fast path performs and the rate it reaches.
 
 Each is timed in alternating rounds and reported as the median steps/s. The FLOP limit is the
@@ -29,10 +29,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from interp.fast import fast_logits
-from interp.model import InductionNet, ModelConfig
-from interp.presets import get_preset
-from interp.task import TaskGenerator
+from interp.data.task import TaskGenerator
+from interp.model.fast import fast_logits
+from interp.model.network import InductionNet, ModelConfig
+from interp.train.presets import get_preset
 
 
 class PlainNet(nn.Module):
@@ -71,7 +71,7 @@ def useful_flops_per_step(batch: int, T: int, D: int, d_model: int, d_mlp: int, 
 def fast_path_flops_per_step(batch: int, T: int, D: int, d: int, d_mlp: int, L: int) -> float:
     """Forward + backward FLOPs the fast path actually performs (backward = 2x forward).
 
-    It reassociates the same function (``interp/fast.py``): layer 1 applies ``W_Q W_K^T`` (formed
+    It reassociates the same function (``interp/model/fast.py``): layer 1 applies ``W_Q W_K^T`` (formed
     once per step) to the content half of the tokens; layer 2 works through a few vectors per
     sequence, so no per-token projection remains in it.
     """

@@ -1,10 +1,19 @@
 """induction-cliff: Reddy's in-context classification task, its network, probes and figures.
 
-``import interp`` imports nothing heavy; the registries are reached lazily (loaded on first use,
-so that ``import interp.cli`` stays light)::
+The subpackages are the pipeline's stages: :mod:`interp.data` (the task), :mod:`interp.model`
+(the network), :mod:`interp.train` (training runs and sweeps), :mod:`interp.io` (the run
+directory), :mod:`interp.analysis` (progress measures, evaluation, transitions) and
+:mod:`interp.viz` (figures); :mod:`interp.cli` is the command line on top.
 
+``import interp`` imports nothing heavy; the main user API and the registries are reached lazily
+(loaded on first use, so that ``import interp.cli`` stays light)::
+
+    from interp import TaskConfig, ModelConfig, TrainConfig, InductionNet, load_run
     from interp import register_measure, MEASURES            # progress measures
     from interp import register_positional, PositionalEncoding  # positional encodings
+
+The training entry point is :func:`interp.train.training.train` (``interp.train`` is the
+training subpackage, so the function is not re-exported under that name).
 """
 
 from __future__ import annotations
@@ -13,12 +22,17 @@ import importlib
 
 # name -> module that defines it
 _LAZY = {
-    "MEASURES": "interp.measures",
-    "get_measure": "interp.measures",
-    "register_measure": "interp.measures",
-    "register_positional": "interp.positional",
-    "PositionalEncoding": "interp.positional",
-    "POSITIONAL_ENCODINGS": "interp.positional",
+    "TaskConfig": "interp.data.task",
+    "ModelConfig": "interp.model.network",
+    "InductionNet": "interp.model.network",
+    "TrainConfig": "interp.train.train_config",
+    "load_run": "interp.io.rundir",
+    "MEASURES": "interp.analysis.measures",
+    "get_measure": "interp.analysis.measures",
+    "register_measure": "interp.analysis.measures",
+    "register_positional": "interp.model.positional",
+    "PositionalEncoding": "interp.model.positional",
+    "POSITIONAL_ENCODINGS": "interp.model.positional",
 }
 
 __all__ = sorted(_LAZY)

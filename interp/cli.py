@@ -25,7 +25,7 @@ import os
 import sys
 from pathlib import Path
 
-from interp.overrides import build_configs, parse_overrides
+from interp.train.overrides import build_configs, parse_overrides
 
 __all__ = ["main", "parse_overrides", "build_configs"]
 
@@ -33,8 +33,8 @@ __all__ = ["main", "parse_overrides", "build_configs"]
 def _resumed_configs(args, out: Path):
     """The configs to resume the run in ``out`` with: the stored ones, with ``--set`` allowed only
     on the fields a resumption may change, and ``--seed`` only if it is the stored seed."""
-    from interp.overrides import convert_value
-    from interp.rundir import RESUMABLE_TRAIN_FIELDS, load_run
+    from interp.io.rundir import RESUMABLE_TRAIN_FIELDS, load_run
+    from interp.train.overrides import convert_value
 
     run = load_run(out)
     if run.kind != "induction_net":
@@ -75,8 +75,8 @@ def _resumed_configs(args, out: Path):
 
 
 def _cmd_train(args) -> int:
-    from interp.rundir import classify, refuse_broken
-    from interp.training import train
+    from interp.io.rundir import classify, refuse_broken
+    from interp.train.training import train
 
     if args.resume and args.overwrite:
         raise ValueError("--resume and --overwrite contradict each other: give one of them")
@@ -94,8 +94,8 @@ def _cmd_train(args) -> int:
         note = preset.note
     if args.resume and args.out:
         _check_recorded_plugins(args.out)
-    from interp.measures import check_reads
-    from interp.model import InductionNet
+    from interp.analysis.measures import check_reads
+    from interp.model.network import InductionNet
 
     check_reads(InductionNet(model_cfg, seed=0))  # every measure's hooks exist, before any work
     out = Path(args.out or f"runs/{args.preset or 'demo'}-seed{train_cfg.seed}")
@@ -122,8 +122,8 @@ def _cmd_train(args) -> int:
 
 
 def _cmd_measures(args) -> int:
-    from interp.over_training import measures_over_checkpoints
-    from interp.rundir import load_run
+    from interp.analysis.over_training import measures_over_checkpoints
+    from interp.io.rundir import load_run
 
     runs = [load_run(d) for d in args.run_dirs]  # every directory checked before any work
     for run in runs:
@@ -134,12 +134,12 @@ def _cmd_measures(args) -> int:
 
 
 def _cmd_transition(args) -> int:
-    from interp.transition import transition_report
+    from interp.analysis.transition import transition_report
 
     report = transition_report(args.run_dirs, measure=args.measure)  # errors: one line, by main
     print(report.to_string(index=False))
     if args.out:
-        from interp.atomic import write_text_atomic
+        from interp.io.atomic import write_text_atomic
 
         write_text_atomic(args.out, report.to_csv(index=False))
         print(f"wrote {args.out}")
@@ -266,7 +266,7 @@ def _fmt(value) -> str:
 
 
 def _cmd_fit(args) -> int:
-    from interp.checkpoints import write_json_atomic
+    from interp.io.checkpoints import write_json_atomic
     from phenomenology.fit import fit_curve
 
     if args.until is not None and args.fraction is not None:
@@ -304,8 +304,8 @@ def _cmd_fit(args) -> int:
 
 
 def _cmd_figures(args) -> int:
-    from interp.export import STATIC_FORMATS, find_chromium
-    from interp.figures import write_standard_figures
+    from interp.viz.export import STATIC_FORMATS, find_chromium
+    from interp.viz.figures import write_standard_figures
 
     formats = tuple(f.strip() for f in args.formats.split(","))
     static = [f for f in formats if f in STATIC_FORMATS]
@@ -332,13 +332,13 @@ def _cmd_figures(args) -> int:
 
 
 def _cmd_report(args) -> int:
-    from interp.explorer import ExplorerConfig
-    from interp.report import ReportConfig, ReportInputError, write_report
+    from interp.viz.explorer import ExplorerConfig
+    from interp.viz.report import ReportConfig, ReportInputError, write_report
 
     if args.sequences < 1:
         raise ValueError(f"--sequences {args.sequences} is invalid: must be >= 1")
     config = ReportConfig(fit=not args.no_fit, explorer=ExplorerConfig(n_sequences=args.sequences))
-    from interp.checkpoints import CheckpointError
+    from interp.io.checkpoints import CheckpointError
 
     try:
         path = write_report(args.run_dirs, args.out, config)
@@ -352,9 +352,9 @@ def _cmd_report(args) -> int:
 
 
 def _cmd_evaluate(args) -> int:
-    from interp.atomic import write_text_atomic
-    from interp.length import evaluate_lengths, parse_n_pairs
-    from interp.rundir import load_run
+    from interp.analysis.length import evaluate_lengths, parse_n_pairs
+    from interp.io.atomic import write_text_atomic
+    from interp.io.rundir import load_run
 
     load_run(args.run_dir)  # a clear error before any work
 
@@ -379,8 +379,8 @@ def _cmd_evaluate(args) -> int:
 
 
 def _cmd_sweep(args) -> int:
-    from interp.plugins import loaded_plugins
-    from interp.sweep import (
+    from interp.train.plugins import loaded_plugins
+    from interp.train.sweep import (
         SweepDirectoryError,
         SweepSpec,
         load_manifest,
@@ -404,7 +404,7 @@ def _cmd_sweep(args) -> int:
             spec = dataclasses.replace(spec, seeds=seeds)
     else:
         spec = SweepSpec.from_preset(args.preset, grid, overrides, seeds)
-        from interp.presets import get_preset
+        from interp.train.presets import get_preset
 
         dropped = [k for k in get_preset(args.preset).grid if k not in spec.grid]
         if dropped:
@@ -439,7 +439,7 @@ def _print_summary(summary, fields) -> None:
 
 
 def _cmd_sweep_summary(args) -> int:
-    from interp.sweep import (
+    from interp.train.sweep import (
         SweepDirectoryError,
         SweepSpec,
         load_manifest,
@@ -467,14 +467,14 @@ def _cmd_llc(args) -> int:
     import logging
     import math
 
-    from interp.llc import (
+    from interp.analysis.llc import (
         LLCConfig,
         calibrate_llc,
         chosen_from_calibration,
         llc_over_checkpoints,
         parse_steps,
     )
-    from interp.training import RunDirectoryError, load_run
+    from interp.train.training import RunDirectoryError, load_run
 
     def floats(text, name):
         try:
@@ -488,7 +488,7 @@ def _cmd_llc(args) -> int:
         print(f"error: RUN_DIR: {err}", file=sys.stderr)
         return 2
     # The library logs each flagged estimate; here they are printed once, as "warning:" lines.
-    logging.getLogger("interp.llc").addHandler(logging.NullHandler())
+    logging.getLogger("interp.analysis.llc").addHandler(logging.NullHandler())
     if args.threads is not None:
         if args.threads < 1:
             raise ValueError(f"--threads={args.threads} is invalid: an integer >= 1")
@@ -555,7 +555,7 @@ def _cmd_llc(args) -> int:
 
 
 def _cmd_presets(args) -> int:
-    from interp.presets import PRESETS
+    from interp.train.presets import PRESETS
 
     width = max(map(len, PRESETS))
     for name, preset in PRESETS.items():
@@ -570,7 +570,7 @@ def _cmd_presets(args) -> int:
 def _check_recorded_plugins(run_dir: str) -> None:
     """A run trained with plugins resumes only with them loaded again (its metrics.csv has their
     columns); say which, rather than load code named in a file."""
-    from interp.plugins import loaded_plugins, recorded_plugins
+    from interp.train.plugins import loaded_plugins, recorded_plugins
 
     loaded = set(loaded_plugins())
     missing = [p for p in recorded_plugins(run_dir) if p not in loaded]
@@ -583,7 +583,7 @@ def _check_recorded_plugins(run_dir: str) -> None:
 
 
 def _list_measures() -> list[str]:
-    from interp.measures import MEASURES
+    from interp.analysis.measures import MEASURES
 
     width = max(map(len, MEASURES))
     lines = []
@@ -596,9 +596,9 @@ def _list_measures() -> list[str]:
 
 
 def _list_positional() -> list[str]:
-    """Positional encodings (:data:`interp.positional.POSITIONAL_ENCODINGS`: a tuple of names
+    """Positional encodings (:data:`interp.model.positional.POSITIONAL_ENCODINGS`: a tuple of names
     today, a name -> class registry once it exists)."""
-    from interp.positional import POSITIONAL_ENCODINGS
+    from interp.model.positional import POSITIONAL_ENCODINGS
 
     if isinstance(POSITIONAL_ENCODINGS, dict):
         return [f"{name:10s} {_first_line(obj)}" for name, obj in POSITIONAL_ENCODINGS.items()]
@@ -623,7 +623,7 @@ def _list_models() -> list[str]:
 
 
 def _list_interventions() -> list[str]:
-    from interp.interventions import INTERVENTIONS
+    from interp.model.interventions import INTERVENTIONS
 
     return [
         f"{name:18s} layer {layer + 1}: {_first_line(fn)}"
@@ -918,7 +918,7 @@ def main(argv: list[str] | None = None) -> int:
     """
     try:
         plugins, argv = _take_plugins(sys.argv[1:] if argv is None else list(argv))
-        from interp.plugins import load_plugins
+        from interp.train.plugins import load_plugins
 
         load_plugins(plugins)  # before parsing: registries they extend are read from here on
     except ValueError as err:
@@ -926,9 +926,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     args = make_parser().parse_args(argv)
     _setup_logging()
-    from interp.checkpoints import CheckpointError
-    from interp.rundir import RunDirectoryError
-    from interp.training import TrainingDiverged, TrainingInterrupted
+    from interp.io.checkpoints import CheckpointError
+    from interp.io.rundir import RunDirectoryError
+    from interp.train.training import TrainingDiverged, TrainingInterrupted
 
     try:
         return args.func(args)

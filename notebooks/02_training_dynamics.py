@@ -24,12 +24,12 @@
 # %%
 
 
-from interp.figures import detect_run_transition, run_note
-from interp.notebook import show_static_images
-from interp.plots import plot_progress_measures, plot_run_comparison, plot_training_dynamics
-from interp.presets import notebook_setting
-from interp.training import load_run
-from interp.transition import event_order, transition_report
+from interp.viz.figures import detect_run_transition, run_note
+from interp.viz.notebook import show_static_images
+from interp.viz.plots import plot_progress_measures, plot_run_comparison, plot_training_dynamics
+from interp.train.presets import notebook_setting
+from interp.train.training import load_run
+from interp.analysis.transition import event_order, transition_report
 
 show_static_images()  # interactive figures, each with a PNG beside it
 

@@ -26,10 +26,10 @@
 
 import numpy as np
 
-from interp.figures import run_note
-from interp.notebook import show_static_images
-from interp.presets import notebook_setting
-from interp.training import load_run
+from interp.viz.figures import run_note
+from interp.viz.notebook import show_static_images
+from interp.train.presets import notebook_setting
+from interp.train.training import load_run
 from phenomenology.fit import NestedLogitFit, fit_run, forecast_transition, read_run
 from phenomenology.landscape import gradient_flow, landscape_grid
 from phenomenology.plots import plot_fit_overlay, plot_landscape

@@ -38,13 +38,13 @@ from pathlib import Path
 import pandas as pd
 import torch
 
-from interp.cope_tasks import FlipFlop, SelectiveCopy, compare_encodings
-from interp.length import encoding_table
-from interp.model import ModelConfig
-from interp.notebook import show_static_images
-from interp.positional import UntrainedPositionWarning, rotary_frequency_report
-from interp.presets import get_preset
-from interp.training import train
+from interp.data.cope_tasks import FlipFlop, SelectiveCopy, compare_encodings
+from interp.analysis.length import encoding_table
+from interp.model.network import ModelConfig
+from interp.viz.notebook import show_static_images
+from interp.model.positional import UntrainedPositionWarning, rotary_frequency_report
+from interp.train.presets import get_preset
+from interp.train.training import train
 
 show_static_images()  # interactive figures, each with a PNG beside it
 

@@ -63,7 +63,7 @@ from scipy.optimize import least_squares
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
-from interp.measures import MeasureTable
+from interp.analysis.measures import MeasureTable
 from phenomenology.landscape import LossFn, check_task, detect_cliff, gradient_flow
 from phenomenology.models import DynamicsModel, get_model, register_model
 
@@ -749,13 +749,13 @@ def _jsonable(obj):
 
 
 def read_run(run_dir: str | Path) -> tuple[pd.DataFrame, dict]:
-    """Metrics and task of a run directory, opened with :func:`interp.training.load_run`.
+    """Metrics and task of a run directory, opened with :func:`interp.train.training.load_run`.
 
     Returns:
         ``(metrics, {"L": ..., "N": ..., "B": ...})`` where ``B`` is the evaluation burstiness
         (``TaskConfig.B_eval_effective``).
     """
-    from interp.training import load_run
+    from interp.train.training import load_run
 
     run = load_run(run_dir)
     t = run.task
@@ -773,7 +773,7 @@ def _clean(metrics: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:
 def observed_transition(
     metrics: pd.DataFrame, *, column: str = "ic_loss", method: str | None = None
 ) -> dict[str, Any]:
-    """The transition seen on a run's curve, by :func:`interp.transition.find_transition` (method
+    """The transition seen on a run's curve, by :func:`interp.analysis.transition.find_transition` (method
     from the column's direction unless given: ``cliff`` on a loss, ``logistic`` otherwise).
 
     Returns:
@@ -781,7 +781,7 @@ def observed_transition(
         ``onset_step`` (end of the plateau), ``end_step``, ``plateau_start_step``, ``method``
         and ``reason``.
     """
-    from interp.transition import find_transition, measure_direction
+    from interp.analysis.transition import find_transition, measure_direction
 
     df = _clean(metrics, [column])
     r = find_transition(
@@ -921,7 +921,7 @@ def fit_curve(
     Raises:
         ValueError: one line naming the field (and ``source``) for every bad input.
     """
-    from interp.transition import measure_direction
+    from interp.analysis.transition import measure_direction
 
     check_curve(curve, task=task, model=model, column=column, target=target, aux=aux,
                 options=options, source=source)  # fmt: skip
@@ -1004,7 +1004,7 @@ def fit_run(
     """Fits a registered model (default: the nested-logit model) to a run directory.
 
     Args:
-        run_dir: a run directory, opened with :func:`interp.training.load_run`.
+        run_dir: a run directory, opened with :func:`interp.train.training.load_run`.
         target: the curve (``metrics.csv`` column) fitted, ``ic_loss`` by default.
         aux: further curves fitted jointly (``cla, ila1, tila2, ic_acc, ic_loss``).
         until_step: fit only evaluations with ``step <= until_step``.
@@ -1018,7 +1018,7 @@ def fit_run(
     Returns:
         The :func:`fit_curve` dict plus ``run_dir``.
     """
-    from interp.checkpoints import write_json_atomic
+    from interp.io.checkpoints import write_json_atomic
 
     metrics, task = read_run(run_dir)
     options, est = _split(estimator_kwargs)

@@ -15,12 +15,12 @@ linear readout:
 The model is a TransformerLens ``HookedRootModule`` whose attention patterns are explicit
 ``[batch, head_index=1, query_pos, key_pos]`` tensors at the network's hook names
 (``blocks.0.attn.hook_pattern``, ``blocks.1.attn.hook_pattern``) and whose computation reads them
-back, so the network's probes (:func:`interp.measures.progress_measures`) and evaluation
-(:func:`interp.evaluation.evaluate`) apply unchanged and hook interventions act on the circuit.
+back, so the network's probes (:func:`interp.analysis.measures.progress_measures`) and evaluation
+(:func:`interp.analysis.evaluation.evaluate`) apply unchanged and hook interventions act on the circuit.
 Rows of tokens outside the circuit attend to themselves.
 
 :func:`train_minimal` trains it with SGD on the same generator, seeds, evaluation sets and run
-directory format as :func:`interp.training.train`, so that curves can be compared one by one.
+directory format as :func:`interp.train.training.train`, so that curves can be compared one by one.
 """
 
 from __future__ import annotations
@@ -37,9 +37,9 @@ from torch import Tensor, nn
 from transformer_lens import HookedRootModule
 from transformer_lens.hook_points import HookPoint
 
-from interp.task import TaskConfig
-from interp.train_config import TrainConfig
-from interp.training import train
+from interp.data.task import TaskConfig
+from interp.train.train_config import TrainConfig
+from interp.train.training import train
 
 __all__ = ["MinimalConfig", "MinimalInductionHead", "train_minimal", "VARIANTS"]
 
@@ -197,7 +197,7 @@ def train_minimal(
 ) -> pd.DataFrame:
     """Trains the minimal induction head with SGD on fresh batches of the task.
 
-    Seeds are derived as in :func:`interp.training.train` (``derive_seed(seed, "task" | "eval" |
+    Seeds are derived as in :func:`interp.train.training.train` (``derive_seed(seed, "task" | "eval" |
     "stream" | "init")``), so a minimal run and a network run with the same seed see the same
     classes, label vectors and evaluation sets.
 
@@ -208,7 +208,7 @@ def train_minimal(
         batch_size: fresh sequences per step.
         seed: run seed.
         out_dir: run directory (the network's format, ``kind`` ``minimal_induction_head``;
-            reopened by :func:`interp.training.load_run`); None writes nothing.
+            reopened by :func:`interp.train.training.load_run`); None writes nothing.
         eval_every: steps between evaluations (and at the last step).
         variant: ``"three"`` or ``"two"``; ignored when ``model_config`` is given.
         model_config: full model configuration (initial values); default
@@ -216,11 +216,11 @@ def train_minimal(
         weight_decay: SGD weight decay.
         n_eval: sequences per evaluation set (default ``task_config.n_eval``; recorded as the
             task's ``n_eval``).
-        resume, overwrite, progress: as in :func:`interp.training.train`.
+        resume, overwrite, progress: as in :func:`interp.train.training.train`.
 
     Returns:
         metrics, one row per evaluation: ``step, train_loss``, ``{ic,ic2,iw}_{acc,loss}``, the
-        progress measures of :func:`interp.measures.progress_measures` (``ila1`` equals
+        progress measures of :func:`interp.analysis.measures.progress_measures` (``ila1`` equals
         ``sigmoid(beta1)``) and the parameters ``beta1, alpha, beta2, xi`` (``xi``: the
         readout's gain on label content).
     """
@@ -259,7 +259,7 @@ def train_minimal(
             "xi": _readout_gain(model, generator.label_vectors),
         }
 
-    # The one training loop (interp.training.train): same seeds, data stream and evaluation sets
+    # The one training loop (interp.train.training.train): same seeds, data stream and evaluation sets
     # as a network run, and the same run directory, resume and signal handling.
     return train(
         task,

@@ -145,19 +145,19 @@ class DynamicsModel:
         )
 
     def direction(self, measure: str) -> str:
-        """``"falling"`` (a loss) or ``"rising"``; see :func:`interp.transition.measure_direction`."""
-        from interp.transition import measure_direction
+        """``"falling"`` (a loss) or ``"rising"``; see :func:`interp.analysis.transition.measure_direction`."""
+        from interp.analysis.transition import measure_direction
 
         return measure_direction(measure)
 
     def transition(self, theta: np.ndarray, last_step: float) -> float:
         """Transition step of the fitted target curve, searched up to 100 x ``last_step``.
 
-        Default: :func:`interp.transition.find_transition` (``cliff`` for a falling target,
+        Default: :func:`interp.analysis.transition.find_transition` (``cliff`` for a falling target,
         ``logistic`` for a rising one) on the predicted curve over a dense grid; ``inf`` when it
         finds no abrupt transition there.
         """
-        from interp.transition import find_transition
+        from interp.analysis.transition import find_transition
 
         grid = np.geomspace(1e-3 * last_step, 100.0 * last_step, 4000)
         try:

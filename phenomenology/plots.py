@@ -4,7 +4,7 @@ Functions take arrays and DataFrames (as returned by :func:`phenomenology.landsc
 :func:`phenomenology.landscape.gradient_flow` and
 :meth:`phenomenology.fit.NestedLogitFit.predict_curves`) and return a
 ``plotly.graph_objects.Figure``; none calls ``.show()``. Export with
-:func:`interp.export.export_figure`.
+:func:`interp.viz.export.export_figure`.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from interp.plots import METRIC_COLORS, METRIC_LABELS, OKABE_ITO, SEQUENTIAL_SCALE
+from interp.viz.plots import METRIC_COLORS, METRIC_LABELS, OKABE_ITO, SEQUENTIAL_SCALE
 
 # Transition lines of the fit overlay: the forecast in vermillion (no fitted curve uses it), the
 # observed step in dark grey, like the detected transitions of the other figures.

@@ -11,7 +11,7 @@ export HF_HUB_OFFLINE=1 WANDB_MODE=disabled
 .venv/bin/induction-cliff fit runs/demo
 # PDF/PNG need chromium; without it (setup.sh said how to install it) the figures are HTML.
 formats=pdf,png
-if ! .venv/bin/python -c "import sys; from interp.export import find_chromium as f; sys.exit(f() is None)" \
+if ! .venv/bin/python -c "import sys; from interp.viz.export import find_chromium as f; sys.exit(f() is None)" \
     >/dev/null 2>&1; then
   formats=html
 fi

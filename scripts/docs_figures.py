@@ -39,8 +39,8 @@ def main(argv: list[str]) -> int:
         )
         return 2
 
-    from interp import export
-    from interp.figures import write_standard_figures
+    from interp.viz import export
+    from interp.viz.figures import write_standard_figures
 
     if export.find_chromium() is None:
         print("error: the PNGs need chromium: apt-get install -y chromium", file=sys.stderr)

@@ -40,8 +40,9 @@ echo "[setup] installing dependencies (torch==2.13.0 CPU, transformer-lens 4.x, 
 # explorer extra (ipywidgets) is the attention explorer in JupyterLab; the notebook extra is
 # JupyterLab with jupytext (scripts/notebooks.sh opens the notebooks); the llc extra (devinterp)
 # estimates the local learning coefficient (`induction-cliff llc`); dev brings playwright, which
-# the report's browser test uses to drive Debian's chromium (no browser download).
+# the report's browser test uses to drive Debian's chromium (no browser download), and beartype,
+# which checks jaxtyping's shape annotations at run time in the tests.
 if ! .venv/bin/python -m pip install -q "torch==2.13.0" -e ".[dev,ray,explorer,notebook,llc]" >"$log" 2>&1; then
   cat "$log"; echo "[setup] pip install failed (log: $log)"; exit 1
 fi
-.venv/bin/python -c "import torch, transformer_lens, devinterp, interp, phenomenology; print('[setup] ok: torch', torch.__version__)"
+.venv/bin/python -c "import torch, transformer_lens, devinterp, beartype, interp, phenomenology; print('[setup] ok: torch', torch.__version__)"

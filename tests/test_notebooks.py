@@ -107,7 +107,7 @@ def test_notebook_runs(path, runs_dir, jupyter_path, monkeypatch):
     import nbclient
     import nbformat
 
-    from interp.export import find_chromium
+    from interp.viz.export import find_chromium
 
     notebook = jupytext.read(path)
     monkeypatch.setenv("INDUCTION_CLIFF_SMALL", "1")

@@ -13,9 +13,9 @@ def _no_run_needed(tmp_path: Path) -> tuple[Path, Path]:
 
 
 def test_static_formats_without_chromium_fail_before_any_work(tmp_path, monkeypatch, capsys):
-    import interp.export
+    import interp.viz.export
 
-    monkeypatch.setattr(interp.export, "find_chromium", lambda: None)
+    monkeypatch.setattr(interp.viz.export, "find_chromium", lambda: None)
     run, out = _no_run_needed(tmp_path)
     rc = cli.main(["figures", str(run), "--out", str(out), "--formats", "html,png"])
     err = capsys.readouterr().err.strip().splitlines()

@@ -5,7 +5,7 @@ import warnings
 import pytest
 import torch
 
-from interp.cope_tasks import (
+from interp.data.cope_tasks import (
     IGNORE,
     Counting,
     FlipFlop,
@@ -15,7 +15,7 @@ from interp.cope_tasks import (
     token_model_config,
     train_token_task,
 )
-from interp.positional import UntrainedPositionWarning
+from interp.model.positional import UntrainedPositionWarning
 
 
 def _g(seed=0):
@@ -123,12 +123,12 @@ def test_training_on_flipflop_learns_in_distribution():
 
 
 def test_token_tasks_train_through_the_one_loop():
-    """The token tasks use interp.training's loop: a NaN loss stops the run with the loop's
+    """The token tasks use interp.train.training's loop: a NaN loss stops the run with the loop's
     TrainingDiverged instead of training on silently (the old private loop's behaviour)."""
     import warnings
 
-    from interp.cope_tasks import FlipFlop, token_model_config, train_token_task
-    from interp.training import TrainingDiverged
+    from interp.data.cope_tasks import FlipFlop, token_model_config, train_token_task
+    from interp.train.training import TrainingDiverged
 
     task = FlipFlop(n_instr=8)
     with warnings.catch_warnings(), pytest.raises(TrainingDiverged, match="token task"):

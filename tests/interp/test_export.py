@@ -9,7 +9,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import pytest
 
-from interp import export, plots
+from interp.viz import export, plots
 
 needs_chromium = pytest.mark.skipif(
     export.find_chromium() is None,

@@ -2,9 +2,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from interp.fast import fast_logits, supports_fast_path
-from interp.model import InductionNet, ModelConfig
-from interp.task import TaskConfig, TaskGenerator
+from interp.data.task import TaskConfig, TaskGenerator
+from interp.model.fast import fast_logits, supports_fast_path
+from interp.model.network import InductionNet, ModelConfig
 
 TASK = TaskConfig(K=64, L=32, N=8, B=2, p_C=0.5)
 
@@ -59,8 +59,8 @@ def test_fast_path_equals_hooked_model_logits_and_gradients(overrides):
     ],
 )
 def test_fast_patterns_equal_hooked_patterns(overrides):
-    from interp.fast import fast_patterns
-    from interp.probes import PATTERN_HOOKS
+    from interp.analysis.probes import PATTERN_HOOKS
+    from interp.model.fast import fast_patterns
 
     batch = TaskGenerator(TASK, 0).sample(16, torch.Generator().manual_seed(2))
     model = InductionNet(ModelConfig.from_task(TASK, **overrides), seed=0).double()
@@ -76,7 +76,7 @@ def test_fast_patterns_equal_hooked_patterns(overrides):
 
 @pytest.mark.parametrize("overrides", [{}, dict(n_heads=2, d_head=32), dict(n_layers=3)])
 def test_fast_patterns_on_some_last_layer_rows(overrides):
-    from interp.fast import fast_patterns
+    from interp.model.fast import fast_patterns
 
     batch = TaskGenerator(TASK, 0).sample(16, torch.Generator().manual_seed(4))
     model = InductionNet(ModelConfig.from_task(TASK, **overrides), seed=0).double()
@@ -95,8 +95,8 @@ def test_fast_patterns_on_some_last_layer_rows(overrides):
 
 
 def test_cache_patterns_honours_active_hooks():
-    from interp.interventions import intervention_hooks, uniform_pattern
-    from interp.probes import cache_patterns
+    from interp.analysis.probes import cache_patterns
+    from interp.model.interventions import intervention_hooks, uniform_pattern
 
     batch = TaskGenerator(TASK, 0).sample(16, torch.Generator().manual_seed(3))
     model = InductionNet(ModelConfig.from_task(TASK), seed=0)
@@ -108,7 +108,7 @@ def test_cache_patterns_honours_active_hooks():
 
 
 def test_output_identity_check_is_cached_per_buffer_version(monkeypatch):
-    from interp.fast import output_is_identity
+    from interp.model.fast import output_is_identity
 
     model = InductionNet(ModelConfig.from_task(TASK), seed=0)
     W_O = model.blocks[1].attn.W_O

@@ -4,8 +4,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from interp.figures import detect_run_transition
-from interp.transition import detect_transition, find_transition, logistic, measure_direction
+from interp.analysis.transition import (
+    detect_transition,
+    find_transition,
+    logistic,
+    measure_direction,
+)
+from interp.viz.figures import detect_run_transition
 from phenomenology.fit import observed_transition
 
 STEPS = np.linspace(0, 60000, 301)

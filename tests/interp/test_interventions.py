@@ -1,11 +1,11 @@
 import pytest
 import torch
 
-from interp.interventions import ideal_prev_token_pattern, intervention_hooks
-from interp.model import InductionNet, ModelConfig
-from interp.probes import PATTERN_HOOKS
-from interp.task import TaskConfig
-from interp.training import TrainConfig, derive_seed, load_run, train
+from interp.analysis.probes import PATTERN_HOOKS
+from interp.data.task import TaskConfig
+from interp.model.interventions import ideal_prev_token_pattern, intervention_hooks
+from interp.model.network import InductionNet, ModelConfig
+from interp.train.training import TrainConfig, derive_seed, load_run, train
 
 TASK = TaskConfig(D=15, K=64, L=8, N=4, N_max=4, B=1, p_C=0.5, n_eval=64)
 

@@ -5,12 +5,12 @@ import warnings
 import pandas as pd
 import pytest
 
+from interp.analysis.length import evaluate_lengths, length_table, parse_n_pairs
 from interp.cli import main
-from interp.length import evaluate_lengths, length_table, parse_n_pairs
-from interp.model import InductionNet, ModelConfig
-from interp.positional import UntrainedPositionWarning
-from interp.task import TaskConfig, TaskGenerator
-from interp.training import TrainConfig, train
+from interp.data.task import TaskConfig, TaskGenerator
+from interp.model.network import InductionNet, ModelConfig
+from interp.model.positional import UntrainedPositionWarning
+from interp.train.training import TrainConfig, train
 
 # N_max = 4: positions run to P - 1 = 8, so 8 pairs (17 tokens) need untrained positions.
 TASK = TaskConfig(D=15, K=64, L=8, N=4, N_max=4, B=1, p_C=0.5, n_eval=64)
@@ -95,7 +95,7 @@ def test_encodings_and_scales_are_chosen_with_set():
 
 
 def test_encoding_table_has_one_row_per_run_and_the_lengths(run_dir):
-    from interp.length import encoding_table
+    from interp.analysis.length import encoding_table
 
     table = encoding_table([run_dir], n_pairs=(4,), n=16, step=25, sets=("ic",))
     assert len(table) == 1 and table.positional.iloc[0] == "onehot"

@@ -1,4 +1,4 @@
-"""The LLC driver (interp.llc): a known answer, diagnostics, llc.csv, the CLI and the figure."""
+"""The LLC driver (interp.analysis.llc): a known answer, diagnostics, llc.csv, the CLI and the figure."""
 
 import math
 
@@ -9,8 +9,7 @@ import torch
 
 pytest.importorskip("devinterp", reason="the llc extra is not installed")
 
-from interp.cli import main  # noqa: E402
-from interp.llc import (  # noqa: E402
+from interp.analysis.llc import (  # noqa: E402
     LLC_CSV,
     LLCConfig,
     estimate_llc,
@@ -19,9 +18,10 @@ from interp.llc import (  # noqa: E402
     read_llc_csv,
     write_llc_csv,
 )
-from interp.llc_plots import plot_llc  # noqa: E402
-from interp.task import TaskConfig  # noqa: E402
-from interp.training import TrainConfig, train  # noqa: E402
+from interp.cli import main  # noqa: E402
+from interp.data.task import TaskConfig  # noqa: E402
+from interp.train.training import TrainConfig, train  # noqa: E402
+from interp.viz.llc_plots import plot_llc  # noqa: E402
 
 
 def regression(d: int, n: int = 2000, batch: int = 500, seed: int = 0):
@@ -163,7 +163,7 @@ def test_llc_csv_round_trips(tmp_path):
 
 
 def test_calibration_picks_the_largest_settled_step_size():
-    from interp.llc import _pick
+    from interp.analysis.llc import _pick
 
     def table(llcs, warnings=None):
         eps = [1e-5, 3e-5, 1e-4, 3e-4]
@@ -294,7 +294,7 @@ def test_plot_llc_marks_flagged_estimates_and_transition():
 
 
 def test_standard_figures_include_the_llc_figure_only_with_llc_csv(run_dir, tmp_path):
-    from interp.figures import write_standard_figures
+    from interp.viz.figures import write_standard_figures
 
     assert (run_dir / LLC_CSV).exists()  # written by the CLI test above
     kw = {"formats": ("html",), "max_slider_checkpoints": 3, "n_average": 4}

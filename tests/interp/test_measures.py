@@ -9,10 +9,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from interp import measures as reg
-from interp import plugins
-from interp.cli import main
-from interp.measures import (
+from interp.analysis import measures as reg
+from interp.analysis.measures import (
     MEASURES,
     MeasureInputs,
     compute_measures,
@@ -21,9 +19,11 @@ from interp.measures import (
     progress_measures,
     register_measure,
 )
-from interp.model import InductionNet, ModelConfig
-from interp.probes import cache_patterns, pattern_hook
-from interp.task import Batch, TaskConfig, TaskGenerator
+from interp.analysis.probes import cache_patterns, pattern_hook
+from interp.cli import main
+from interp.data.task import Batch, TaskConfig, TaskGenerator
+from interp.model.network import InductionNet, ModelConfig
+from interp.train import plugins
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "extra_measure.py"
 TASK = TaskConfig(D=15, K=16, L=8, N=4, N_max=4, B=2, p_C=0.5, n_eval=64)
@@ -190,7 +190,7 @@ def test_a_measure_reading_a_missing_hook_is_refused_by_name(registry):
 
 
 def test_figure_tables_and_fit_measures_follow_the_registry(registry):
-    from interp.plots import METRIC_COLORS, METRIC_LABELS
+    from interp.viz.plots import METRIC_COLORS, METRIC_LABELS
     from phenomenology.fit import AUX_QUANTITIES, DEFAULT_MAPS
 
     # the built-ins keep the labels and colours the figures had before the registry
@@ -297,7 +297,7 @@ def test_plugin_measures_reach_metrics_csv_of_a_cli_run(registry, tmp_path, caps
     config = json.loads((out / "config.json").read_text())
     assert config["plugins"] == [str(FIXTURE.resolve())]
 
-    from interp.training import load_run
+    from interp.train.training import load_run
 
     run = load_run(out)
     assert 20 in run.checkpoint_steps
@@ -350,7 +350,7 @@ def test_measures_command_recomputes_plugin_measures(registry, tmp_path, capsys)
     wide = df.pivot(index="step", columns="measure", values="value")
     assert set(wide.columns) == {"ic_acc", "ic_loss", *MEASURES}
     assert {"query_resid_rms", "query_self_l2"} <= set(wide.columns)
-    from interp.training import load_run
+    from interp.train.training import load_run
 
     assert list(wide.index) == load_run(out).checkpoint_steps and 10 in wide.index
 
@@ -359,7 +359,7 @@ def test_metrics_row_columns_equal_an_independent_evaluation(tmp_path):
     """Every ``{ic,ic2,iw}_{acc,loss}`` column of a written row equals the plain hooked model's
     accuracy and F.cross_entropy on that set, at a step that is both an evaluation and a
     checkpoint."""
-    from interp.training import TrainConfig, load_run, train
+    from interp.train.training import TrainConfig, load_run, train
 
     task = TaskConfig(D=15, K=64, L=8, N=4, N_max=4, B=1, p_C=0.5, n_eval=128)
     cfg = TrainConfig(

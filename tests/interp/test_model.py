@@ -1,8 +1,8 @@
 import pytest
 import torch
 
-from interp.model import InductionNet, ModelConfig
-from interp.task import TaskConfig, TaskGenerator
+from interp.data.task import TaskConfig, TaskGenerator
+from interp.model.network import InductionNet, ModelConfig
 
 TASK = TaskConfig(K=64, L=32, N=8, B=2, n_eval=64)
 

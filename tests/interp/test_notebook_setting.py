@@ -4,14 +4,14 @@ import dataclasses
 
 import pytest
 
-from interp.presets import NotebookSetting, get_preset
-from interp.training import train
+from interp.train.presets import NotebookSetting, get_preset
+from interp.train.training import train
 
 
 @pytest.fixture(scope="module")
 def finished(tmp_path_factory):
     """A tiny run trained to the end: (setting's preset, train config, model config, its path)."""
-    from interp.model import ModelConfig
+    from interp.model.network import ModelConfig
 
     preset = get_preset("tiny")
     cfg = dataclasses.replace(preset.train, steps=20, eval_every=10, n_log_checkpoints=0)

@@ -1,11 +1,11 @@
 import pandas as pd
 import pytest
 
+from interp.analysis.over_training import measures_over_checkpoints, patterns_over_checkpoints
+from interp.analysis.probes import ila1
 from interp.cli import main
-from interp.over_training import measures_over_checkpoints, patterns_over_checkpoints
-from interp.probes import ila1
-from interp.task import TaskConfig
-from interp.training import TrainConfig, load_run, train
+from interp.data.task import TaskConfig
+from interp.train.training import TrainConfig, load_run, train
 
 TASK = TaskConfig(D=15, K=64, L=8, N=4, N_max=4, B=1, p_C=0.5, n_eval=128)
 

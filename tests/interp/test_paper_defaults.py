@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 import torch
 
-from interp.model import InductionNet, ModelConfig
-from interp.rundir import load_run
-from interp.task import TaskConfig, TaskGenerator
-from interp.training import TrainConfig, _single_step, train, train_many
+from interp.model.network import InductionNet, ModelConfig
+from interp.io.rundir import load_run
+from interp.data.task import TaskConfig, TaskGenerator
+from interp.train.training import TrainConfig, _single_step, train, train_many
 
 TASK = TaskConfig()  # the paper's task
 

@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from interp import plots
+from interp.viz import plots
 from phenomenology import plots as pplots
 
 METRIC_COLUMNS = (
@@ -313,11 +313,11 @@ def test_fit_overlay():
 def test_summarize_runs_feeds_the_phase_diagram(tmp_path):
     import json
 
-    from interp.figures import summarize_runs
-    from interp.model import ModelConfig
-    from interp.rundir import configs_dict
-    from interp.task import TaskConfig
-    from interp.training import TrainConfig
+    from interp.data.task import TaskConfig
+    from interp.io.rundir import configs_dict
+    from interp.model.network import ModelConfig
+    from interp.train.training import TrainConfig
+    from interp.viz.figures import summarize_runs
 
     dirs = []
     for K in (16, 64):
@@ -346,7 +346,7 @@ def test_summarize_runs_feeds_the_phase_diagram(tmp_path):
 
 
 def test_checkpoint_selection():
-    from interp.figures import key_checkpoints, select_checkpoints
+    from interp.viz.figures import key_checkpoints, select_checkpoints
 
     steps = [0, 1, 5, 24, 50, 100, 121, 200, 300, 400, 500, 600]
     assert select_checkpoints(steps[:5], 8) == steps[:5]
@@ -358,7 +358,7 @@ def test_checkpoint_selection():
 
 
 def test_key_checkpoints_by_accuracy_start_plateau_jump_end():
-    from interp.figures import key_checkpoints
+    from interp.viz.figures import key_checkpoints
 
     # plateau at 0.1 up to step 300, jump to 0.9 between 300 and 400, dense checkpoints in it
     metrics = pd.DataFrame(

@@ -5,16 +5,16 @@ import math
 import pytest
 import torch
 
-from interp.attention import attention_scale
-from interp.model import InductionNet, ModelConfig
-from interp.positional import (
+from interp.data.task import TaskConfig, TaskGenerator
+from interp.model.attention import attention_scale
+from interp.model.network import InductionNet, ModelConfig
+from interp.model.positional import (
     apply_rotary,
     cope_bias,
     cope_positions,
     rope_frequencies,
     rotary_frequency_report,
 )
-from interp.task import TaskConfig, TaskGenerator
 
 TASK = TaskConfig(K=64, L=32, N=8, B=2, n_eval=64)
 
@@ -120,7 +120,7 @@ def test_rope_model_hooks_and_config_rule(batch):
 
 
 def test_rope_rescaling_on_a_trained_model_equals_plain_rope_at_scaled_positions(batch):
-    from interp.length import rescale_rope
+    from interp.analysis.length import rescale_rope
 
     model = InductionNet(ModelConfig.from_task(TASK, positional="rope", d_head=64), seed=0)
     plain_at_half = model(batch.tokens, batch.positions.float() / 2)

@@ -11,13 +11,12 @@ import pytest
 import torch
 from safetensors.torch import save_file
 
-from interp import plugins
+from interp.analysis.length import rescale_rope
 from interp.cli import build_configs, main
-from interp.fast import supports_fast_path
-from interp.length import rescale_rope
-from interp.model import InductionNet, ModelConfig, canonical_model_dict
-from interp.plugins import load_plugin, loaded_plugins
-from interp.positional import (
+from interp.data.task import TaskConfig, TaskGenerator
+from interp.model.fast import supports_fast_path
+from interp.model.network import InductionNet, ModelConfig, canonical_model_dict
+from interp.model.positional import (
     POSITIONAL_ENCODINGS,
     CopeConfig,
     PositionalEncoding,
@@ -25,9 +24,10 @@ from interp.positional import (
     positional_parameters,
     register_positional,
 )
-from interp.task import TaskConfig, TaskGenerator
-from interp.rundir import read_config
-from interp.training import TrainConfig, load_run, train
+from interp.io.rundir import read_config
+from interp.train import plugins
+from interp.train.plugins import load_plugin, loaded_plugins
+from interp.train.training import TrainConfig, load_run, train
 
 ROOT = Path(__file__).resolve().parents[2]
 ALIBI = ROOT / "tests" / "fixtures" / "alibi.py"

@@ -3,15 +3,15 @@ import math
 import pytest
 import torch
 
-from interp.measures import progress_measures
-from interp.model import InductionNet, ModelConfig
-from interp.probes import (
+from interp.analysis.measures import progress_measures
+from interp.analysis.probes import (
     attention_sparsity,
     cache_patterns,
     copied_item_probe,
     induction_mask,
 )
-from interp.task import TaskConfig, TaskGenerator
+from interp.data.task import TaskConfig, TaskGenerator
+from interp.model.network import InductionNet, ModelConfig
 
 TASK = TaskConfig(K=256, L=32, N=8, B=2, n_eval=512)
 
@@ -130,8 +130,8 @@ def test_copied_item_probe_decodes_item_class_in_hand_built_net():
 def test_evaluation_reads_only_the_rows_it_needs_and_gets_the_same_measures(B):
     """The training loop's evaluation computes layer 2's pattern on the query row and the item
     rows with an induction target only; its measures equal those of the full patterns."""
-    from interp.evaluation import logits_and_measures
-    from interp.measures import last_layer_rows_read
+    from interp.analysis.evaluation import logits_and_measures
+    from interp.analysis.measures import last_layer_rows_read
 
     task = TaskConfig(K=64, L=32, N=8, B=B, n_eval=256)
     ic = TaskGenerator(task, 0).eval_sets(seed=1)["ic"]

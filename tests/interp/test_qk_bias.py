@@ -5,10 +5,10 @@ import torch
 import torch.nn.functional as F
 
 from interp.cli import build_configs, main
-from interp.fast import fast_logits, fast_patterns, supports_fast_path
-from interp.model import InductionNet, ModelConfig
-from interp.stacked import ModelStack, stacked_logits, supports_stacking
-from interp.task import TaskConfig, TaskGenerator
+from interp.data.task import TaskConfig, TaskGenerator
+from interp.model.fast import fast_logits, fast_patterns, supports_fast_path
+from interp.model.network import InductionNet, ModelConfig
+from interp.model.stacked import ModelStack, stacked_logits, supports_stacking
 
 TASK = TaskConfig(K=64, L=32, N=8, B=2, p_C=0.5)
 
@@ -194,7 +194,7 @@ def test_qk_bias_is_set_from_the_command_line(capsys):
 def test_figures_label_qk_bias_as_a_deviation():
     from types import SimpleNamespace
 
-    from interp.figures import run_note
+    from interp.viz.figures import run_note
 
     def run(**model):
         return SimpleNamespace(

@@ -4,9 +4,10 @@ import numpy as np
 import pytest
 import torch
 
-from interp import checkpoints
 from interp.cli import main
-from interp.explorer import (
+from interp.io import checkpoints
+from interp.train.training import load_run
+from interp.viz.explorer import (
     AttentionExplorer,
     ExplorerConfig,
     explorer_data,
@@ -14,8 +15,7 @@ from interp.explorer import (
     measures_figure,
     token_ticks,
 )
-from interp.report import ReportConfig, ReportInputError, build_report, deviations
-from interp.training import load_run
+from interp.viz.report import ReportConfig, ReportInputError, build_report, deviations
 from tests.interp.tiny_runs import tiny_run
 
 
@@ -100,7 +100,7 @@ def test_report_config_names_the_bad_field():
 
 def test_deviations_name_optimiser_steps_and_preset(tmp_path):
     from interp.cli import build_configs
-    from interp.training import train
+    from interp.train.training import train
 
     task, model, cfg, _ = build_configs("tiny", {"steps": "10", "eval_every": "5"}, 0)
     train(task, model, cfg, tmp_path / "t", progress=False)
@@ -181,7 +181,7 @@ def test_report_fit_section_wires_the_observed_cliff_into_fit_and_forecast(tmp_p
     import pandas as pd
     import plotly.graph_objects as go
 
-    import interp.report as report
+    import interp.viz.report as report
 
     d = tiny_run(tmp_path / "run", steps=10)
     steps = np.arange(0, 3001, 25)
@@ -214,7 +214,7 @@ def test_report_fit_section_finds_a_clean_cliff(tmp_path):
 
     import pandas as pd
 
-    from interp.report import _fit_section
+    from interp.viz.report import _fit_section
 
     d = tiny_run(tmp_path / "run", steps=10)
     steps = np.arange(0, 3001, 25)

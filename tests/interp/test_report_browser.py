@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import sync_playwright
 
-from interp.explorer import ExplorerConfig
-from interp.report import ReportConfig, write_report
+from interp.viz.explorer import ExplorerConfig
+from interp.viz.report import ReportConfig, write_report
 from tests.interp.tiny_runs import tiny_run
 
 

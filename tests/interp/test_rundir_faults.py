@@ -20,12 +20,12 @@ import pandas as pd
 import pytest
 import torch
 
-from interp import atomic, checkpoints, rundir
 from interp.cli import main
-from interp.model import ModelConfig
-from interp.rundir import RunDirectoryError, RunLock, load_run, read_metrics
-from interp.task import TaskConfig
-from interp.training import TrainConfig, TrainingDiverged, train
+from interp.data.task import TaskConfig
+from interp.io import atomic, checkpoints, rundir
+from interp.io.rundir import RunDirectoryError, RunLock, load_run, read_metrics
+from interp.model.network import ModelConfig
+from interp.train.training import TrainConfig, TrainingDiverged, train
 
 pytestmark = pytest.mark.faults
 
@@ -146,7 +146,7 @@ def test_3_a_second_writer_is_refused_with_pid_and_host(tmp_path, capsys):
         [
             sys.executable,
             "-c",
-            "import sys, time; from interp.rundir import RunLock; "
+            "import sys, time; from interp.io.rundir import RunLock; "
             f"RunLock({str(run)!r}).acquire(); print('locked', flush=True); time.sleep(60)",
         ],
         cwd=ROOT,
@@ -284,7 +284,7 @@ def test_6_kill_9_mid_write_leaves_old_or_new_never_half(tmp_path):
     payloads = [bytes([i]) * (4 << 20) for i in range(3)]
     atomic.write_bytes_atomic(path, payloads[0])
     code = (
-        "import itertools; from interp.atomic import write_bytes_atomic; "
+        "import itertools; from interp.io.atomic import write_bytes_atomic; "
         f"p = {str(path)!r}; print('go', flush=True)\n"
         "for i in itertools.cycle([1, 2]): write_bytes_atomic(p, bytes([i]) * (4 << 20))"
     )
@@ -308,7 +308,7 @@ def test_6_kill_9_mid_write_leaves_old_or_new_never_half(tmp_path):
 
 # 7. A checkpoint is good only if its evaluation is finite.
 def test_7_non_finite_evaluation_is_never_written(tmp_path, monkeypatch):
-    import interp.training as training
+    import interp.train.training as training
 
     real = training.evaluate
 

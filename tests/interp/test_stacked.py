@@ -4,10 +4,10 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from interp.fast import fast_logits
-from interp.model import InductionNet, ModelConfig
-from interp.stacked import ModelStack, stacked_logits, supports_stacking
-from interp.task import TaskConfig, TaskGenerator
+from interp.data.task import TaskConfig, TaskGenerator
+from interp.model.fast import fast_logits
+from interp.model.network import InductionNet, ModelConfig
+from interp.model.stacked import ModelStack, stacked_logits, supports_stacking
 
 TASK = TaskConfig(K=64, L=32, N=8, B=2, p_C=0.5)
 
@@ -93,7 +93,7 @@ def test_stack_refuses_unsupported_and_mixed_models():
 
 # --- train_many: several seeds trained together, each into its own ordinary run directory ---
 
-from interp.training import RunDirectoryError, TrainConfig, load_run, train, train_many  # noqa: E402
+from interp.train.training import RunDirectoryError, TrainConfig, load_run, train, train_many  # noqa: E402
 
 SMALL = TaskConfig(D=15, K=64, L=8, N=4, N_max=4, B=1, p_C=0.5, n_eval=128)
 SMALL_MODEL = ModelConfig.from_task(SMALL, d_mlp=32)

@@ -5,7 +5,7 @@ import pytest
 import torch
 from scipy import stats
 
-from interp.task import TaskConfig, TaskGenerator
+from interp.data.task import TaskConfig, TaskGenerator
 
 
 def gen(seed=0):

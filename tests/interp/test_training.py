@@ -6,11 +6,11 @@ import pandas as pd
 import pytest
 import torch
 
-from interp import checkpoints
 from interp.cli import main
-from interp.model import ModelConfig
-from interp.task import TaskConfig, TaskGenerator
-from interp.training import (
+from interp.data.task import TaskConfig, TaskGenerator
+from interp.io import checkpoints
+from interp.model.network import ModelConfig
+from interp.train.training import (
     RunDirectoryError,
     TrainConfig,
     TrainingDiverged,

@@ -2,7 +2,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from interp.transition import detect_transition, event_order, logistic, transition_report
+from interp.analysis.transition import detect_transition, event_order, logistic, transition_report
 
 
 def noisy_logistic(mid, scale, seed, n=200, noise=0.03, low=0.1, high=0.98):

@@ -7,9 +7,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from interp.model import ModelConfig
-from interp.task import TaskConfig
-from interp.training import TrainConfig, train
+from interp.data.task import TaskConfig
+from interp.model.network import ModelConfig
+from interp.train.training import TrainConfig, train
 
 
 def tiny_run(out: Path, *, K: int = 64, seed: int = 0, steps: int = 40) -> Path:

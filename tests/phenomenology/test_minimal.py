@@ -9,9 +9,9 @@ import pandas as pd
 import pytest
 import torch
 
-from interp.measures import progress_measures
-from interp.probes import cache_patterns
-from interp.task import TaskConfig, TaskGenerator
+from interp.analysis.measures import progress_measures
+from interp.analysis.probes import cache_patterns
+from interp.data.task import TaskConfig, TaskGenerator
 from phenomenology.fit import observed_transition
 from phenomenology.minimal import MinimalConfig, MinimalInductionHead, train_minimal
 

@@ -10,10 +10,10 @@ import dataclasses
 
 import pytest
 
-from interp.model import ModelConfig
-from interp.presets import get_preset
-from interp.training import train
-from interp.transition import detect_transition, event_order
+from interp.analysis.transition import detect_transition, event_order
+from interp.model.network import ModelConfig
+from interp.train.presets import get_preset
+from interp.train.training import train
 
 pytestmark = pytest.mark.slow
 

@@ -1,0 +1,72 @@
+"""Evaluation of a network on the IC, IC2 and IW sets, with the progress measures on IC."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from interp.analysis.measures import compute_measures
+from interp.analysis.probes import hooks_active
+from interp.data.task import Batch
+from interp.model.fast import fast_logits, supports_fast_path
+
+__all__ = ["evaluate", "accuracy_and_loss", "logits_and_measures"]
+
+
+def accuracy_and_loss(logits: torch.Tensor, batch: Batch) -> tuple[float, float]:
+    """Accuracy and mean cross-entropy of ``logits [batch, L]`` against ``batch.target``."""
+    acc = float((logits.argmax(-1) == batch.target).float().mean())
+    loss = float(F.cross_entropy(logits, batch.target))
+    return acc, loss
+
+
+@torch.no_grad()
+def logits_and_measures(
+    model, batch: Batch, *, chunk: int = 512
+) -> tuple[torch.Tensor, dict[str, float]]:
+    """Logits on ``batch`` and every registered progress measure (:data:`interp.analysis.measures.MEASURES`),
+    computing only the activations and attention rows the measures read
+    (:func:`interp.analysis.measures.compute_measures`). What the training loop's evaluation runs on the IC
+    set."""
+    return compute_measures(model, batch, chunk=chunk)
+
+
+def _logits(model, batch: Batch, fast: bool) -> torch.Tensor:
+    if fast:
+        return fast_logits(model, batch.tokens, batch.positions)
+    return model(batch.tokens, batch.positions)
+
+
+@torch.no_grad()
+def evaluate(
+    model, eval_sets: dict[str, Batch], *, measures: bool = True, chunk: int = 512
+) -> dict[str, float]:
+    """Accuracy and loss on every evaluation set, and the progress measures on ``"ic"``.
+
+    Returns:
+        ``{name}_acc`` and ``{name}_loss`` for each set, plus one column per registered measure
+        (:data:`interp.analysis.measures.MEASURES`, in registration order) when ``measures`` is true and an
+        ``"ic"`` set is given.
+    """
+    was_training = model.training
+    # The hook-free forward gives the same logits when no hook would be bypassed.
+    fast = not hooks_active(model) and supports_fast_path(model)
+    model.eval()
+    out: dict[str, float] = {}
+    try:
+        for name, batch in eval_sets.items():
+            if name == "ic" and measures:
+                logits, extra = logits_and_measures(model, batch, chunk=chunk)
+            else:
+                logits = torch.cat(
+                    [
+                        _logits(model, batch[i : i + chunk], fast)
+                        for i in range(0, len(batch), chunk)
+                    ]
+                )
+                extra = {}
+            out[f"{name}_acc"], out[f"{name}_loss"] = accuracy_and_loss(logits, batch)
+            out.update(extra)
+    finally:
+        model.train(was_training)
+    return out

@@ -1,0 +1,460 @@
+"""Plateau and transition detection on training curves, for one run or across seeds.
+
+A curve (IC accuracy by default) is summarised by a four-parameter logistic in step,
+``y = low + (high - low) * sigmoid((step - step_mid) / scale)``, fitted by least squares from a start
+found on a rolling-median-smoothed copy (the steepest smoothed rise). From the fit:
+
+- ``step``: the transition step, the logistic's midpoint;
+- ``width``: 10%-to-90% rise time, ``2 ln 9 * scale``;
+- ``plateau_level``: ``low``; ``plateau_end``: the 10% point; ``plateau_length``: from the first
+  recorded step to the 10% point;
+- ``plateau_measured``: the measured level at the end of the slow phase, the median of the raw
+  curve over the last 20% of the plateau (the fitted ``low`` is the logistic's asymptote, which on
+  a plateau that drifts upward lies below every measured point);
+- ``final_level``: ``high``.
+
+A curve counts as transitioned when its fitted rise ``high - low`` is at least ``min_rise``, the
+midpoint lies inside the recorded steps, and the fit explains the curve (R^2 >= ``min_r2``).
+Otherwise the report says so (``transitioned=False``, ``step=None``) instead of inventing a step.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import warnings
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import pandas as pd
+from scipy.optimize import OptimizeWarning, curve_fit
+
+__all__ = [
+    "METHODS",
+    "Transition",
+    "TransitionResult",
+    "detect_transition",
+    "find_transition",
+    "measure_direction",
+    "event_order",
+    "transition_report",
+    "summarize_seeds",
+    "logistic",
+    "smooth",
+]
+
+_LN9 = math.log(9.0)
+
+
+def logistic(step, low, high, step_mid, scale):
+    """``low + (high - low) * sigmoid((step - step_mid) / scale)``."""
+    z = np.clip((np.asarray(step, float) - step_mid) / scale, -60, 60)
+    return low + (high - low) / (1.0 + np.exp(-z))
+
+
+def smooth(values: np.ndarray, window: int) -> np.ndarray:
+    """Centred rolling median (robust to outliers), same length as ``values``."""
+    if window <= 1:
+        return np.asarray(values, float)
+    return pd.Series(values).rolling(window, center=True, min_periods=1).median().to_numpy()
+
+
+@dataclass(frozen=True)
+class TransitionResult:
+    """What :func:`detect_transition` found.
+
+    Attributes:
+        transitioned: whether the curve has an abrupt rise.
+        step: transition step (logistic midpoint), or None.
+        width: 10%-90% rise time in steps, or None.
+        plateau_level: level before the rise (the fitted ``low``; the curve's start if no rise).
+        plateau_end: step of the 10% point (None if no transition).
+        plateau_length: ``plateau_end`` minus the first recorded step (None if no transition).
+        final_level: level after the rise (fitted ``high``; the curve's end if no rise).
+        r2: R^2 of the logistic fit on the raw curve.
+        reason: why a curve did not count as transitioned ('' when it did).
+        plateau_measured: median of the measured values over the last 20% of the plateau
+            (between ``plateau_end - 0.2 * plateau_length`` and ``plateau_end``); NaN without a
+            transition.
+    """
+
+    transitioned: bool
+    step: float | None
+    width: float | None
+    plateau_level: float
+    plateau_end: float | None
+    plateau_length: float | None
+    final_level: float
+    r2: float
+    reason: str = ""
+    plateau_measured: float = float("nan")
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def detect_transition(
+    steps: Sequence[float],
+    values: Sequence[float],
+    *,
+    min_rise: float = 0.3,
+    min_r2: float = 0.8,
+    max_width_fraction: float = 0.5,
+    smooth_window: int | None = None,
+) -> TransitionResult:
+    """Find the plateau and the abrupt rise of a training curve.
+
+    Args:
+        steps: training steps, ascending.
+        values: the measure at those steps (IC accuracy, ILA1, ...). NaNs are dropped.
+        min_rise: smallest fitted rise that counts as a transition (in the measure's units).
+        min_r2: smallest R^2 of the logistic fit that counts.
+        max_width_fraction: largest 10-90% rise time, as a fraction of the recorded span, that
+            counts as abrupt; a slower rise is a gradual climb, not a transition.
+        smooth_window: rolling-median window for the starting guess (default ~5% of the points).
+
+    Returns:
+        A :class:`TransitionResult`.
+    """
+    steps = np.asarray(steps, float)
+    values = np.asarray(values, float)
+    if steps.shape != values.shape:
+        raise ValueError(
+            f"steps and values must have the same shape, got {steps.shape} and {values.shape}"
+        )
+    ok = np.isfinite(steps) & np.isfinite(values)
+    steps, values = steps[ok], values[ok]
+    if len(steps) < 5:
+        head = float(values[0]) if len(values) else float("nan")
+        tail = float(values[-1]) if len(values) else float("nan")
+        return TransitionResult(
+            False,
+            None,
+            None,
+            head,
+            None,
+            None,
+            tail,
+            float("nan"),
+            f"too few points ({len(steps)} < 5) to detect a transition",
+        )
+    order = np.argsort(steps)
+    steps, values = steps[order], values[order]
+    window = smooth_window or max(3, len(steps) // 20)
+    s = smooth(values, window)
+
+    def no_transition(reason: str, r2: float = float("nan")) -> TransitionResult:
+        head = s[: max(1, len(s) // 10)].mean()
+        tail = s[-max(1, len(s) // 10) :].mean()
+        return TransitionResult(False, None, None, float(head), None, None, float(tail), r2, reason)
+
+    span = steps[-1] - steps[0]
+    # Start: the steepest rise of the smoothed curve, levels from its two ends.
+    grad = np.gradient(s, steps)
+    i_mid = int(np.argmax(grad))
+    low0, high0 = float(np.min(s[: i_mid + 1])), float(np.max(s[i_mid:]))
+    if high0 - low0 < min_rise:
+        return no_transition(f"rise {high0 - low0:.3g} < min_rise {min_rise}")
+    slope = grad[i_mid]
+    scale0 = max((high0 - low0) / (4 * slope) if slope > 0 else span / 10, span / len(steps) / 4)
+    p0 = [low0, high0, steps[i_mid], scale0]
+    lo = [min(values) - 1, min(values) - 1, steps[0] - span, span / len(steps) / 20]
+    hi = [max(values) + 1, max(values) + 1, steps[-1] + span, 10 * span]
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", OptimizeWarning)
+            popt, _ = curve_fit(logistic, steps, values, p0=p0, bounds=(lo, hi), maxfev=20000)
+    except (RuntimeError, ValueError) as err:
+        return no_transition(f"logistic fit failed ({err})")
+    low, high, mid, scale = (float(x) for x in popt)
+    pred = logistic(steps, *popt)
+    ss_res = float(np.sum((values - pred) ** 2))
+    ss_tot = float(np.sum((values - values.mean()) ** 2)) or 1e-300
+    r2 = 1.0 - ss_res / ss_tot
+    if high - low < min_rise:
+        return no_transition(f"fitted rise {high - low:.3g} < min_rise {min_rise}", r2)
+    if not steps[0] <= mid <= steps[-1]:
+        return no_transition(f"fitted midpoint {mid:.0f} outside the recorded steps", r2)
+    if r2 < min_r2:
+        return no_transition(f"logistic R^2 {r2:.2f} < {min_r2}", r2)
+    if 2 * _LN9 * scale > max_width_fraction * span:
+        return no_transition(
+            f"gradual rise: 10-90% width {2 * _LN9 * scale:.0f} steps > {max_width_fraction:g} of "
+            f"the recorded span ({span:.0f})",
+            r2,
+        )
+    plateau_end = mid - _LN9 * scale
+    plateau_length = max(0.0, plateau_end - steps[0])
+    return TransitionResult(
+        transitioned=True,
+        step=mid,
+        width=2 * _LN9 * scale,
+        plateau_level=low,
+        plateau_end=plateau_end,
+        plateau_length=plateau_length,
+        final_level=high,
+        r2=r2,
+        plateau_measured=_plateau_median(steps, values, plateau_end, plateau_length),
+    )
+
+
+def _plateau_median(steps: np.ndarray, values: np.ndarray, end: float, length: float) -> float:
+    """Median of ``values`` over the last 20% of a plateau ending at ``end`` (at least the one
+    evaluation nearest before ``end``); NaN if no evaluation lies on the plateau."""
+    inside = (steps >= end - 0.2 * length) & (steps <= end)
+    if not inside.any():
+        before = np.nonzero(steps <= end)[0]
+        if not len(before):
+            return float("nan")
+        inside = np.zeros_like(inside)
+        inside[before[-1]] = True
+    return float(np.median(values[inside]))
+
+
+METHODS = ("logistic", "cliff")
+"""Transition detectors of :func:`find_transition`: ``logistic`` for a rising measure (a
+four-parameter logistic in step, :func:`detect_transition`), ``cliff`` for a falling one (the
+steepest drop in log-step, :func:`phenomenology.landscape.detect_cliff`)."""
+
+
+@dataclass(frozen=True)
+class Transition(TransitionResult):
+    """:class:`TransitionResult` plus how it was found (returned by :func:`find_transition`).
+
+    Attributes:
+        method: ``"logistic"`` or ``"cliff"``.
+        direction: ``"rising"`` or ``"falling"``.
+        plateau_start: first step of the plateau (the first recorded step for ``logistic``).
+    """
+
+    method: str = "logistic"
+    direction: str = "rising"
+    plateau_start: float | None = None
+
+
+def measure_direction(name: str) -> str:
+    """``"falling"`` for a loss (a name ending in ``loss``), ``"rising"`` for anything else."""
+    return "falling" if str(name).endswith("loss") else "rising"
+
+
+def find_transition(
+    steps: Sequence[float],
+    values: Sequence[float],
+    *,
+    method: str | None = None,
+    direction: str | None = None,
+    min_rise: float | None = None,
+    max_width_ratio: float = 1.0,
+    smooth_window: int | None = None,
+) -> Transition:
+    """The one transition detector: the method explicit, or chosen by the curve's direction.
+
+    Args:
+        steps: training steps (or model times), ascending; NaN rows are dropped.
+        values: the measure at those steps.
+        method: ``"logistic"`` (rising measures: accuracies, attention measures) or ``"cliff"``
+            (falling ones: losses); None picks it from ``direction``.
+        direction: ``"rising"`` or ``"falling"``; None infers it from the curve (its last tenth
+            against its first tenth). :func:`measure_direction` gives it from a column name.
+        min_rise: smallest change that counts, in the measure's units for ``logistic`` (default
+            0.3) and as a fraction of the plateau level for ``cliff`` (default 0.3: the curve
+            must fall by 30% of its plateau value).
+        max_width_ratio: ``cliff`` only: largest ``(end - onset) / step`` that counts as abrupt
+            (a smooth exponential decay has about 2.2 and does not count).
+        smooth_window: rolling-median window (``logistic``: default ~5% of the points;
+            ``cliff``: default 5 evaluations).
+
+    Returns:
+        A :class:`Transition`. For ``cliff``, ``step`` is the steepest log-step drop even when
+        ``transitioned`` is False (``reason`` says why it does not count: too small a drop, the
+        steepest drop at the last point, a plateau shorter than 20% of the step, or a drop
+        slower than ``max_width_ratio``), ``width`` is ``end - onset``, ``plateau_end`` the
+        onset and ``r2`` is NaN.
+    """
+    if method is not None and method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS} or None, got {method!r}")
+    if direction is not None and direction not in ("rising", "falling"):
+        raise ValueError(f"direction must be 'rising', 'falling' or None, got {direction!r}")
+    steps = np.asarray(steps, float)
+    values = np.asarray(values, float)
+    if steps.shape != values.shape:
+        raise ValueError(
+            f"steps and values must have the same shape, got {steps.shape} and {values.shape}"
+        )
+    ok = np.isfinite(steps) & np.isfinite(values)
+    order = np.argsort(steps[ok])
+    steps, values = steps[ok][order], values[ok][order]
+    if direction is None:
+        k = max(1, len(values) // 10)
+        direction = "falling" if values[-k:].mean() < values[:k].mean() else "rising"
+    if method is None:
+        method = "cliff" if direction == "falling" else "logistic"
+    first = float(steps[0]) if len(steps) else None
+    if method == "logistic":
+        y = values if direction == "rising" else -values
+        r = detect_transition(
+            steps, y, min_rise=0.3 if min_rise is None else min_rise, smooth_window=smooth_window
+        )
+        fields = r.to_dict()
+        if direction == "falling":
+            fields["plateau_level"], fields["final_level"] = -r.plateau_level, -r.final_level
+            fields["plateau_measured"] = -r.plateau_measured
+        return Transition(**fields, method=method, direction=direction, plateau_start=first)
+    from phenomenology.landscape import detect_cliff
+
+    y = values if direction == "falling" else -values
+    if len(steps) < 5:
+        head = float(values[0]) if len(values) else float("nan")
+        tail = float(values[-1]) if len(values) else float("nan")
+        return Transition(
+            False, None, None, head, None, None, tail, float("nan"),
+            f"too few points ({len(steps)} < 5) to detect a transition",
+            method=method, direction=direction, plateau_start=first,
+        )  # fmt: skip
+    y = smooth(y, smooth_window or 5)
+    c = detect_cliff(np.maximum(steps, 1e-9), y)
+    sign = 1.0 if direction == "falling" else -1.0
+    drop = c.plateau_loss - c.floor_loss
+    need = (0.3 if min_rise is None else min_rise) * abs(c.plateau_loss)
+    reason = ""
+    if not drop > need:
+        reason = f"drop {drop:.3g} from the plateau <= {need:.3g}"
+    elif c.transition >= steps[-1]:
+        reason = "the steepest drop is at the last point: the curve may still be falling"
+    elif c.plateau_length < 0.2 * c.transition:
+        reason = (
+            f"no plateau before the drop: {c.plateau_length:.0f} steps, under 20% of the "
+            f"transition step {c.transition:.0f}"
+        )
+    elif c.width > max_width_ratio * c.transition:
+        reason = (
+            f"gradual drop: onset-to-end width {c.width:.0f} > {max_width_ratio:g} x the "
+            f"transition step {c.transition:.0f}"
+        )
+    return Transition(
+        transitioned=not reason,
+        step=float(c.transition),
+        width=float(c.width),
+        plateau_level=sign * c.plateau_loss,
+        plateau_end=float(c.onset),
+        plateau_length=float(c.onset - c.plateau_start),
+        final_level=sign * c.floor_loss,
+        r2=float("nan"),
+        reason=reason,
+        plateau_measured=(
+            _plateau_median(steps, values, float(c.onset), float(c.onset - c.plateau_start))
+            if not reason
+            else float("nan")
+        ),
+        method=method,
+        direction=direction,
+        plateau_start=float(c.plateau_start),
+    )
+
+
+def event_order(
+    metrics: pd.DataFrame,
+    measures: Sequence[str] = ("cla", "ila1", "tila2", "ic_acc"),
+    *,
+    reference: str = "ic_acc",
+    min_rise: float = 0.15,
+) -> pd.DataFrame:
+    """When each measure rises, in order, and its lag behind ``reference``.
+
+    Each measure is detected as in :func:`detect_transition` (with a smaller ``min_rise``, since
+    attention measures move less than accuracy). CLA usually rises early and slowly; ILA1, TILA2
+    and IC accuracy together.
+
+    Returns:
+        One row per measure, sorted by step: ``measure, transitioned, step, width, lag`` (``step``
+        minus the reference's step; NaN where either did not transition).
+    """
+    rows = []
+    for m in measures:
+        if m not in metrics:
+            raise ValueError(
+                f"measure {m!r} is not a column of the metrics: {list(metrics.columns)}"
+            )
+        r = detect_transition(metrics["step"], metrics[m], min_rise=min_rise)
+        rows.append(
+            {"measure": m, "transitioned": r.transitioned, "step": r.step, "width": r.width}
+        )
+    df = pd.DataFrame(rows)
+    ref = df.loc[df["measure"] == reference, "step"]
+    ref_step = ref.iloc[0] if len(ref) and ref.iloc[0] is not None else np.nan
+    df["step"] = df["step"].astype(float)
+    df["width"] = df["width"].astype(float)
+    df["lag"] = df["step"] - (np.nan if ref_step is None else float(ref_step))
+    return df.sort_values("step", na_position="last").reset_index(drop=True)
+
+
+def transition_report(
+    runs: Sequence[str | os.PathLike | pd.DataFrame],
+    *,
+    measure: str = "ic_acc",
+    min_rise: float = 0.3,
+) -> pd.DataFrame:
+    """Transition of ``measure`` for several runs (run directories or metrics DataFrames).
+
+    Run directories are grouped by config (:func:`interp.analysis.compare.group_runs`): only seeds of one
+    config are summarised together; DataFrames count as seeds of one config.
+
+    Returns:
+        One row per run (``run``, ``config`` and the fields of :class:`TransitionResult`); then,
+        per config, a ``mean`` and a ``std`` row over its runs that transitioned, with
+        ``transitioned`` saying how many out of its runs. With several configs those rows are
+        named ``mean [K=512]``, ``std [K=512]``, ..., after the fields that differ.
+    """
+    from interp.analysis.compare import group_runs
+    from interp.train.training import load_run
+
+    frames = [r for r in runs if isinstance(r, pd.DataFrame)]
+    if frames and len(frames) < len(runs):
+        raise ValueError("runs must be all run directories or all metrics DataFrames, not both")
+    if frames:
+        named = [[(f"run{i}", m) for i, m in enumerate(frames)]]
+        labels = ["one config"]
+    else:
+        groups = group_runs([load_run(r) for r in runs])
+        named = [[(str(r.path), r.metrics) for r in g.runs] for g in groups]
+        labels = [g.label for g in groups]
+    parts = []
+    for label, members in zip(labels, named, strict=True):
+        rows = []
+        for name, metrics in members:
+            r = detect_transition(metrics["step"], metrics[measure], min_rise=min_rise)
+            rows.append({"run": name, "config": label, **r.to_dict()})
+        df = pd.DataFrame(rows)
+        summary = summarize_seeds(df).assign(config=label)
+        if len(named) > 1:
+            summary["run"] = summary["run"] + f" [{label}]"
+        parts += [df, summary]
+    out = pd.concat(parts, ignore_index=True)
+    # The measured plateau level beside the fitted one.
+    cols = [c for c in out.columns if c != "plateau_measured"]
+    cols.insert(cols.index("plateau_level") + 1, "plateau_measured")
+    return out[cols]
+
+
+def summarize_seeds(report: pd.DataFrame) -> pd.DataFrame:
+    """Mean and standard deviation rows over the transitioned runs of a report."""
+    done = report[report["transitioned"]]
+    numeric = [
+        "step",
+        "width",
+        "plateau_level",
+        "plateau_measured",
+        "plateau_end",
+        "plateau_length",
+        "final_level",
+        "r2",
+    ]
+    summary = []
+    for stat in ("mean", "std"):
+        row = {"run": stat, "transitioned": f"{len(done)}/{len(report)}", "reason": ""}
+        for col in numeric:
+            vals = pd.to_numeric(done[col], errors="coerce")
+            row[col] = float(getattr(vals, stat)()) if len(vals) else float("nan")
+        summary.append(row)
+    return pd.DataFrame(summary)

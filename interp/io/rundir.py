@@ -1,0 +1,900 @@
+"""The run directory: the one module that reads and writes it.
+
+A run directory is the toolkit's one data artifact (format: ``docs/run-format.md``)::
+
+    run/
+      config.json      format_version, kind, task, model and train configs
+      metrics.csv      one row per evaluation
+      checkpoints/     step_XXXXXXXX.safetensors weights, resume.pt (exact resumption)
+      .lock            who is writing the run (pid, host); empty when nobody is
+      fit.json, checkpoint_measures.csv, length_eval.csv, llc.csv, report.html   (outputs)
+
+Guarantees:
+
+- **One writer.** :class:`RunWriter` takes an exclusive lock (``flock`` on ``.lock``) before it
+  reads or writes anything; a second writer is refused with the holder's pid and host. A lock left
+  by a dead process is taken over with a notice (the kernel drops ``flock`` locks of dead
+  processes, so this cannot take a live writer's lock). Readers need no lock: every file is
+  replaced atomically (:mod:`interp.io.atomic`), so a reader sees an old or a new file, never half.
+- **Nothing lost, nothing mixed.** A directory that is not a run is never written into; resuming a
+  directory that holds run files but no readable config is refused; ``overwrite`` deletes only the
+  files a run consists of (:data:`OWNED_FILES`), never anything else; resuming takes its state
+  (step, metrics rows, optimiser, RNG) from ``resume.pt``, not from ``metrics.csv``.
+- **Validated and versioned.** :func:`read_config` checks ``format_version`` (newer versions are
+  refused, older ones migrated and marked), every field's name and type, and the configs' own
+  validation; :func:`read_metrics` detects a torn last row or rows out of order and reports them.
+
+Every error a user can cause is a :class:`RunDirectoryError` whose message is one line naming the
+file and the field.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import fcntl
+import importlib
+import io
+import json
+import logging
+import os
+import socket
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from interp.data.task import TaskConfig, TaskGenerator
+from interp.io import checkpoints
+from interp.io.atomic import clean_temp_files, write_json_atomic, write_text_atomic
+from interp.train.train_config import TrainConfig, derive_seed
+
+__all__ = [
+    "FORMAT_VERSION",
+    "RunDirectoryError",
+    "RunLockedError",
+    "RunWriter",
+    "Run",
+    "load_run",
+    "read_config",
+    "read_metrics",
+    "MetricsFile",
+    "classify",
+    "remove_run_files",
+    "register_run_kind",
+    "RUN_KINDS",
+    "OWNED_FILES",
+    "configs_dict",
+    "same_run",
+    "first_difference",
+    "RESUMABLE_TRAIN_FIELDS",
+]
+
+log = logging.getLogger(__name__)
+
+FORMAT_VERSION = 3
+CONFIG_NAME = "config.json"
+METRICS_NAME = "metrics.csv"
+CHECKPOINTS = "checkpoints"
+LOCK_NAME = ".lock"
+# What a run consists of: ``overwrite`` deletes these and nothing else.
+OWNED_FILES = (
+    CONFIG_NAME,
+    METRICS_NAME,
+    "fit.json",
+    "checkpoint_measures.csv",
+    "length_eval.csv",
+    "llc.csv",
+    "llc_calibration.json",
+    "report.html",
+)
+# Train fields that may change when resuming without changing the mathematics of the run.
+RESUMABLE_TRAIN_FIELDS = ("steps", "device", "num_threads")
+# Fields added after format version 1 was first written, with the value that older runs used.
+_LEGACY_TRAIN_DEFAULTS = {"backend": "hooked"}
+# Format 3 made three of the author's forms the defaults; runs of formats 1 and 2 used these.
+_PRE_V3_FORMS = {
+    "task": {"novel_pool": (None, "per-sequence novel classes")},
+    "model": {"readout_init": ("he", "He-initialised readout with a bias")},
+    "train": {"weight_decay_form": ("coupled", "torch's coupled (L2) weight decay")},
+}
+
+
+class RunDirectoryError(RuntimeError):
+    """A run directory cannot be used as asked (the message is one line naming file and field)."""
+
+
+class RunLockedError(RunDirectoryError):
+    """Another live process is writing this run directory."""
+
+
+# ---- model kinds -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RunKind:
+    """How to rebuild the model of a run: its config class and model class (``module:name``)."""
+
+    config: str
+    model: str
+
+    def config_class(self):
+        return _import(self.config)
+
+    def model_class(self):
+        return _import(self.model)
+
+
+def _import(spec: str):
+    module, name = spec.split(":")
+    return getattr(importlib.import_module(module), name)
+
+
+RUN_KINDS: dict[str, RunKind] = {
+    "induction_net": RunKind(
+        "interp.model.network:ModelConfig", "interp.model.network:InductionNet"
+    ),
+    "minimal_induction_head": RunKind(
+        "phenomenology.minimal:MinimalConfig", "phenomenology.minimal:MinimalInductionHead"
+    ),
+}
+
+
+def register_run_kind(name: str, config: str, model: str) -> None:
+    """Register a kind of model whose runs :func:`load_run` can reopen.
+
+    Args:
+        name: the ``kind`` recorded in ``config.json``.
+        config: ``"module:ConfigClass"`` (a dataclass; ``to_dict``/``from_dict`` optional).
+        model: ``"module:ModelClass"``, built as ``ModelClass(config, seed=None)``.
+    """
+    RUN_KINDS[name] = RunKind(config, model)
+
+
+# ---- configs ---------------------------------------------------------------------------------
+
+
+def configs_dict(task: TaskConfig, model, train: TrainConfig, kind: str = "induction_net") -> dict:
+    """What ``config.json`` holds for these configs."""
+    model_dict = model.to_dict() if hasattr(model, "to_dict") else dataclasses.asdict(model)
+    model_dict = {k: v for k, v in model_dict.items() if k != "kind"}
+    from interp.train.plugins import loaded_plugins
+
+    # The plugins loaded (--plugin) are recorded: their measures are columns of metrics.csv.
+    plugins = loaded_plugins()
+    return {
+        "format_version": FORMAT_VERSION,
+        "kind": kind,
+        "task": task.to_dict(),
+        "model": model_dict,
+        "train": dataclasses.asdict(train),
+    } | ({"plugins": plugins} if plugins else {})
+
+
+def _comparable(d: Mapping) -> dict:
+    train = {k: v for k, v in (d.get("train") or {}).items() if k not in RESUMABLE_TRAIN_FIELDS}
+    kind = d.get("kind", "induction_net")
+    model = d.get("model")
+    if kind == "induction_net" and isinstance(model, Mapping):
+        from interp.model.network import canonical_model_dict
+
+        model = canonical_model_dict(model)  # an old config.json's flat rope_*/cope_* too
+    return {"kind": kind, "task": d.get("task"), "model": model, "train": train}
+
+
+def same_run(a: Mapping, b: Mapping) -> bool:
+    """Whether two configs describe the same run (only :data:`RESUMABLE_TRAIN_FIELDS` differ)."""
+    return _comparable(a) == _comparable(b)
+
+
+def first_difference(a: Mapping, b: Mapping) -> str:
+    """The first field in which two configs differ, as ``group.field A there, B here``."""
+    a, b = _comparable(a), _comparable(b)
+    if a["kind"] != b["kind"]:
+        return f"kind {a['kind']!r} there, {b['kind']!r} here"
+    for group in ("task", "model", "train"):
+        ga, gb = a.get(group) or {}, b.get(group) or {}
+        for k in sorted(set(ga) | set(gb)):
+            if ga.get(k) != gb.get(k):
+                return f"{group}.{k} {ga.get(k)!r} there, {gb.get(k)!r} here"
+    return "nothing"
+
+
+_SIMPLE_TYPES = {"int": (int,), "float": (int, float), "str": (str,), "bool": (bool,)}
+
+
+def _type_problem(value, annotation: str) -> str | None:
+    """Why ``value`` does not fit a field annotated ``annotation`` (None if it does, or if the
+    annotation is not a simple one)."""
+    options = [a.strip() for a in annotation.split("|")]
+    if "None" in options and value is None:
+        return None
+    wanted = [o for o in options if o != "None"]
+    if not wanted or any(o not in _SIMPLE_TYPES for o in wanted):
+        return None  # not a type this check understands: the config's own validation decides
+    for o in wanted:
+        ok = isinstance(value, _SIMPLE_TYPES[o])
+        if o != "bool" and isinstance(value, bool):
+            ok = False
+        if ok:
+            return None
+    return f"must be {annotation.replace('float', 'a number').replace('str', 'a string')}"
+
+
+def build_config(cls, data, where: str):
+    """``cls(**data)`` with every problem reported as one line naming ``where`` and the field."""
+    if not isinstance(data, Mapping):
+        raise RunDirectoryError(f"{where} must be a JSON object, found {json.dumps(data)}")
+    data = {k: v for k, v in data.items() if k != "kind"}
+    from_dict = getattr(cls, "from_dict", None)
+    if from_dict is None:
+        known = {f.name: f for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - set(known))
+        if unknown:
+            raise RunDirectoryError(
+                f"{where}: unknown field {unknown[0]!r} (known fields: {', '.join(known)})"
+            )
+        for name, value in data.items():
+            annotation = known[name].type
+            if not isinstance(annotation, str):
+                annotation = getattr(annotation, "__name__", str(annotation))
+            problem = _type_problem(value, annotation)
+            if problem:
+                raise RunDirectoryError(f"{where}: field {name}={value!r} {problem}")
+    try:
+        return from_dict(dict(data)) if from_dict is not None else cls(**data)
+    except (TypeError, ValueError, KeyError, OverflowError) as err:
+        raise RunDirectoryError(f"{where}: {str(err).splitlines()[0]}") from None
+
+
+def _migrate(config: dict, path: Path) -> tuple[dict, list[str]]:
+    """Bring a config of an older format version to the current one; say what changed."""
+    notes = []
+    version = original = config.get("format_version", 1)
+    if version == 1:
+        kind = (config.get("model") or {}).get("kind", "induction_net")
+        config = dict(config)
+        config["kind"] = kind
+        train = dict(config.get("train") or {})
+        if kind == "minimal_induction_head":
+            # Format 1's minimal runs wrote their own train dict (no checkpoints, own n_eval).
+            n_eval = train.pop("n_eval", None)
+            if n_eval is not None and isinstance(config.get("task"), dict):
+                config["task"] = {**config["task"], "n_eval": n_eval}
+            steps = train.get("steps", 1)
+            train = {
+                "optimizer": "sgd",
+                "momentum": 0.0,
+                "checkpoint_every": max(int(steps), 1) if isinstance(steps, int) else 1,
+                "n_log_checkpoints": 0,
+                "checkpoint_on_jump": None,
+                "backend": "hooked",
+                **train,
+            }
+        for k, v in _LEGACY_TRAIN_DEFAULTS.items():
+            if k not in train:
+                train[k] = v
+                notes.append(f"train.{k} absent in format 1: taken as {v!r}")
+        config["train"] = train
+        config["format_version"] = version = 2
+    if version == 2:
+        config = dict(config)
+        for group, fields in _PRE_V3_FORMS.items():
+            section = config.get(group)
+            if not isinstance(section, Mapping):
+                continue  # read_config names the missing or malformed group
+            if group == "model" and config.get("kind") != "induction_net":
+                continue  # only the network has the classifier
+            section = dict(section)
+            for name, (value, what) in fields.items():
+                if name not in section:
+                    section[name] = value
+                    notes.append(
+                        f"{group}.{name} absent before format 3: taken as {value!r} ({what}, the "
+                        "old form; the author's form is today's default)"
+                    )
+            config[group] = section
+        config["format_version"] = FORMAT_VERSION
+    if notes or config.get("format_version") != original:
+        notes.insert(0, f"{path} is format version {original}, migrated to {FORMAT_VERSION} on load")
+    return config, notes
+
+
+def read_config(path: str | os.PathLike) -> tuple[dict, list[str]]:
+    """Read and validate a run's ``config.json``.
+
+    Returns:
+        ``(config, notes)``: the config in the current format and what migration changed.
+
+    Raises:
+        RunDirectoryError: missing, not JSON, a newer format, an unknown kind, or any field
+            invalid (the message names it).
+    """
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise RunDirectoryError(f"{path} is missing") from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise RunDirectoryError(f"cannot read {path}: {err}") from None
+    try:
+        config = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise RunDirectoryError(f"{path} is not valid JSON ({err})") from None
+    if not isinstance(config, dict):
+        raise RunDirectoryError(f"{path} must hold a JSON object")
+    version = config.get("format_version", 1)
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        raise RunDirectoryError(f"{path}: format_version={version!r} is invalid")
+    if version > FORMAT_VERSION:
+        raise RunDirectoryError(
+            f"{path}: format_version {version} is newer than this induction-cliff reads "
+            f"({FORMAT_VERSION}); update the toolkit"
+        )
+    config, notes = _migrate(config, path)
+    for group in ("task", "model", "train"):
+        if group not in config:
+            raise RunDirectoryError(f"{path}: the field {group!r} is missing")
+        if not isinstance(config[group], Mapping):
+            raise RunDirectoryError(
+                f"{path}: field {group} must be a JSON object, found {json.dumps(config[group])}"
+            )
+    kind = config.get("kind")
+    if kind not in RUN_KINDS:
+        raise RunDirectoryError(
+            f"{path}: kind={kind!r} is unknown (known kinds: {', '.join(RUN_KINDS)})"
+        )
+    return config, notes
+
+
+def parse_configs(config: dict, path: Path):
+    """The ``(task, model_config, train_config)`` objects of a validated config dict."""
+    task = build_config(TaskConfig, config["task"], f"{path}: task")
+    model = build_config(
+        RUN_KINDS[config["kind"]].config_class(), config["model"], f"{path}: model"
+    )
+    train = build_config(TrainConfig, config["train"], f"{path}: train")
+    return task, model, train
+
+
+# ---- metrics.csv -----------------------------------------------------------------------------
+
+
+@dataclass
+class MetricsFile:
+    """``metrics.csv`` as read: its valid rows, and what was wrong with the rest (None if nothing).
+
+    Attributes:
+        frame: the rows before the first damaged or out-of-order one.
+        problem: one line saying what was dropped, or None.
+    """
+
+    frame: pd.DataFrame
+    problem: str | None = None
+
+
+def read_metrics(path: str | os.PathLike) -> MetricsFile:
+    """Read ``metrics.csv``, detecting a torn last row, rows with a wrong number of fields and
+    steps out of order. The valid prefix is kept; what was dropped is said in ``problem``."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        return MetricsFile(pd.DataFrame())
+    except (OSError, UnicodeDecodeError) as err:
+        raise RunDirectoryError(f"cannot read {path}: {err}") from None
+    if not text.strip():
+        return MetricsFile(pd.DataFrame())
+    lines = text.split("\n")
+    complete = text.endswith("\n")
+    if complete:
+        lines = lines[:-1]
+    header = lines[0].split(",")
+    if "step" not in header:
+        raise RunDirectoryError(f"{path}: the column 'step' is missing; not a metrics file")
+    if len(lines) == 1 and not complete:
+        return MetricsFile(pd.DataFrame(), f"{path}: the header line is cut; no rows")
+    keep, problem = [lines[0]], None
+    for number, line in enumerate(lines[1:], start=2):
+        last = number == len(lines)
+        if last and not complete:
+            problem = f"{path}: line {number} (the last) is cut off mid-row; dropped"
+            break
+        if line.count(",") != len(header) - 1:
+            problem = (
+                f"{path}: line {number} has {line.count(',') + 1} fields, not {len(header)}; "
+                f"it and the {len(lines) - number} lines after it dropped"
+            )
+            break
+        keep.append(line)
+    frame = pd.read_csv(io.StringIO("\n".join(keep) + "\n"))
+    if len(frame):
+        steps = pd.to_numeric(frame["step"], errors="coerce")
+        bad = steps.isna() | (steps.diff() <= 0)
+        if bad.any():
+            first = int(bad.to_numpy().argmax())
+            problem = (
+                f"{path}: row {first + 1} has step {frame['step'].iloc[first]!r}, not after the "
+                f"previous one; it and {len(frame) - first - 1} rows after it dropped"
+            )
+            frame = frame.iloc[:first].reset_index(drop=True)
+        frame["step"] = frame["step"].astype(int)
+    return MetricsFile(frame, problem)
+
+
+# ---- what a directory is ---------------------------------------------------------------------
+
+
+def _has_run_files(path: Path) -> bool:
+    ckpt = path / CHECKPOINTS
+    if not ckpt.is_dir():
+        return False
+    return any(
+        p.name == checkpoints.RESUME_NAME or checkpoints.STEP_RE.match(p.name)
+        for p in ckpt.iterdir()
+    )
+
+
+def classify(path: str | os.PathLike) -> str:
+    """What ``path`` is: ``absent``, ``empty``, ``run`` (a readable config of a run), ``broken``
+    (run files, but no readable config), ``sweep`` (a sweep folder), ``file`` (not a directory)
+    or ``other`` (a non-empty directory of something else)."""
+    path = Path(path)
+    if not path.exists():
+        return "absent"
+    if not path.is_dir():
+        return "file"
+    names = {p.name for p in path.iterdir() if p.name != LOCK_NAME}
+    if not names:
+        return "empty"
+    if (path / CONFIG_NAME).is_file():
+        try:
+            config = json.loads((path / CONFIG_NAME).read_text())
+        except (OSError, ValueError):
+            config = None
+        if isinstance(config, dict) and {"task", "model", "train"} <= set(config):
+            return "run"
+    if (path / "sweep.json").is_file():
+        return "sweep"
+    if _has_run_files(path):
+        return "broken"
+    return "other"
+
+
+def remove_run_files(path: str | os.PathLike) -> list[Path]:
+    """Delete the files a run consists of (:data:`OWNED_FILES`, the checkpoints and the writer's
+    temporary files) and nothing else. The directory itself stays, with whatever else it holds.
+
+    Returns:
+        What was deleted.
+    """
+    path = Path(path)
+    removed = []
+    for name in OWNED_FILES:
+        p = path / name
+        if p.is_symlink() or p.is_file():
+            p.unlink()
+            removed.append(p)
+    ckpt = path / CHECKPOINTS
+    if ckpt.is_dir() and not ckpt.is_symlink():
+        for p in ckpt.iterdir():
+            if (
+                p.name == checkpoints.RESUME_NAME or checkpoints.STEP_RE.match(p.name)
+            ) and not p.is_dir():
+                p.unlink()
+                removed.append(p)
+        removed += clean_temp_files(ckpt)
+        if not any(ckpt.iterdir()):
+            ckpt.rmdir()
+    removed += clean_temp_files(path)
+    return removed
+
+
+def refuse_broken(path: str | os.PathLike) -> None:
+    """Raise the error for a directory with run files (checkpoints) but no readable config."""
+    path = Path(path)
+    try:
+        read_config(path / CONFIG_NAME)
+        why = "config.json is not a run's config"
+    except RunDirectoryError as err:
+        why = str(err)
+    raise RunDirectoryError(
+        f"{path} holds run files (checkpoints) but no readable config.json ({why}); refusing to "
+        "resume or write into it: restore config.json, or pass --overwrite to delete the run's "
+        "files and start again"
+    )
+
+
+# ---- the lock --------------------------------------------------------------------------------
+
+
+class RunLock:
+    """An exclusive ``flock`` on ``DIR/.lock``, which records the holder (pid, host, start)."""
+
+    def __init__(self, directory: str | os.PathLike) -> None:
+        self.directory = Path(directory)
+        self.path = self.directory / LOCK_NAME
+        self._fd: int | None = None
+        self.took_over: dict | None = None
+
+    @staticmethod
+    def _read(fd: int) -> dict | None:
+        os.lseek(fd, 0, os.SEEK_SET)
+        raw = os.read(fd, 4096)
+        if not raw.strip():
+            return None
+        try:
+            info = json.loads(raw)
+        except ValueError:
+            return {"pid": "?", "host": "?"}
+        return info if isinstance(info, dict) else {"pid": "?", "host": "?"}
+
+    def acquire(self) -> RunLock:
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o666)
+        except OSError as err:
+            raise RunDirectoryError(f"cannot create the lock {self.path}: {err.strerror}") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            info = self._read(fd) or {}
+            os.close(fd)
+            raise RunLockedError(
+                f"{self.directory} is being written by pid {info.get('pid', '?')} on host "
+                f"{info.get('host', '?')} (since {info.get('since', '?')}); wait for it to finish "
+                "or stop it"
+            ) from None
+        previous = self._read(fd)
+        if previous is not None:
+            # The kernel released the holder's flock, so it died without cleaning up.
+            self.took_over = previous
+            log.warning(
+                "note: taking over the stale lock of %s (pid %s on host %s, since %s, no longer "
+                "running)",
+                self.directory,
+                previous.get("pid", "?"),
+                previous.get("host", "?"),
+                previous.get("since", "?"),
+            )
+        me = {
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "since": datetime.datetime.now().isoformat(timespec="seconds"),
+        }
+        os.ftruncate(fd, 0)
+        os.lseek(fd, 0, os.SEEK_SET)
+        os.write(fd, (json.dumps(me) + "\n").encode())
+        os.fsync(fd)
+        self._fd = fd
+        return self
+
+    def release(self) -> None:
+        if self._fd is None:
+            return
+        try:
+            os.ftruncate(self._fd, 0)
+        except OSError:
+            pass
+        fcntl.flock(self._fd, fcntl.LOCK_UN)
+        os.close(self._fd)
+        self._fd = None
+
+    def __enter__(self) -> RunLock:
+        return self.acquire()
+
+    def __exit__(self, *exc) -> None:
+        self.release()
+
+
+def _check_writable(path: Path) -> None:
+    """Refuse early (one line) when nothing can be created at ``path``."""
+    probe = path
+    while not probe.exists():
+        probe = probe.parent
+    if not probe.is_dir():
+        raise RunDirectoryError(f"cannot create {path}: {probe} is not a directory")
+    if not os.access(probe, os.W_OK | os.X_OK):
+        raise RunDirectoryError(f"cannot write to {probe}: permission denied")
+
+
+# ---- the writer ------------------------------------------------------------------------------
+
+
+class RunWriter:
+    """Owns a run directory while a run trains into it (see the module docstring).
+
+    Use :meth:`open`; call :meth:`close` (or use it as a context manager) when done.
+
+    Attributes:
+        path: the run directory.
+        config: the config dict written to ``config.json``.
+        resume_state: the loaded ``resume.pt`` when there is a run to resume, else None.
+    """
+
+    def __init__(self, path: Path, config: dict) -> None:
+        self.path = path
+        self.config = config
+        self.resume_state: dict | None = None
+        self._lock = RunLock(path)
+
+    @classmethod
+    def open(
+        cls,
+        path: str | os.PathLike,
+        config: dict,
+        *,
+        resume: bool = False,
+        overwrite: bool = False,
+        map_location=None,
+    ) -> RunWriter:
+        """Lock ``path`` and prepare it for the run ``config``.
+
+        Args:
+            path: the run directory (created if absent).
+            config: the run's :func:`configs_dict`.
+            resume: continue the run there (same config; :data:`RESUMABLE_TRAIN_FIELDS` may
+                change and are written back to ``config.json``).
+            overwrite: delete the run there (only if it is recognisably a run) and start again.
+            map_location: where to load the resume state's tensors.
+
+        Raises:
+            RunDirectoryError: the directory is not a run, holds a different run, holds run
+                files without a readable config, is locked by a live writer, or cannot be
+                written. Nothing is written or deleted then.
+            CheckpointError: the resume state is unreadable.
+        """
+        path = Path(path)
+        kind = classify(path)
+        if kind == "file":
+            raise RunDirectoryError(f"{path} exists and is not a directory")
+        if kind in ("other", "sweep"):
+            # Refused before even the lock file is made (and again under the lock).
+            cls(path, config)._refuse_foreign(kind)
+        _check_writable(path)
+        path.mkdir(parents=True, exist_ok=True)
+        writer = cls(path, config)
+        writer._lock.acquire()
+        try:
+            writer._prepare(resume, overwrite, map_location)
+        except BaseException:
+            writer._lock.release()
+            raise
+        return writer
+
+    def _prepare(self, resume: bool, overwrite: bool, map_location) -> None:
+        path, config_path = self.path, self.path / CONFIG_NAME
+        kind = classify(path)  # again, under the lock
+        if kind in ("other", "sweep"):
+            self._drop_lock_file_if_ours()
+            self._refuse_foreign(kind)
+        if kind == "broken" and not overwrite:
+            refuse_broken(path)
+        if kind == "run":
+            existing, notes = read_config(config_path)
+            for note in notes:
+                log.info("note: %s", note)
+            if overwrite:
+                remove_run_files(path)
+            elif not resume:
+                same = "the same" if same_run(existing, self.config) else "a different"
+                raise RunDirectoryError(
+                    f"{path} already holds a run with {same} config: pass --resume to continue it "
+                    "or --overwrite to start again"
+                )
+            elif not same_run(existing, self.config):
+                raise RunDirectoryError(
+                    f"{path} holds a run with a different config "
+                    f"({first_difference(existing, self.config)}); "
+                    f"only {', '.join(RESUMABLE_TRAIN_FIELDS)} may change when resuming (use "
+                    "--overwrite to start again)"
+                )
+            else:
+                self._clean()
+                resume_path = path / CHECKPOINTS / checkpoints.RESUME_NAME
+                if resume_path.exists():
+                    self.resume_state = checkpoints.load_resume(
+                        resume_path, map_location=map_location
+                    )
+                elif read_metrics(path / METRICS_NAME).frame.shape[0] or _has_run_files(path):
+                    raise RunDirectoryError(
+                        f"{resume_path} is missing but the run has metrics or checkpoints; it "
+                        "cannot be resumed exactly (use --overwrite to start again)"
+                    )
+                if existing["train"] != self.config["train"]:
+                    # Extending (or moving) a run: config.json says what the run now is.
+                    write_json_atomic(config_path, self.config)
+                return
+        elif kind == "broken":
+            remove_run_files(path)
+        self._clean()
+        (path / CHECKPOINTS).mkdir(exist_ok=True)
+        write_json_atomic(config_path, self.config)
+
+    def _refuse_foreign(self, kind: str) -> None:
+        path = self.path
+        if kind == "sweep":
+            raise RunDirectoryError(
+                f"{path} is a sweep folder (it holds sweep.json), not a run directory; choose "
+                "another --out"
+            )
+        names = sorted(p.name for p in path.iterdir() if p.name != LOCK_NAME)
+        raise RunDirectoryError(
+            f"{path} is not empty and is not a run directory of induction-cliff (it holds "
+            f"{', '.join(names[:3])}{', ...' if len(names) > 3 else ''}); nothing was written: "
+            "choose a new or empty --out"
+        )
+
+    def _drop_lock_file_if_ours(self) -> None:
+        # A refused directory keeps nothing of ours: the lock file goes with the lock.
+        self._lock.release()
+        try:
+            if self._lock.path.stat().st_size == 0:
+                self._lock.path.unlink()
+        except FileNotFoundError:
+            pass
+
+    def _clean(self) -> None:
+        removed = clean_temp_files(self.path) + clean_temp_files(self.path / CHECKPOINTS)
+        if removed:
+            log.info(
+                "note: removed %d temporary file(s) left by an interrupted writer", len(removed)
+            )
+
+    # -- writes
+
+    def write_metrics(self, rows: list[dict]) -> None:
+        """Replace ``metrics.csv`` with ``rows`` (atomically)."""
+        write_text_atomic(self.path / METRICS_NAME, pd.DataFrame(rows).to_csv(index=False))
+
+    def save_weights(self, step: int, model) -> Path:
+        """Write the weight checkpoint of ``step``."""
+        return checkpoints.save_weights(self.path / CHECKPOINTS, step, model)
+
+    def save_resume(self, state: dict) -> None:
+        """Write ``resume.pt`` (atomically)."""
+        checkpoints.save_resume(self.path / CHECKPOINTS / checkpoints.RESUME_NAME, state)
+
+    def checkpoint_steps(self) -> list[int]:
+        return checkpoints.list_steps(self.path / CHECKPOINTS)
+
+    def close(self) -> None:
+        """Release the lock."""
+        self._lock.release()
+
+    def __enter__(self) -> RunWriter:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+# ---- the reader ------------------------------------------------------------------------------
+
+
+def output_path(run_dir: str | os.PathLike, name: str) -> Path:
+    """The path of an output file beside a run (``name`` must be a plain file name)."""
+    if not name or name in (".", "..") or "/" in name or "\\" in name or "\0" in name:
+        raise RunDirectoryError(f"output name {name!r} is invalid: a plain file name is needed")
+    return Path(run_dir) / name
+
+
+@dataclass
+class Run:
+    """A finished (or interrupted) run, reopened from its directory.
+
+    Attributes:
+        path: the run directory.
+        task: its :class:`TaskConfig`.
+        model_config: its model config (``ModelConfig`` for the network).
+        train_config: its :class:`TrainConfig`.
+        metrics: the valid rows of ``metrics.csv`` (see :func:`read_metrics`).
+        kind: the kind of model (:data:`RUN_KINDS`).
+        metrics_problem: what was wrong with ``metrics.csv`` (None if nothing).
+        notes: what migrating an older format changed.
+    """
+
+    path: Path
+    task: TaskConfig
+    model_config: object
+    train_config: TrainConfig
+    metrics: pd.DataFrame
+    kind: str = "induction_net"
+    metrics_problem: str | None = None
+    notes: list[str] = field(default_factory=list)
+    _generator: TaskGenerator | None = field(default=None, repr=False)
+
+    @property
+    def checkpoint_steps(self) -> list[int]:
+        """Steps with saved weights, ascending."""
+        return checkpoints.list_steps(self.path / CHECKPOINTS)
+
+    def load_model(self, step: int | None = None, device: str = "cpu"):
+        """The model with the weights of checkpoint ``step`` (default: the last one)."""
+        steps = self.checkpoint_steps
+        if not steps:
+            raise RunDirectoryError(f"{self.path / CHECKPOINTS} holds no weight checkpoints")
+        if step is None:
+            step = steps[-1]
+        if step not in steps:
+            raise RunDirectoryError(
+                f"{self.path}: step={step} has no checkpoint; available steps: {steps}"
+            )
+        model = RUN_KINDS[self.kind].model_class()(self.model_config, seed=None)
+        checkpoints.load_weights(self.path / CHECKPOINTS, step, model)
+        return model.to(device)
+
+    def generator(self) -> TaskGenerator:
+        """The run's task generator (same class means and label vectors)."""
+        if self._generator is None:
+            self._generator = TaskGenerator(
+                self.task, seed=derive_seed(self.train_config.seed, "task")
+            )
+        return self._generator
+
+    def eval_sets(self, n: int | None = None, n_pairs: int | None = None) -> dict:
+        """The run's IC, IC2 and IW evaluation sets (the same ones training used, by default)."""
+        seed = derive_seed(self.train_config.seed, "eval")
+        return self.generator().eval_sets(seed, n=n, n_pairs=n_pairs)
+
+    def deviation_note(self) -> str:
+        """How this run's optimiser differs from the paper's ('' if it does not)."""
+        return self.train_config.deviation_note()
+
+    def config_dict(self) -> dict:
+        """The run's configs as ``config.json`` holds them (current format)."""
+        return configs_dict(self.task, self.model_config, self.train_config, self.kind)
+
+    def output_path(self, name: str) -> Path:
+        """Where an output named ``name`` (e.g. ``fit.json``) lives beside this run."""
+        return output_path(self.path, name)
+
+    def write_output(self, name: str, data: str | bytes | dict | list | pd.DataFrame) -> Path:
+        """Write an output beside the run, atomically and never through a symbolic link.
+
+        Args:
+            name: a plain file name (``fit.json``, ``checkpoint_measures.csv``, ...).
+            data: text, bytes, a JSON-serialisable dict/list, or a DataFrame (written as CSV).
+        """
+        from interp.io.atomic import write_bytes_atomic
+
+        path = self.output_path(name)
+        if isinstance(data, pd.DataFrame):
+            write_text_atomic(path, data.to_csv(index=False))
+        elif isinstance(data, (dict, list)):
+            write_json_atomic(path, data)
+        elif isinstance(data, bytes):
+            write_bytes_atomic(path, data)
+        else:
+            write_text_atomic(path, data)
+        return path
+
+
+def load_run(path: str | os.PathLike) -> Run:
+    """Reopen a run directory (any kind, any format version this toolkit knows).
+
+    Raises:
+        RunDirectoryError: not a run directory, or its config is invalid (one line naming the
+            file and field).
+    """
+    path = Path(path)
+    if not path.is_dir():
+        raise RunDirectoryError(f"{path} is not a directory")
+    config_path = path / CONFIG_NAME
+    if not config_path.exists():
+        raise RunDirectoryError(f"{path} is not a run directory (no {CONFIG_NAME})")
+    config, notes = read_config(config_path)
+    task, model, train = parse_configs(config, config_path)
+    metrics = read_metrics(path / METRICS_NAME)
+    if metrics.problem:
+        log.warning("warning: %s", metrics.problem)
+    return Run(
+        path=path,
+        task=task,
+        model_config=model,
+        train_config=train,
+        metrics=metrics.frame,
+        kind=config["kind"],
+        metrics_problem=metrics.problem,
+        notes=notes,
+    )

@@ -1,0 +1,299 @@
+"""Named settings for the CLI and notebooks: the paper's runs, its Fig 2 sweeps and a fast demo.
+
+Each preset is a ``(TaskConfig, model overrides, TrainConfig)`` triple. Deviations from the paper's
+settings are said in the preset's ``note`` and recorded in ``config.json`` through the configs.
+Sweep presets (``fig2-*``) add a grid and seeds for ``induction-cliff sweep`` (:mod:`interp.train.sweep`);
+their configs are the base that every point of the grid modifies.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from interp.data.task import TaskConfig
+from interp.train.training import TrainConfig
+
+logger = logging.getLogger(__name__)
+
+# The checkout this package runs from (an editable install): where scripts/demo.sh puts runs/demo.
+_REPO_ROOT = Path(__file__).resolve().parents[1]
+
+__all__ = ["Preset", "PRESETS", "get_preset", "NotebookSetting", "notebook_setting"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Preset:
+    """A named experiment setting.
+
+    Attributes:
+        name: preset name, as given to ``--preset``.
+        task: the task.
+        model: overrides of :class:`~interp.model.network.ModelConfig` fields (the rest from the task).
+        train: optimiser and schedule.
+        note: what the preset reproduces, and how it deviates from the paper.
+        grid: for a sweep preset, the grid that ``induction-cliff sweep`` runs: config field
+            (addressed as ``--set`` addresses it) -> values; the points are the Cartesian product
+            (see :class:`interp.train.sweep.SweepSpec`). Empty for a preset of one run.
+        seeds: the seeds a sweep of this preset runs unless told otherwise.
+    """
+
+    name: str
+    task: TaskConfig
+    train: TrainConfig
+    model: dict = field(default_factory=dict)
+    note: str = ""
+    grid: dict = field(default_factory=dict)
+    seeds: tuple[int, ...] = (0,)
+
+
+# The paper's optimiser and schedule (Reddy 2024), and the demo's labelled deviation from it.
+PAPER_TRAIN = TrainConfig(
+    optimizer="sgd", lr=0.01, weight_decay=1e-6, batch_size=128, steps=100_000
+)
+DEMO_TRAIN = TrainConfig(
+    optimizer="adam",
+    lr=2e-4,
+    weight_decay=1e-6,
+    batch_size=128,
+    steps=3500,
+    eval_every=50,
+    checkpoint_every=500,
+    n_log_checkpoints=12,
+)
+
+
+def _fig2_presets() -> list[Preset]:
+    """The sweeps of the paper's Fig 2, at the paper's settings and reduced (``-quick``).
+
+    Fig 2 varies one or two data parameters with the others fixed. The fixed values are this
+    toolkit's choice (the headline setting of Fig 1d, K=512, B=2, p_C=0, where it applies).
+    ``B = 0`` points train without bursty sequences (the sweep sets ``p_B = p_C = 0`` there, as
+    docs/science.md section 1 says). The ``-quick`` variants take minutes on 2 cores, not days:
+    Adam lr 1e-3 for 1500 steps (a DEVIATION, as in the demo, with a larger lr so that the picture
+    forms within the budget) and 512 sequences per evaluation set.
+    """
+    paper_train = PAPER_TRAIN
+    quick_train = dataclasses.replace(
+        DEMO_TRAIN, lr=1e-3, steps=1500, eval_every=100, n_log_checkpoints=6
+    )
+    headline = TaskConfig(K=512, L=32, N=8, B=2, eps=0.1, alpha=0.0, p_B=1.0, p_C=0.0)
+    paper = "plain SGD lr 0.01, batch 128, 1e5 steps, seeds 0-5"
+    quick = (
+        "DEVIATION: Adam lr 1e-3 for 1500 steps (paper: SGD lr 0.01 for 1e5), 512 sequences "
+        "per evaluation set, seed 0"
+    )
+    # name: (what, task of the paper preset, task of the quick one, grid)
+    sweeps = {
+        "fig2-kb": (
+            "Reddy 2024 Fig 2, K x B phase diagram: K in {128, 256, 512, 2048} x B in {0, 1, 2, "
+            "4} (B=0: no bursty sequences), eps 0.1, alpha 0, p_C 0",
+            headline,
+            headline,
+            {"K": (128, 256, 512, 2048), "B": (0, 1, 2, 4)},
+        ),
+        "fig2-eps": (
+            "Reddy 2024 Fig 2, within-class noise eps from 0 to 6.4 (the author's range; the "
+            "doubling spacing is a GUESS) at K=512, B=2",
+            headline,
+            headline,
+            {"eps": (0.0, 0.1, 0.2, 0.4, 0.8, 1.6, 3.2, 6.4)},
+        ),
+        "fig2-alpha": (
+            "Reddy 2024 Fig 2, Zipf exponent alpha in {0, 0.25, ..., 1.75} (the author's grid; "
+            "class frequencies in bursty and non-bursty sequences and in IW; the quick variant at "
+            "K=2048, B=1)",
+            headline,
+            dataclasses.replace(headline, K=2048, B=1),
+            {"alpha": (0.0, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 1.75)},
+        ),
+        "fig2-ln": (
+            "Reddy 2024 Fig A.5, L = N experiment: N in {2, 4, 8} with L = N (every label is in "
+            "the context) versus L = 32, on the paper-fig3 task (K=256, B=1, p_C=0.8: a GUESS, the "
+            "paper does not say which task; this one forms an induction head at N=8, L=32); B=1 "
+            "throughout (B must divide N and be < N, so N=2 allows only B=1), K a multiple of "
+            "every L (256; the quick variant 2048)",
+            dataclasses.replace(headline, K=256, B=1, p_C=0.8),
+            dataclasses.replace(headline, K=2048, B=1),
+            {"N": (2, 4, 8), "L": ("N", 32)},
+        ),
+    }
+    presets = []
+    for name, (what, task, quick_task, grid) in sweeps.items():
+        presets.append(
+            Preset(
+                name=name,
+                task=task,
+                train=paper_train,
+                grid=grid,
+                seeds=tuple(range(6)),
+                note=f"{what}; {paper}.",
+            )
+        )
+        presets.append(
+            Preset(
+                name=f"{name}-quick",
+                task=dataclasses.replace(quick_task, n_eval=512),
+                train=quick_train,
+                grid=grid,
+                note=f"{what}; reduced. {quick}.",
+            )
+        )
+    return presets
+
+
+PRESETS: dict[str, Preset] = {
+    p.name: p
+    for p in [
+        Preset(
+            name="paper-fig1d",
+            task=TaskConfig(K=512, L=32, N=8, B=2, eps=0.1, alpha=0.0, p_B=1.0, p_C=0.8),
+            train=PAPER_TRAIN,
+            note=(
+                "Reddy 2024 Fig 1d: K=512, B=2, plain SGD lr 0.01, batch 128, 1e5 steps. p_C=0.8 "
+                "is a GUESS (the paper does not state p_C for this figure; p_B=1 is its default): "
+                "with p_C=0 IC accuracy climbs gradually with no jump (measured to 1.05e5 "
+                "lr-0.01-equivalent steps), with p_C=0.25, 0.5 or 0.8 it jumps abruptly (README)."
+            ),
+        ),
+        Preset(
+            name="paper-fig3",
+            task=TaskConfig(K=256, L=32, N=8, B=1, eps=0.1, alpha=0.0, p_B=1.0, p_C=0.8),
+            train=PAPER_TRAIN,
+            note="Reddy 2024 Fig 3: K=256, B=1, p_C=0.8, plain SGD lr 0.01, batch 128, 1e5 steps.",
+        ),
+        Preset(
+            name="demo",
+            task=TaskConfig(
+                K=256, L=32, N=8, B=1, eps=0.1, alpha=0.0, p_B=1.0, p_C=0.8, n_eval=1024
+            ),
+            train=DEMO_TRAIN,
+            note=(
+                "Fast demo of the paper-fig3 task. DEVIATION: Adam lr 2e-4 for 3500 steps instead of "
+                "the paper's SGD lr 0.01 for 1e5 steps, and 1024 sequences per evaluation set."
+            ),
+        ),
+        Preset(
+            name="tiny",
+            task=TaskConfig(D=15, K=64, L=8, N=4, N_max=4, B=1, p_C=0.5, n_eval=256),
+            train=TrainConfig(
+                optimizer="adam",
+                lr=3e-3,
+                batch_size=64,
+                steps=200,
+                eval_every=50,
+                checkpoint_every=100,
+                n_log_checkpoints=4,
+            ),
+            model=dict(d_mlp=32),
+            note="Tiny smoke-test setting (seconds). DEVIATION: much smaller task and network, Adam.",
+        ),
+        *_fig2_presets(),
+    ]
+}
+
+
+def get_preset(name: str) -> Preset:
+    """The preset called ``name``, or a ``ValueError`` listing the allowed names."""
+    if name not in PRESETS:
+        raise ValueError(f"preset={name!r} is invalid: allowed values are {sorted(PRESETS)}")
+    return PRESETS[name]
+
+
+@dataclass(frozen=True, kw_only=True)
+class NotebookSetting:
+    """The preset, configs and run folder a notebook works with.
+
+    Attributes:
+        small: whether ``INDUCTION_CLIFF_SMALL`` asked for the small (CI) setting.
+        preset: ``tiny`` (small) or ``demo``.
+        train: the preset's train config (700 steps, evaluations every 25, when small: the tiny
+            preset's transition comes after ~500 steps).
+        model: the model config of the preset's task.
+        runs: folder of the notebook runs (``INDUCTION_CLIFF_RUNS``, default ``../runs/notebooks``).
+        demo_run: a finished run of the same setting to reuse instead of training seed 0 again
+            (``INDUCTION_CLIFF_DEMO_RUN``, default the ``runs/demo`` that ``scripts/demo.sh``
+            trains; not used in the small setting).
+    """
+
+    small: bool
+    preset: Preset
+    train: TrainConfig
+    model: object
+    runs: Path
+    demo_run: Path | None = None
+
+    def ensure_run(self, seed: int = 0, intervention: str | None = None) -> Path:
+        """Train the run (or resume or reuse it if it is there) and return its directory.
+
+        Seed 0 without intervention is :attr:`demo_run` when that is a finished run of exactly
+        this setting; nothing is written into it. Training shows no progress bar (a notebook
+        would keep every update as output).
+        """
+        from interp.train.training import train
+
+        cfg = dataclasses.replace(self.train, seed=seed, intervention=intervention)
+        if self.demo_run is not None and seed == 0 and intervention is None:
+            if _finished_run_of(self.demo_run, self.preset.task, self.model, cfg):
+                logger.info("reusing the finished run %s", self.demo_run)
+                return self.demo_run
+        name = f"{self.preset.name}-seed{seed}" + (f"-{intervention}" if intervention else "")
+        train(self.preset.task, self.model, cfg, self.runs / name, resume=True, progress=False)
+        return self.runs / name
+
+
+# Train-config fields that do not change what a run computes (where and how fast it ran).
+_EXECUTION_FIELDS = ("device", "num_threads", "backend")
+
+
+def _finished_run_of(path: Path, task: TaskConfig, model, train_cfg: TrainConfig) -> bool:
+    """Whether ``path`` holds a run of this task, model and training, trained to the end."""
+    from interp.train.training import load_run
+
+    if not (Path(path) / "config.json").is_file():
+        return False
+    try:
+        run = load_run(path)
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        logger.info("not reusing %s: %s", path, err)
+        return False
+    ignore = {name: getattr(train_cfg, name) for name in _EXECUTION_FIELDS}
+    same = (
+        run.task == task
+        and run.model_config == model
+        and dataclasses.replace(run.train_config, **ignore) == train_cfg
+    )
+    done = len(run.metrics) > 0 and int(run.metrics["step"].iloc[-1]) >= train_cfg.steps
+    if not (same and done):
+        logger.info("not reusing %s: another setting, or not trained to the end", path)
+    return same and done
+
+
+def notebook_setting() -> NotebookSetting:
+    """What the notebooks run: the ``demo`` preset, or ``tiny`` when ``INDUCTION_CLIFF_SMALL`` is
+    set (CI), with runs under ``INDUCTION_CLIFF_RUNS``. The small setting uses one torch thread.
+    The demo setting reuses ``runs/demo`` (or ``INDUCTION_CLIFF_DEMO_RUN``) for seed 0."""
+    import torch
+
+    from interp.model.network import ModelConfig
+
+    small = os.environ.get("INDUCTION_CLIFF_SMALL", "0") not in ("", "0")
+    if small:
+        torch.set_num_threads(1)
+    preset = get_preset("tiny" if small else "demo")
+    train_cfg = (
+        dataclasses.replace(preset.train, steps=700, eval_every=25) if small else preset.train
+    )
+    return NotebookSetting(
+        small=small,
+        preset=preset,
+        train=train_cfg,
+        model=ModelConfig.from_task(preset.task, **preset.model),
+        runs=Path(os.environ.get("INDUCTION_CLIFF_RUNS", "../runs/notebooks")),
+        demo_run=None
+        if small
+        else Path(os.environ.get("INDUCTION_CLIFF_DEMO_RUN", _REPO_ROOT / "runs" / "demo")),
+    )

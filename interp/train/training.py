@@ -1,0 +1,690 @@
+"""Training runs: one readable loop that samples fresh batches, trains, evaluates and checkpoints.
+
+A run directory holds everything needed to analyse or resume a run::
+
+    run/
+      config.json          task, model and train configs (and the format version)
+      metrics.csv          one row per evaluation (accuracies, losses, progress measures)
+      checkpoints/
+        step_00001000.safetensors   weights, on a log-spaced + regular + "where things happen" schedule
+        resume.pt                   model, optimizer, RNG state, step: written atomically at every
+                                    evaluation and on Ctrl-C
+
+``train`` returns the metrics as a pandas DataFrame; :func:`load_run` reopens a finished run.
+
+The paper's setting is plain SGD, lr 0.01, weight decay 1e-6, batch 128 of fresh sequences.
+Adam (or another lr) is allowed and is recorded in ``config.json``; label it as a deviation.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import logging
+import math
+import os
+import signal
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import torch
+import torch.nn.functional as F
+from tqdm.auto import tqdm
+
+from interp.analysis.evaluation import evaluate
+from interp.data.task import TaskConfig, TaskGenerator
+from interp.io.rundir import (
+    FORMAT_VERSION,
+    Run,
+    RunDirectoryError,
+    RunWriter,
+    configs_dict,
+    load_run,
+)
+from interp.model.fast import fast_logits, supports_fast_path
+from interp.model.interventions import intervention_hooks
+from interp.model.network import InductionNet, ModelConfig
+from interp.train.train_config import TrainConfig, checkpoint_schedule, derive_seed
+
+__all__ = [
+    "TrainConfig",
+    "train",
+    "train_many",
+    "load_run",
+    "Run",
+    "TrainingDiverged",
+    "TrainingInterrupted",
+    "RunDirectoryError",
+    "checkpoint_schedule",
+    "derive_seed",
+    "FORMAT_VERSION",
+    "run_training_loop",
+]
+
+log = logging.getLogger(__name__)
+
+
+class TrainingDiverged(RuntimeError):
+    """The training loss (or an evaluation) became NaN or infinite. The last good checkpoint is
+    kept."""
+
+
+class TrainingInterrupted(KeyboardInterrupt):
+    """Training stopped at a step boundary on SIGINT (Ctrl-C) or SIGTERM, its state saved.
+
+    Attributes:
+        signum: the signal that asked for the stop.
+    """
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+def train(
+    task: TaskConfig,
+    model_config: ModelConfig | None = None,
+    train_config: TrainConfig | None = None,
+    out_dir: str | os.PathLike | None = None,
+    *,
+    resume: bool = False,
+    overwrite: bool = False,
+    progress: bool = True,
+    stop_after: int | None = None,
+    kind: str = "induction_net",
+    extra_metrics=None,
+) -> pd.DataFrame:
+    """Train the network on fresh batches of the task; evaluate, checkpoint and resume.
+
+    The one training loop of the toolkit: other models (the minimal induction head of
+    :mod:`phenomenology.minimal`) train through it with their ``kind`` and get the same run
+    directory, resume, atomic writes, signal handling and progress bar.
+
+    Args:
+        task: the task.
+        model_config: the network (default: the paper's network for ``task``).
+        train_config: optimiser and schedule (default: the paper's SGD, 1e5 steps).
+        out_dir: run directory; ``None`` trains in memory without writing anything.
+        resume: continue the run in ``out_dir`` from its last resume state. The result is the same
+            as an uninterrupted run, bit for bit, on the same machine.
+        overwrite: delete the run in ``out_dir`` (only the files a run consists of; a directory
+            that is not a run is never written into) and start again.
+        progress: show a progress bar with the step, losses and accuracies.
+        stop_after: stop (as if interrupted, state saved) once this many steps are done; for tests
+            and for splitting a long run over sessions.
+        kind: the kind of model (:data:`interp.io.rundir.RUN_KINDS`), recorded in ``config.json``;
+            ``model_config`` is that kind's config.
+        extra_metrics: ``(model, generator) -> dict`` of further columns for every evaluation row.
+
+    Returns:
+        The metrics, one row per evaluation (also in ``out_dir/metrics.csv``).
+
+    Raises:
+        TrainingDiverged: the training loss or an evaluation became NaN or infinite (metrics
+            and the last good checkpoint are kept).
+        TrainingInterrupted: SIGINT or SIGTERM stopped the run at a step boundary (state saved;
+            a subclass of KeyboardInterrupt).
+        RunDirectoryError: ``out_dir`` cannot take this run (see :class:`interp.io.rundir.RunWriter`):
+            nothing was written then.
+    """
+    run = _RunState(
+        task,
+        model_config,
+        train_config,
+        out_dir,
+        resume,
+        overwrite,
+        kind=kind,
+        extra_metrics=extra_metrics,
+    )
+    try:
+        _loop([run], _single_step(run), progress, stop_after)
+    finally:
+        run.close()
+    return pd.DataFrame(run.rows)
+
+
+def train_many(
+    task: TaskConfig,
+    model_config: ModelConfig | None = None,
+    train_config: TrainConfig | None = None,
+    seeds: Sequence[int] = (0,),
+    out_dirs: Sequence[str | os.PathLike] | None = None,
+    *,
+    resume: bool = False,
+    overwrite: bool = False,
+    progress: bool = True,
+    stop_after: int | None = None,
+) -> list[pd.DataFrame]:
+    """Train one run per seed, all together in this process (see :mod:`interp.model.stacked`).
+
+    Each seed gets exactly what :func:`train` would give it (its own weights, data stream,
+    evaluation sets and run directory, in the same format; a run started here can be resumed by
+    :func:`train` and the other way round), equal to float rounding rather than bit for bit,
+    because the stacked products add in another order. Faster than one process per seed when
+    per-operation overhead dominates (small batches, CPU); see ``benchmarks/bench_many.py``.
+
+    Args:
+        seeds: one run per seed (``train_config.seed`` is replaced).
+        out_dirs: one run directory per seed (``None``: train in memory).
+        resume, overwrite, progress, stop_after: as in :func:`train`; resumed runs must all be at
+            the same step (runs interrupted together are).
+
+    Returns:
+        The metrics of each run, in the order of ``seeds``.
+
+    Raises:
+        ValueError: the model cannot be stacked (:func:`interp.model.stacked.supports_stacking`), an
+            intervention or the hooked backend is asked for, or seeds/out_dirs do not match.
+    """
+    from interp.model.stacked import supports_stacking
+
+    train_config = train_config or TrainConfig()
+    seeds = list(seeds)
+    if not seeds or len(set(seeds)) != len(seeds):
+        raise ValueError(f"seeds={seeds!r} is invalid: give one or more distinct seeds")
+    if out_dirs is not None and len(out_dirs) != len(seeds):
+        raise ValueError(f"out_dirs has {len(out_dirs)} entries for {len(seeds)} seeds")
+    if train_config.intervention is not None or train_config.backend != "fast":
+        raise ValueError(
+            "train_many needs backend='fast' and no intervention "
+            f"(got backend={train_config.backend!r}, intervention={train_config.intervention!r}); "
+            "train such runs one per process with train()"
+        )
+    probe = InductionNet(model_config or ModelConfig.from_task(task), seed=None)
+    if not supports_stacking(probe):
+        raise ValueError(
+            "this model cannot be trained stacked (needs 2 layers, 1 head, and one-hot, learned or "
+            "no positions); train it one per process with train()"
+        )
+    runs: list[_RunState] = []
+    try:
+        for i, seed in enumerate(seeds):
+            runs.append(
+                _RunState(
+                    task,
+                    model_config,
+                    dataclasses.replace(train_config, seed=seed),
+                    None if out_dirs is None else out_dirs[i],
+                    resume,
+                    overwrite,
+                )
+            )
+        if len({r.step for r in runs}) > 1:
+            raise RunDirectoryError(
+                "the runs to resume stand at different steps "
+                f"({ {str(r.out): r.step for r in runs} }); resume them one by one with train()"
+            )
+        return _train_stacked(runs, train_config, progress, stop_after)
+    finally:
+        for run in runs:
+            run.close()
+
+
+def _train_stacked(runs, train_config, progress, stop_after) -> list[pd.DataFrame]:
+    from interp.model.stacked import ModelStack
+
+    stack = ModelStack([r.model for r in runs])
+    optimizer = _make_optimizer(stack.parameters(), train_config)
+    if runs[0].optimizer_state is not None:
+        optimizer.load_state_dict(_stack_optimizer_states([r.optimizer_state for r in runs]))
+    for i, run in enumerate(runs):
+        run.optimizer_state_fn = lambda i=i: _slice_optimizer_state(optimizer.state_dict(), i)
+    _loop(runs, _stacked_step(runs, stack, optimizer), progress, stop_after)
+    return [pd.DataFrame(r.rows) for r in runs]
+
+
+def _make_optimizer(params: list, cfg: TrainConfig) -> torch.optim.Optimizer:
+    """The optimiser; with the ``multiplicative`` weight-decay form it gets no weight decay of its
+    own (:func:`_shrink_weights` applies it)."""
+    decay = cfg.weight_decay if cfg.weight_decay_form == "coupled" else 0.0
+    if cfg.optimizer == "sgd":
+        return torch.optim.SGD(params, lr=cfg.lr, weight_decay=decay, momentum=cfg.momentum)
+    return torch.optim.Adam(params, lr=cfg.lr, weight_decay=decay)
+
+
+def _shrink_weights(optimizer: torch.optim.Optimizer, cfg: TrainConfig) -> None:
+    """The author's weight decay: every parameter times ``1 - weight_decay``, applied after the
+    gradient was computed and before the optimiser's update, so one step is exactly
+    ``theta <- (1 - wd) theta - lr * grad`` for SGD. Like torch's optimisers (and their coupled
+    decay), it skips a parameter that got no gradient this step (``grad is None``: a weight an
+    intervention cut out of the graph stays at its initialisation)."""
+    if cfg.weight_decay_form != "multiplicative" or cfg.weight_decay == 0:
+        return
+    params = [
+        p for group in optimizer.param_groups for p in group["params"] if p.grad is not None
+    ]
+    if not params:
+        return
+    with torch.no_grad():
+        torch._foreach_mul_(params, 1.0 - cfg.weight_decay)
+
+
+def _slice_optimizer_state(state: dict, i: int) -> dict:
+    """Model ``i``'s share of a stacked optimizer's state dict (a single run's format)."""
+    return {
+        "state": {
+            k: {n: v[i].clone() if torch.is_tensor(v) and v.ndim > 0 else v for n, v in s.items()}
+            for k, s in state["state"].items()
+        },
+        "param_groups": state["param_groups"],
+    }
+
+
+def _stack_optimizer_states(states: list[dict]) -> dict:
+    """The inverse of :func:`_slice_optimizer_state`."""
+    first = states[0]
+    return {
+        "state": {
+            k: {
+                n: torch.stack([st["state"][k][n] for st in states])
+                if torch.is_tensor(v) and v.ndim > 0
+                else v
+                for n, v in s.items()
+            }
+            for k, s in first["state"].items()
+        },
+        "param_groups": first["param_groups"],
+    }
+
+
+def _check_device(cfg: TrainConfig) -> None:
+    device = torch.device(cfg.device)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(
+            f"TrainConfig.device={cfg.device!r} is invalid here: torch sees no CUDA device"
+        )
+    if device.type == "mps" and not torch.backends.mps.is_available():
+        raise ValueError(f"TrainConfig.device={cfg.device!r} is invalid here: MPS is not available")
+
+
+class _RunState:
+    """One run inside the training loop: its directory, data, model, schedule and progress.
+
+    Args:
+        kind: the kind of model (:data:`interp.io.rundir.RUN_KINDS`); ``induction_net`` is the
+            network, ``minimal_induction_head`` the minimal model of :mod:`phenomenology.minimal`.
+        extra_metrics: ``(model, generator) -> dict`` of further columns at every evaluation.
+    """
+
+    def __init__(
+        self,
+        task,
+        model_config,
+        train_config,
+        out_dir,
+        resume,
+        overwrite,
+        *,
+        kind: str = "induction_net",
+        extra_metrics=None,
+    ) -> None:
+        from interp.io.rundir import RUN_KINDS
+
+        model_config = model_config or ModelConfig.from_task(task)
+        cfg = self.cfg = train_config or TrainConfig()
+        if (model_config.D, model_config.L) != (task.D, task.L):
+            raise ValueError(
+                f"model_config (D={model_config.D}, L={model_config.L}) does not match task "
+                f"(D={task.D}, L={task.L}); build it with ModelConfig.from_task(task)"
+            )
+        if (
+            isinstance(model_config, ModelConfig)
+            and model_config.n_positions < task.seq_len
+            and model_config.positional != "none"
+        ):
+            raise ValueError(
+                f"model_config.n_positions={model_config.n_positions} is too small for sequences "
+                f"of {task.seq_len} tokens"
+            )
+        _check_device(cfg)
+        # Everything is checked: only now is anything written.
+        if cfg.num_threads:
+            torch.set_num_threads(cfg.num_threads)
+        self.device = device = torch.device(cfg.device)
+        self.extra_metrics = extra_metrics
+        self.out = Path(out_dir) if out_dir is not None else None
+        self.writer = (
+            RunWriter.open(
+                self.out,
+                configs_dict(task, model_config, cfg, kind),
+                resume=resume,
+                overwrite=overwrite,
+                map_location=device,
+            )
+            if self.out is not None
+            else None
+        )
+        try:
+            self._build(task, model_config, cfg, kind, RUN_KINDS[kind].model_class())
+        except BaseException:
+            self.close()
+            raise
+
+    def _build(self, task, model_config, cfg, kind, model_class) -> None:
+        device = self.device
+        self.generator = TaskGenerator(task, seed=derive_seed(cfg.seed, "task"))
+        self.eval_sets = {
+            k: v.to(device)
+            for k, v in self.generator.eval_sets(derive_seed(cfg.seed, "eval")).items()
+        }
+        self.model = model_class(model_config, seed=derive_seed(cfg.seed, "init") % 2**63).to(
+            device
+        )
+        self.optimizer = None  # set by the step function that owns it
+        self.optimizer_state = None  # the resumed optimizer state, until an optimizer takes it
+        self.optimizer_state_fn = None  # () -> this run's optimizer state, for save_resume
+        self.stream = torch.Generator().manual_seed(derive_seed(cfg.seed, "stream"))
+        self.hooks = (
+            intervention_hooks(cfg.intervention, self.model, task) if cfg.intervention else []
+        )
+        self.step, self.loss_sum, self.loss_count, self.last_ic_acc = 0, 0.0, 0, None
+        self.rows: list[dict] = []
+        self.last_eval_step = -1
+        state = self.writer.resume_state if self.writer is not None else None
+        if state is not None:
+            self.model.load_state_dict(state["model"])
+            self.optimizer_state = state["optimizer"]
+            self.stream.set_state(state["stream"])
+            self.generator._novel_counter = state["novel_counter"]
+            self.step, self.loss_sum, self.loss_count = (
+                state["step"],
+                state["loss_sum"],
+                state["loss_count"],
+            )
+            self.last_ic_acc = state["last_ic_acc"]
+            self.last_eval_step = state["last_eval_step"]
+            if "rows" in state:
+                # The metrics come from the resume state, not from metrics.csv, which a user or a
+                # disk may have damaged since; the file is rewritten from them.
+                self.rows = [dict(r) for r in state["rows"]]
+            else:  # resume states written before the rows were kept in them
+                from interp.io.rundir import read_metrics
+
+                frame = read_metrics(self.out / "metrics.csv").frame
+                if len(frame):
+                    frame = frame[frame["step"] <= self.last_eval_step]
+                self.rows = frame.to_dict("records")
+                if not self.rows or self.rows[-1]["step"] != self.last_eval_step:
+                    raise RunDirectoryError(
+                        f"{self.out / 'metrics.csv'} lacks the rows up to step "
+                        f"{self.last_eval_step} and the resume state (an older format) does not "
+                        "hold them; cannot resume exactly"
+                    )
+        self.ckpt_steps = checkpoint_schedule(cfg)
+        self._use_fast: bool | None = None
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+
+    def save_resume(self) -> None:
+        if self.writer is None:
+            return
+        self.writer.save_resume(
+            {
+                "model": {k: v.clone() for k, v in self.model.state_dict().items()},
+                "optimizer": self.optimizer_state_fn(),
+                "stream": self.stream.get_state(),
+                "novel_counter": self.generator._novel_counter,
+                "step": self.step,
+                "loss_sum": self.loss_sum,
+                "loss_count": self.loss_count,
+                "last_ic_acc": self.last_ic_acc,
+                "last_eval_step": self.last_eval_step,
+                "rows": [dict(r) for r in self.rows],
+            },
+        )
+
+    def _save_weights(self, step: int) -> None:
+        if not all(bool(torch.isfinite(p).all()) for p in self.model.state_dict().values()):
+            raise self.diverged(float("nan"), what="weights", at=step)
+        self.writer.save_weights(step, self.model)
+
+    def evaluate_if_due(self) -> dict | None:
+        """Evaluate, log and checkpoint if this step is an evaluation step; weights-only
+        checkpoint if it is only a checkpoint step. Returns the metrics row, if any.
+
+        An evaluation with a non-finite loss (or weights that are not finite) stops the run as
+        diverged before anything of it is written: a checkpoint is good only if its evaluation
+        is finite, and the resume state stays at the last good evaluation."""
+        cfg, step = self.cfg, self.step
+        if (step % cfg.eval_every == 0 or step == cfg.steps) and step > self.last_eval_step:
+            row = {
+                "step": step,
+                "train_loss": self.loss_sum / self.loss_count if self.loss_count else float("nan"),
+            }
+            row.update(evaluate(self.model, self.eval_sets))
+            if self.extra_metrics is not None:
+                row.update(self.extra_metrics(self.model, self.generator))
+            bad = [k for k, v in row.items() if k.endswith("_loss") and k != "train_loss"]
+            bad = [k for k in bad if not math.isfinite(row[k])]
+            if bad:
+                raise self.diverged(row[bad[0]], what=f"evaluation {bad[0]}", at=step)
+            jumped = (
+                cfg.checkpoint_on_jump is not None
+                and self.last_ic_acc is not None
+                and abs(row["ic_acc"] - self.last_ic_acc) > cfg.checkpoint_on_jump
+            )
+            if self.writer is not None and (step in self.ckpt_steps or jumped):
+                self._save_weights(step)
+            self.rows.append(row)
+            self.loss_sum, self.loss_count = 0.0, 0
+            self.last_ic_acc, self.last_eval_step = row["ic_acc"], step
+            if self.writer is not None:
+                self.writer.write_metrics(self.rows)
+            self.save_resume()
+            return row
+        if self.writer is not None and step in self.ckpt_steps:
+            self._save_weights(step)
+        return None
+
+    # What the progress bar shows of each evaluation row: column -> short name.
+    progress_columns = {"train_loss": "loss", "ic_acc": "ic", "iw_acc": "iw"}
+
+    def sample(self):
+        return self.generator.sample(self.cfg.batch_size, self.stream).to(self.device)
+
+    def batch_loss(self, batch) -> torch.Tensor:
+        """Cross-entropy of the query's label: the fast forward where it applies (same function,
+        no hooks to bypass), else the hooked one."""
+        if self._use_fast is None:
+            self._use_fast = (
+                self.cfg.backend == "fast" and not self.hooks and supports_fast_path(self.model)
+            )
+        if self._use_fast:
+            logits = fast_logits(self.model, batch.tokens, batch.positions)
+        else:
+            logits = self.model(batch.tokens, batch.positions)
+        return F.cross_entropy(logits, batch.target)
+
+    def diverged(self, value: float, what: str = "training loss", at: int | None = None):
+        """The error to raise: names the last good checkpoint (one whose evaluation was finite)."""
+        out = self.out
+        at = self.step + 1 if at is None else at
+        good = (
+            [s for s in self.writer.checkpoint_steps() if s <= self.last_eval_step]
+            if (self.writer is not None)
+            else []
+        )
+        return TrainingDiverged(
+            f"{what} became {value} at step {at}"
+            + (f" (seed {self.cfg.seed})" if out is None else f" ({out})")
+            + "; stopped. "
+            + (
+                f"Metrics up to step {self.last_eval_step} are in {out / 'metrics.csv'}; the last "
+                f"good checkpoint is step {good[-1] if good else 'none'}."
+                if out is not None
+                else ""
+            )
+            + " Try a smaller lr."
+        )
+
+
+def _single_step(run: Any):
+    """One optimisation step of one run (any object with the loop's run attributes: ``model``,
+    ``cfg``, ``optimizer_state``, ``sample()``, ``batch_loss(batch)``, ``diverged(value)`` and the
+    loss accumulators; :class:`_RunState` is the network's, :mod:`interp.data.cope_tasks` has another)."""
+    model = run.model
+    optimizer = run.optimizer = _make_optimizer(
+        [p for p in model.parameters() if p.requires_grad], run.cfg
+    )
+    if run.optimizer_state is not None:
+        optimizer.load_state_dict(run.optimizer_state)
+    run.optimizer_state_fn = optimizer.state_dict
+
+    def step() -> None:
+        loss = run.batch_loss(run.sample())
+        if not torch.isfinite(loss):
+            raise run.diverged(loss.item())
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        _shrink_weights(optimizer, run.cfg)
+        optimizer.step()
+        run.loss_sum += loss.item()
+        run.loss_count += 1
+
+    return step
+
+
+def _stacked_step(runs: list[_RunState], stack, optimizer):
+    """One optimisation step of every run, as one stacked computation."""
+    from interp.model.stacked import stacked_logits
+
+    S = len(runs)
+
+    def step() -> None:
+        batches = [r.sample() for r in runs]
+        tokens = torch.stack([b.tokens for b in batches])
+        positions = torch.stack([b.positions for b in batches])
+        target = torch.stack([b.target for b in batches])
+        logits = stacked_logits(stack, tokens, positions)
+        losses = F.cross_entropy(logits.flatten(0, 1), target.flatten(), reduction="none")
+        losses = losses.view(S, -1).mean(1)  # each run's own mean loss: its own gradient
+        values = losses.tolist()
+        for run, value in zip(runs, values):
+            if not math.isfinite(value):
+                raise run.diverged(value)
+        optimizer.zero_grad(set_to_none=True)
+        losses.sum().backward()
+        _shrink_weights(optimizer, runs[0].cfg)
+        optimizer.step()
+        for run, value in zip(runs, values):
+            run.loss_sum += value
+            run.loss_count += 1
+
+    return step
+
+
+_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+@contextlib.contextmanager
+def _stop_at_step_boundary():
+    """While training, Ctrl-C (SIGINT) or a scheduler's SIGTERM asks the loop to stop after the
+    current step instead of interrupting it half-way (a batch drawn but not learned from would make
+    the resumed run differ from an uninterrupted one). Yields a function returning the signal
+    number that asked for a stop (0: none). Only in the main thread (elsewhere, the signals keep
+    their usual meaning)."""
+    requested: list[int] = []
+
+    def handler(signum, frame):
+        if not requested:
+            name = "Ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name
+            print(f"\n{name}: stopping after this step...", file=sys.stderr, flush=True)
+        requested.append(signum)
+
+    previous = {}
+    try:
+        for sig in _STOP_SIGNALS:
+            previous[sig] = signal.signal(sig, handler)
+    except ValueError:  # not the main thread
+        yield lambda: 0
+        return
+    try:
+        yield lambda: requested[0] if requested else 0
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
+
+def run_training_loop(run, *, progress: bool = False, stop_after: int | None = None) -> None:
+    """Drive one run of any model through the toolkit's one training loop.
+
+    ``run`` brings what varies (the loop owns the schedule, signal handling, divergence check,
+    evaluation timing and progress bar): attributes ``cfg`` (:class:`TrainConfig`), ``model`` (a
+    ``HookedRootModule``), ``hooks`` (forward hooks held during training), ``step``,
+    ``loss_sum``, ``loss_count``, ``optimizer_state`` (None or a state to resume), ``out``
+    (None or its run directory), ``progress_columns``; methods ``sample()``,
+    ``batch_loss(batch) -> Tensor``, ``evaluate_if_due() -> dict | None``, ``save_resume()`` and
+    ``diverged(value) -> Exception``. The network's runs are :class:`_RunState`; CoPE's token tasks
+    (:mod:`interp.data.cope_tasks`) bring their own.
+    """
+    _loop([run], _single_step(run), progress, stop_after)
+
+
+def _loop(runs: list[_RunState], step_fn, progress: bool, stop_after: int | None) -> None:
+    """The training loop shared by :func:`train` and :func:`train_many` (runs in lockstep)."""
+    first = runs[0]
+    cfg = first.cfg
+    bar = tqdm(
+        total=cfg.steps,
+        initial=first.step,
+        disable=not progress,
+        desc="train" if len(runs) == 1 else f"train x{len(runs)}",
+        unit="step",
+        file=sys.stderr,
+    )
+    try:
+        with contextlib.ExitStack() as hooks, _stop_at_step_boundary() as stop_requested:
+            for run in runs:
+                hooks.enter_context(run.model.hooks(fwd_hooks=run.hooks))
+            while True:
+                for run in runs:
+                    row = run.evaluate_if_due()
+                    if row is not None and run is first:
+                        bar.set_postfix(
+                            {
+                                short: f"{row[col]:.3f}"
+                                for col, short in run.progress_columns.items()
+                                if col in row
+                            }
+                        )
+                if first.step >= cfg.steps:
+                    break
+                if stop_after is not None and first.step >= stop_after:
+                    for run in runs:
+                        run.save_resume()
+                    break
+                step_fn()
+                for run in runs:
+                    run.step += 1
+                bar.update(1)
+                if stop_requested():
+                    # The signal arrived during the step: stop after it.
+                    raise TrainingInterrupted(stop_requested())
+    except KeyboardInterrupt as err:
+        for run in runs:
+            run.save_resume()
+        bar.close()
+        for run in runs:
+            if run.out is not None:
+                log.warning(
+                    "interrupted at step %d; state saved. Resume with: induction-cliff train "
+                    "--resume --out %s",
+                    run.step,
+                    run.out,
+                )
+        if isinstance(err, TrainingInterrupted):
+            raise
+        raise TrainingInterrupted(signal.SIGINT) from None
+    finally:
+        bar.close()
+
+
+def load_runs(paths: Sequence[str | os.PathLike]) -> list[Run]:
+    """:func:`load_run` for several directories."""
+    return [load_run(p) for p in paths]
