@@ -18,6 +18,7 @@ not a run directory is searched for run directories (a sweep). Runs are only rea
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import sys
 import time
@@ -48,24 +49,28 @@ def run_dirs(paths: list[str]) -> list[Path]:
 
 def evaluate(run: Path, calibration=None) -> tuple[list[dict], str | None]:
     """Rows (one per cut-off) for one run, or ``([], why it is skipped)``."""
-    from interp.rundir import RunDirectoryError, load_run
+    from interp.rundir import RunDirectoryError, read_metrics
     from phenomenology.fit import _clean, observed_transition
     from phenomenology.forecast import forecast_curve
 
+    # The config is read as plain JSON (only train.steps and the task's L, N, B, B_eval), so runs
+    # written by a newer format version of the toolkit can be validated too.
     try:
-        r = load_run(run)
-    except RunDirectoryError as err:
-        return [], str(err)
-    m = r.metrics
+        config = json.loads((run / "config.json").read_text())
+        t, steps = config["task"], int(config["train"]["steps"])
+        b_eval = t.get("B_eval") or (t["B"] if t["B"] > 0 else 1)
+        task = {"L": t["L"], "N": t["N"], "B": int(b_eval)}
+        m = read_metrics(run / "metrics.csv").frame
+    except (OSError, ValueError, KeyError, TypeError, RunDirectoryError) as err:
+        return [], f"unreadable: {str(err).splitlines()[0] if str(err) else type(err).__name__}"
     if "ic_loss" not in m.columns or m["ic_loss"].dropna().empty:
         return [], "no ic_loss"
-    if int(m["step"].max()) != int(r.train_config.steps):
-        return [], f"unfinished (step {int(m['step'].max())} of {r.train_config.steps})"
+    if int(m["step"].max()) != steps:
+        return [], f"unfinished (step {int(m['step'].max())} of {steps})"
     df = _clean(m, ["ic_loss"])
     obs = observed_transition(df, column="ic_loss")
     if not obs["transitioned"]:
         return [], f"no transition ({obs['reason']})"
-    task = {"L": r.task.L, "N": r.task.N, "B": int(r.task.B_eval_effective)}
     start, onset, actual = obs["plateau_start_step"], obs["onset_step"], obs["transition_step"]
     rows = []
     for f in FRACTIONS:
