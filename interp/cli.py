@@ -249,7 +249,7 @@ def _print_fit(result: dict, source: dict) -> None:
     if result["forecast"] == "ok":
         low, high = result["forecast_interval"]
         print(f"  forecast_transition_step {_fmt(result['forecast_transition_step'])}, "
-              f"80% interval [{_fmt(low)}, {_fmt(high)}] ({result['interval_method']})")  # fmt: skip
+              f"80% interval [{_fmt(low)}, {_fmt(high)}] ({result['forecast_method']})")  # fmt: skip
     else:
         print(f"  forecast: {result['forecast']}")
     obs = result["observed"]
@@ -288,6 +288,8 @@ def _cmd_fit(args) -> int:
     options = {}
     for key, value in parse_overrides(args.option or []).items():
         options[key] = _parse_option(value)
+    if args.figure:
+        _check_figure_args(args, until, fraction)
     sources = _fit_sources(args, options)
     for src in sources:
         result = fit_curve(
@@ -300,7 +302,43 @@ def _cmd_fit(args) -> int:
         write_json_atomic(Path(src["out"]), result)
         _print_fit(result, src)
         print(f"wrote {src['out']}")
+        if args.figure:
+            _write_forecast_figure(args.figure, src, result)
     return 0
+
+
+def _check_figure_args(args, until, fraction) -> None:
+    from interp.viz.export import FORMATS, STATIC_FORMATS, find_chromium
+
+    fmt = Path(args.figure).suffix.lower().lstrip(".")
+    if fmt not in FORMATS:
+        raise ValueError(f"--figure {args.figure}: name a .png, .pdf, .svg or .html file")
+    if len(args.paths) > 1:
+        raise ValueError("--figure draws one forecast: give one PATH with it")
+    if until is None and fraction is None:
+        raise ValueError("--figure needs --until or --fraction (the part of the curve seen)")
+    if (args.target or args.column) != "ic_loss" or args.model != "nested-logit" or args.aux:
+        raise ValueError(
+            "--figure draws the forecast of an ic_loss curve by the nested-logit model"
+        )
+    if not Path(args.figure).resolve().parent.is_dir():
+        raise ValueError(f"--figure {args.figure}: its folder does not exist")
+    if fmt in STATIC_FORMATS and find_chromium() is None:
+        raise ValueError(f"--figure {args.figure}: .{fmt} needs chromium; .html works without it")
+
+
+def _write_forecast_figure(path: str, src: dict, result: dict) -> None:
+    from interp.viz.export import export_figure
+    from phenomenology.forecast import forecast_figure
+
+    curve = src["curve"].rename(columns={result["column"]: "ic_loss"})
+    fig = forecast_figure(
+        curve, task=src["task"], until=result["until_step"],
+        observed_step=result["observed"]["transition_step"], note=src["source"],
+    )  # fmt: skip
+    out = Path(path)
+    written = export_figure(fig, out.with_suffix(""), (out.suffix.lstrip(".").lower(),), csv=False)
+    print(f"wrote {written[0]}")
 
 
 def _cmd_figures(args) -> int:
@@ -721,6 +759,13 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("--option", action="append", metavar="KEY=VALUE", help="model option")
     p.add_argument("--n-boot", default="50", help="bootstrap replicates of the interval")
     p.add_argument("--json", default=None, metavar="FILE", help="where to write the result")
+    p.add_argument(
+        "--figure",
+        default=None,
+        metavar="FILE",
+        help="also draw the forecast (.png, .pdf, .svg or .html): the curve seen, a fan of "
+        "continuations, the 80%% interval and, where the run went on, what it did",
+    )
     p.set_defaults(func=_cmd_fit)
 
     p = sub.add_parser("figures", help="write the standard figure set of runs")

@@ -131,6 +131,36 @@ def _bounded_affine(q: np.ndarray, y: np.ndarray) -> tuple[float, float]:
     return a, b
 
 
+def sharpened_cla(cla: np.ndarray, kappa: float, L: float, n: int) -> np.ndarray:
+    """The model's soft CLA at temperature ``1 / kappa``: what an argmax over noisy logits sees.
+
+    The argmax of logits ``z_i + s g_i`` (Gumbel noise ``g_i``) is distributed as the softmax of
+    ``z / s`` (the Gumbel-max identity), so the network's argmax CLA is the model's probability
+    mass on the context labels with its context-label bonus ``z`` multiplied by ``kappa = 1 / s``:
+    odds ``n e^(kappa z) / (L - n)`` (docs/science.md section 4). ``kappa = 1`` is the identity.
+    """
+    c = np.clip(np.asarray(cla, dtype=float), 1e-12, 1 - 1e-12)
+    base = n / (L - n) if L > n else 1.0
+    log_odds = math.log(base) + kappa * (np.log(c / (1 - c)) - math.log(base))
+    return 0.5 * (1.0 + np.tanh(0.5 * log_odds))
+
+
+_KAPPAS = np.geomspace(1.0, 30.0, 120)
+
+
+def _best_sharpening(cla: np.ndarray, y: np.ndarray, L: float, n: int) -> float:
+    """Least-squares ``kappa`` in ``[1, 30]`` of :func:`sharpened_cla` (a grid, then a parabola)."""
+    cost = np.array([np.sum((sharpened_cla(cla, k, L, n) - y) ** 2) for k in _KAPPAS])
+    i = int(np.argmin(cost))
+    if 0 < i < len(_KAPPAS) - 1:
+        a, b, c = cost[i - 1 : i + 2]
+        den = a - 2 * b + c
+        if den > 0:
+            shift = float(np.clip(0.5 * (a - c) / den, -0.5, 0.5))
+            return float(_KAPPAS[i] * (_KAPPAS[1] / _KAPPAS[0]) ** shift)
+    return float(_KAPPAS[i])
+
+
 # ---- the nested-logit model --------------------------------------------------------------------
 
 
@@ -172,11 +202,13 @@ class NestedLogitModel(DynamicsModel):
             if s not in ("beta1", "alpha", "xi"):
                 raise ValueError(f"fit_start entries must be beta1, alpha or xi, got {s!r}")
         for k, v in dict(maps or {}).items():
-            if k not in DEFAULT_MAPS or v not in ("identity", "affine"):
+            if k not in DEFAULT_MAPS or v not in ("identity", "affine", "sharpened"):
                 raise ValueError(
-                    f"maps must map names among {sorted(DEFAULT_MAPS)} to 'identity' or "
-                    f"'affine', got {k!r}: {v!r}"
+                    f"maps must map names among {sorted(DEFAULT_MAPS)} to 'identity', 'affine' "
+                    f"or 'sharpened', got {k!r}: {v!r}"
                 )
+            if v == "sharpened" and k != "cla":
+                raise ValueError(f"maps: 'sharpened' is the map of cla only, got {k!r}")
         self.free_floor = free_floor
         self.fit_start = tuple(fit_start)
         self.fixed_start = fixed_start
@@ -239,7 +271,14 @@ class NestedLogitModel(DynamicsModel):
         out = {}
         for name in self.measures:
             q = self._map(name, np.asarray(traj[AUX_QUANTITIES[name]], dtype=float), floor)
-            if name != "ic_loss" and self.maps[name] == "affine":
+            if name == "cla" and self.maps[name] == "sharpened":
+                if ys is not None:
+                    self.aux_maps[name] = (
+                        _best_sharpening(q, ys[name], self.L, self.N // self.B),
+                        0.0,
+                    )
+                q = sharpened_cla(q, self.aux_maps[name][0], self.L, self.N // self.B)
+            elif name != "ic_loss" and self.maps[name] == "affine":
                 if ys is not None:
                     a, b = _bounded_affine(q, ys[name])
                     self.aux_maps[name] = (float(a), float(b))
@@ -965,18 +1004,37 @@ def fit_curve(
     out["n_points_fitted"] = int(len(part))
     out["r2_all"] = est.score(df["step"].to_numpy(dtype=float), df[target].to_numpy(dtype=float))
     out["observed"] = observed
-    if problem is None:
+    calibrated = None
+    if problem is None and model == NestedLogitModel.name and target == "ic_loss":
+        from interp.analysis.transition import find_transition
+        from phenomenology.forecast import forecast_curve
+
+        y_seen = part[target].to_numpy(dtype=float)
+        if not find_transition(steps, y_seen, method="cliff", direction="falling").transitioned:
+            # Only the plateau is seen: the calibrated template forecast (phenomenology.forecast),
+            # which corrects the plain fit's early bias; a curve with its jump is just fitted.
+            calibrated = forecast_curve(steps, y_seen, task=task, check_plateau=False)
+    if calibrated is not None and calibrated.ok:
+        out["forecast"] = "ok"
+        out["forecast_transition_step"] = calibrated.step
+        out["forecast_interval"] = [calibrated.low, calibrated.high]
+        out["forecast_method"] = (
+            "calibrated template fit (phenomenology.forecast): raw "
+            f"{calibrated.raw_step:.0f} x calibration; interval split-conformal on development runs"
+        )
+    elif problem is None:
         out["forecast"] = "ok"
         out["forecast_transition_step"] = est.transition_step_
         out["forecast_interval"] = list(est.transition_interval_)
+        out["forecast_method"] = f"the fitted model's transition; interval: {est.interval_method_}"
     else:
         out["forecast"] = f"cannot forecast: {problem}"
         out["forecast_transition_step"] = None
         out["forecast_interval"] = None
     actual = observed["transition_step"]
     if problem is None and actual is not None:
-        out["forecast_error"] = est.transition_step_ - actual
-        out["forecast_relative_error"] = (est.transition_step_ - actual) / actual
+        out["forecast_error"] = out["forecast_transition_step"] - actual
+        out["forecast_relative_error"] = out["forecast_error"] / actual
     out["source"] = source
     return _jsonable(out)
 

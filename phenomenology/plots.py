@@ -259,3 +259,64 @@ def plot_fit_overlay(
         fig.update_yaxes(title_text="value", range=[-0.02, 1.02], row=1, col=len(panels))
     fig.update_layout(title=_title(title, note), width=420 * len(panels) + 220, height=420)
     return fig
+
+
+def plot_forecast(
+    seen: pd.DataFrame,
+    forecast: Mapping[str, float],
+    fan_steps: Sequence[Real] | np.ndarray,
+    fan: np.ndarray,
+    *,
+    later: pd.DataFrame | None = None,
+    observed_step: Real | None = None,
+    column: str = "ic_loss",
+    title: str = "Forecast of the transition",
+    note: str | None = None,
+) -> go.Figure:
+    """The curve seen so far, a fan of forecast continuations, the 80% interval on the step axis
+    and, where the run went on, what it did.
+
+    Args:
+        seen: the rows the forecast saw (``step`` and ``column``).
+        forecast: ``{"step", "low", "high"}`` (the forecast and its 80% interval).
+        fan_steps, fan: continuation curves ``[k, len(fan_steps)]``
+            (:func:`phenomenology.forecast.continuations`).
+        later: the rows after the cut-off, when the run went on (drawn as the observed
+            continuation).
+        observed_step: the transition seen on the whole curve.
+        column: the curve's column.
+        title, note: figure title and a note under it.
+    """
+    if "step" not in seen.columns or column not in seen.columns:
+        raise ValueError(f"seen needs the columns 'step' and {column!r}")
+    fan = np.atleast_2d(np.asarray(fan, float))
+    fig = go.Figure()
+    label = METRIC_LABELS.get(column, column)
+    for i, curve in enumerate(fan):
+        fig.add_trace(go.Scatter(
+            x=fan_steps, y=curve, mode="lines", line={"color": FORECAST_COLOR, "width": 1},
+            opacity=0.25, name="forecast continuations", legendgroup="fan", showlegend=i == 0,
+        ))  # fmt: skip
+    fig.add_trace(go.Scatter(
+        x=seen["step"], y=seen[column], mode="markers", name=f"{label}: seen by the forecast",
+        marker={"color": METRIC_COLORS.get(column, OKABE_ITO[1]), "size": 5},
+    ))  # fmt: skip
+    if later is not None and len(later):
+        fig.add_trace(go.Scatter(
+            x=later["step"], y=later[column], mode="markers", name=f"{label}: the run went on",
+            marker={"color": OBSERVED_COLOR, "size": 4, "symbol": "circle-open"},
+        ))  # fmt: skip
+    low, high, step = forecast["low"], forecast["high"], forecast["step"]
+    fig.add_vrect(x0=low, x1=high, fillcolor=FORECAST_COLOR, opacity=0.15, line_width=0,
+                  name=f"80% interval [{low:.0f}, {high:.0f}]", showlegend=True)  # fmt: skip
+    fig.add_vline(x=step, line={"dash": "dash", "color": FORECAST_COLOR, "width": 2},
+                  name=f"forecast {step:.0f}", showlegend=True)  # fmt: skip
+    fig.add_vline(x=float(seen["step"].max()), line={"dash": "solid", "color": "#999999", "width": 1},
+                  name=f"last step seen {float(seen['step'].max()):.0f}", showlegend=True)  # fmt: skip
+    if observed_step is not None and np.isfinite(observed_step):
+        fig.add_vline(x=observed_step, line={"dash": "dot", "color": OBSERVED_COLOR, "width": 2},
+                      name=f"observed {observed_step:.0f}", showlegend=True)  # fmt: skip
+    fig.update_xaxes(title_text="training step", tickformat="~s")
+    fig.update_yaxes(title_text=label)
+    fig.update_layout(title=_title(title, note), width=760, height=440)
+    return fig

@@ -66,6 +66,9 @@ class TrainConfig:
             same mathematics, equal to float rounding, ~1.4x faster on CPU), falling back to the
             hooked forward where it does not apply (interventions, RoPE/CoPE); ``hooked`` always uses
             the hooked forward. Evaluation and probes always use the hooked model.
+        live_forecast: at each evaluation on the plateau, forecast the transition step from the IC
+            loss so far (:func:`phenomenology.forecast.live_forecast`) into the ``forecast_step``,
+            ``forecast_low`` and ``forecast_high`` columns of ``metrics.csv`` and the progress bar.
     """
 
     optimizer: str = "sgd"
@@ -84,6 +87,7 @@ class TrainConfig:
     num_threads: int | None = None
     intervention: str | None = None
     backend: str = "fast"
+    live_forecast: bool = True
 
     def __post_init__(self) -> None:
         for name in ("lr", "weight_decay", "momentum"):
@@ -141,6 +145,10 @@ class TrainConfig:
         ):
             raise ValueError(
                 f"TrainConfig.num_threads={self.num_threads!r} is invalid: >= 1 or None"
+            )
+        if not isinstance(self.live_forecast, bool):
+            raise ValueError(
+                f"TrainConfig.live_forecast={self.live_forecast!r} is invalid: true or false"
             )
         if self.backend not in BACKENDS:
             raise ValueError(

@@ -415,6 +415,8 @@ class _RunState:
                         "hold them; cannot resume exactly"
                     )
         self.ckpt_steps = checkpoint_schedule(cfg)
+        # The evaluation set's task, for the live forecast of the transition (docs/run-format.md).
+        self.forecast_task = {"L": task.L, "N": task.N, "B": int(task.B_eval_effective)}
         self._use_fast: bool | None = None
 
     def close(self) -> None:
@@ -460,6 +462,11 @@ class _RunState:
             row.update(evaluate(self.model, self.eval_sets))
             if self.extra_metrics is not None:
                 row.update(self.extra_metrics(self.model, self.generator))
+            if cfg.live_forecast and self.forecast_task is not None and "ic_loss" in row:
+                from phenomenology.forecast import live_every, live_forecast
+
+                every = live_every(cfg.steps, cfg.eval_every)
+                row.update(live_forecast([*self.rows, row], self.forecast_task, every=every))
             bad = [k for k, v in row.items() if k.endswith("_loss") and k != "train_loss"]
             bad = [k for k in bad if not math.isfinite(row[k])]
             if bad:
@@ -646,13 +653,15 @@ def _loop(runs: list[_RunState], step_fn, progress: bool, stop_after: int | None
                 for run in runs:
                     row = run.evaluate_if_due()
                     if row is not None and run is first:
-                        bar.set_postfix(
-                            {
-                                short: f"{row[col]:.3f}"
-                                for col, short in run.progress_columns.items()
-                                if col in row
-                            }
-                        )
+                        post = {
+                            short: f"{row[col]:.3f}"
+                            for col, short in run.progress_columns.items()
+                            if col in row
+                        }
+                        cliff = _cliff_text(row)
+                        if cliff is not None:
+                            post["cliff ~"] = cliff
+                        bar.set_postfix(post)
                 if first.step >= cfg.steps:
                     break
                 if stop_after is not None and first.step >= stop_after:
@@ -683,6 +692,15 @@ def _loop(runs: list[_RunState], step_fn, progress: bool, stop_after: int | None
         raise TrainingInterrupted(signal.SIGINT) from None
     finally:
         bar.close()
+
+
+def _cliff_text(row: dict) -> str | None:
+    """The live forecast of a metrics row for the progress bar (``30.2k ± 1.1k``), or None."""
+    if "forecast_step" not in row:
+        return None
+    from phenomenology.forecast import progress_text
+
+    return progress_text(row)
 
 
 def load_runs(paths: Sequence[str | os.PathLike]) -> list[Run]:
