@@ -304,7 +304,7 @@ class Classifier(nn.Module):
                 nn.init.kaiming_normal_(self.readout.weight, nonlinearity="relu")
                 self.readout.bias.zero_()
 
-    def forward(self, x: Float[Tensor, "batch d_model"]) -> Float[Tensor, "batch L"]:
+    def forward(self, x: Float[Tensor, "*batch d_model"]) -> Float[Tensor, "*batch L"]:
         for i, layer in enumerate(self.hidden):
             x = getattr(self, f"hook_hidden_{i}")(torch.relu(layer(x)))
         return self.readout(x)
