@@ -42,7 +42,7 @@ __all__ = [
 ]
 
 
-def supports_fast_path(model: InductionNet) -> bool:
+def supports_fast_path(model: torch.nn.Module) -> bool:
     """Whether :func:`fast_logits` computes this model's function (else use ``model(...)``)."""
     # Other HookedRootModules (the minimal model, the token-task nets) take the hooked path, and
     # so do encodings that act inside attention. Those that only build the residual stream use

@@ -42,7 +42,7 @@ import re
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, no_type_check
 
 import pandas as pd
 import torch
@@ -214,7 +214,7 @@ _NAME = re.compile(r"^[a-z][a-z0-9]*$")
 
 def register_positional(
     name: str,
-    cls: type[PositionalEncoding] | None = None,
+    cls: type | None = None,  # any class: one that is not a PositionalEncoding is refused below
     *,
     config: type | None = None,
     description: str | None = None,
@@ -240,7 +240,7 @@ def register_positional(
                 return -self.config.slope * (positions[:, :, None] - positions[:, None]).abs()[:, None]
     """
 
-    def add(cls: type[PositionalEncoding]) -> type[PositionalEncoding]:
+    def add(cls: type) -> type[PositionalEncoding]:
         if not (isinstance(name, str) and _NAME.match(name)):
             raise ValueError(
                 f"register_positional name={name!r} is invalid: lowercase letters and digits"
@@ -445,6 +445,9 @@ class LearnedAdded(PositionalEncoding):
 ROPE_SCALINGS = ("none", "pi", "ntk", "mixed")
 
 
+# Self-validating: __post_init__ gives the one-line error that names the field; the test run's
+# runtime type checker (jaxtyping's hook) would pre-empt it with a traceback, so it skips this class.
+@no_type_check
 @dataclass(frozen=True, kw_only=True)
 class RopeConfig:
     """Parameters of ``rope`` (flat spelling ``rope_base``, ``rope_scaling``, ...).
@@ -458,16 +461,17 @@ class RopeConfig:
         mix_b: exponent ``b`` of the ``mixed`` rescaling (1: NTK-aware, 0: interpolation).
     """
 
-    base: float = 10000.0
+    base: float | int = 10000.0
     scaling: str = "none"
-    scale: float = 1.0
-    mix_b: float = 0.5
+    scale: float | int = 1.0
+    mix_b: float | int = 0.5
 
     def __post_init__(self) -> None:
         for name in ("base", "scale", "mix_b"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int | float):
                 raise ValueError(f"RopeConfig.{name}={value!r} (rope_{name}) is invalid: a number")
+            object.__setattr__(self, name, float(value))  # 500 from JSON is 500.0 from here on
         if self.scaling not in ROPE_SCALINGS:
             raise ValueError(
                 f"RopeConfig.scaling={self.scaling!r} (rope_scaling) is invalid: allowed values "
@@ -672,6 +676,9 @@ def cope_bias(
     return logits_int.gather(-1, ceil) * w + logits_int.gather(-1, floor) * (1 - w)
 
 
+# Self-validating: __post_init__ gives the one-line error that names the field; the test run's
+# runtime type checker (jaxtyping's hook) would pre-empt it with a traceback, so it skips this class.
+@no_type_check
 @dataclass(frozen=True, kw_only=True)
 class CopeConfig:
     """Parameters of ``cope`` (flat spelling ``cope_p_max``).
