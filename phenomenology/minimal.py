@@ -27,8 +27,8 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import no_type_check
 from pathlib import Path
+from typing import no_type_check
 
 import pandas as pd
 import torch

@@ -297,7 +297,9 @@ def _migrate(config: dict, path: Path) -> tuple[dict, list[str]]:
             config[group] = section
         config["format_version"] = FORMAT_VERSION
     if notes or config.get("format_version") != original:
-        notes.insert(0, f"{path} is format version {original}, migrated to {FORMAT_VERSION} on load")
+        notes.insert(
+            0, f"{path} is format version {original}, migrated to {FORMAT_VERSION} on load"
+        )
     return config, notes
 
 

@@ -16,7 +16,14 @@ import torch
 
 from interp.model.interventions import INTERVENTIONS
 
-__all__ = ["TrainConfig", "OPTIMIZERS", "WEIGHT_DECAY_FORMS", "BACKENDS", "derive_seed", "checkpoint_schedule"]
+__all__ = [
+    "TrainConfig",
+    "OPTIMIZERS",
+    "WEIGHT_DECAY_FORMS",
+    "BACKENDS",
+    "derive_seed",
+    "checkpoint_schedule",
+]
 
 OPTIMIZERS = ("sgd", "adam")
 # "multiplicative": the author's decoupled shrink, every weight times (1 - weight_decay) at each

@@ -254,9 +254,7 @@ def _shrink_weights(optimizer: torch.optim.Optimizer, cfg: TrainConfig) -> None:
     intervention cut out of the graph stays at its initialisation)."""
     if cfg.weight_decay_form != "multiplicative" or cfg.weight_decay == 0:
         return
-    params = [
-        p for group in optimizer.param_groups for p in group["params"] if p.grad is not None
-    ]
+    params = [p for group in optimizer.param_groups for p in group["params"] if p.grad is not None]
     if not params:
         return
     with torch.no_grad():

@@ -10,9 +10,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from interp.model.network import ModelConfig
-from interp.io.rundir import load_run
 from interp.data.task import TaskConfig
+from interp.io.rundir import load_run
+from interp.model.network import ModelConfig
 from interp.train.training import TrainConfig, _cliff_text, train
 from phenomenology.forecast import FORECAST_COLUMNS
 

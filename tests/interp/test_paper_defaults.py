@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 import torch
 
-from interp.model.network import InductionNet, ModelConfig
-from interp.io.rundir import load_run
 from interp.data.task import TaskConfig, TaskGenerator
+from interp.io.rundir import load_run
+from interp.model.network import InductionNet, ModelConfig
 from interp.train.training import TrainConfig, _single_step, train, train_many
 
 TASK = TaskConfig()  # the paper's task
@@ -104,7 +104,9 @@ def test_he_readout_init_is_the_old_form():
     model = InductionNet(ModelConfig.from_task(TASK, readout_init="he"), seed=0)
     readout = model.classifier.readout
     assert readout.bias is not None and torch.all(readout.bias == 0)
-    assert readout.weight.std().item() == pytest.approx(math.sqrt(2 / readout.in_features), rel=0.05)
+    assert readout.weight.std().item() == pytest.approx(
+        math.sqrt(2 / readout.in_features), rel=0.05
+    )
     for layer in model.classifier.hidden:
         assert torch.all(layer.bias == 0)
     with pytest.raises(ValueError, match="readout_init='x' is invalid"):
