@@ -37,6 +37,7 @@ SUMMARY_COLUMNS = [
     "transition_step",
     "transition_width",
     "plateau_level",
+    "plateau_measured",
     "plateau_length",
     "transition_reason",
     "status",
