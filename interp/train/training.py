@@ -12,7 +12,8 @@ A run directory holds everything needed to analyse or resume a run::
 
 ``train`` returns the metrics as a pandas DataFrame; :func:`load_run` reopens a finished run.
 
-The paper's setting is plain SGD, lr 0.01, weight decay 1e-6, batch 128 of fresh sequences.
+The paper's setting is plain SGD, lr 0.01, weight decay 1e-6 (the author's multiplicative shrink),
+batch 128 of fresh sequences.
 Adam (or another lr) is allowed and is recorded in ``config.json``; label it as a deviation.
 """
 
@@ -415,6 +416,10 @@ class _RunState:
         self.ckpt_steps = checkpoint_schedule(cfg)
         # The evaluation set's task, for the live forecast of the transition (docs/run-format.md).
         self.forecast_task = {"L": task.L, "N": task.N, "B": int(task.B_eval_effective)}
+        if cfg.live_forecast:  # how often the live forecast refits: fixed for the run
+            from phenomenology.forecast import live_every
+
+            self.forecast_every = live_every(cfg.steps, cfg.eval_every)
         self._use_fast: bool | None = None
 
     def close(self) -> None:
@@ -460,11 +465,12 @@ class _RunState:
             row.update(evaluate(self.model, self.eval_sets))
             if self.extra_metrics is not None:
                 row.update(self.extra_metrics(self.model, self.generator))
-            if cfg.live_forecast and self.forecast_task is not None and "ic_loss" in row:
-                from phenomenology.forecast import live_every, live_forecast
+            if cfg.live_forecast and "ic_loss" in row:
+                from phenomenology.forecast import live_forecast
 
-                every = live_every(cfg.steps, cfg.eval_every)
-                row.update(live_forecast([*self.rows, row], self.forecast_task, every=every))
+                row.update(
+                    live_forecast([*self.rows, row], self.forecast_task, every=self.forecast_every)
+                )
             bad = [k for k, v in row.items() if k.endswith("_loss") and k != "train_loss"]
             bad = [k for k in bad if not math.isfinite(row[k])]
             if bad:
