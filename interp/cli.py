@@ -122,12 +122,19 @@ def _cmd_train(args) -> int:
 
 
 def _cmd_measures(args) -> int:
-    from interp.analysis.over_training import measures_over_checkpoints
+    from interp.analysis.over_training import (
+        measures_over_checkpoints,
+        score_terms_over_checkpoints,
+    )
     from interp.io.rundir import load_run
 
     runs = [load_run(d) for d in args.run_dirs]  # every directory checked before any work
     for run in runs:
         df = measures_over_checkpoints(run, n=args.n)
+        if args.score_terms:
+            import pandas as pd
+
+            df = pd.concat([df, score_terms_over_checkpoints(run, n=args.n)], ignore_index=True)
         path = run.write_output("checkpoint_measures.csv", df)
         print(f"wrote {path} ({len(df)} rows)")
     return 0
@@ -722,6 +729,12 @@ def make_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("run_dirs", nargs="+", help="run directories (writes checkpoint_measures.csv)")
     p.add_argument("--n", type=int, default=None, help="IC sequences (default: the run's n_eval)")
+    p.add_argument(
+        "--score-terms",
+        action="store_true",
+        help="also the positional part of layer-1 scores on the label rows (l1_pos_margin, "
+        "l1_pos_margin_content_free, l1_pos_share; interp.analysis.score_terms)",
+    )
     p.set_defaults(func=_cmd_measures)
 
     p = sub.add_parser("transition", help="plateau and transition report for one or more runs")

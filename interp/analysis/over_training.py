@@ -18,7 +18,12 @@ from interp.analysis.measures import compute_measures
 from interp.analysis.probes import cache_patterns
 from interp.train.training import Run, load_run
 
-__all__ = ["measures_over_checkpoints", "patterns_over_checkpoints", "Probe"]
+__all__ = [
+    "measures_over_checkpoints",
+    "patterns_over_checkpoints",
+    "score_terms_over_checkpoints",
+    "Probe",
+]
 
 # A probe takes (patterns per layer, logits, batch) and returns a float or a dict of floats.
 Probe = Callable[[list, torch.Tensor, object], "float | Mapping[str, float]"]
@@ -66,6 +71,31 @@ def measures_over_checkpoints(
             value = probe(patterns, logits, batch)
             items = value.items() if isinstance(value, Mapping) else [(name, value)]
             rows.extend({"step": step, "measure": k, "value": float(v)} for k, v in items)
+    return pd.DataFrame(rows, columns=["step", "measure", "value"])
+
+
+@torch.no_grad()
+def score_terms_over_checkpoints(
+    run: Run | str | os.PathLike,
+    *,
+    steps: list[int] | None = None,
+    n: int | None = None,
+    layer: int = 0,
+    device: str = "cpu",
+) -> pd.DataFrame:
+    """The positional part of ``layer``'s scores (:func:`interp.analysis.score_terms.score_terms`)
+    at every checkpoint, on the run's IC set: tidy rows ``step, measure, value`` with measures
+    ``l{layer+1}_pos_margin``, ``l{layer+1}_pos_margin_content_free``, ``l{layer+1}_pos_share``."""
+    from interp.analysis.score_terms import score_terms
+
+    run = run if isinstance(run, Run) else load_run(run)
+    batch = run.eval_sets(n=n)["ic"].to(device)
+    rows = []
+    for step in steps or run.checkpoint_steps:
+        terms = score_terms(run.load_model(step, device=device), batch, layer=layer)
+        rows.extend(
+            {"step": step, "measure": f"l{layer + 1}_{k}", "value": v} for k, v in terms.items()
+        )
     return pd.DataFrame(rows, columns=["step", "measure", "value"])
 
 

@@ -459,14 +459,23 @@ class RopeConfig:
             (:meth:`Rotary.set_scaling`).
         scale: the rescaling's length ratio ``s``.
         mix_b: exponent ``b`` of the ``mixed`` rescaling (1: NTK-aware, 0: interpolation).
+        constant_dim: append one residual dimension that is 1 at every token (``d_model = D + 1``),
+            so that ``W_Q`` and ``W_K`` can learn a query/key bias through their weights: the
+            control for ``qk_bias`` (issue 15). The paper has none.
     """
 
     base: float | int = 10000.0
     scaling: str = "none"
     scale: float | int = 1.0
     mix_b: float | int = 0.5
+    constant_dim: bool = False
 
     def __post_init__(self) -> None:
+        if not isinstance(self.constant_dim, bool):
+            raise ValueError(
+                f"RopeConfig.constant_dim={self.constant_dim!r} (rope_constant_dim) is invalid: "
+                "true or false"
+            )
         for name in ("base", "scale", "mix_b"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int | float):
@@ -560,14 +569,35 @@ class Rotary(PositionalEncoding):
         scaling: str = "none",
         scale: float = 1.0,
         mix_b: float = 0.5,
+        constant_dim: bool = False,
     ) -> None:
         super().__init__(n_positions)
-        self.d_head, self.base = d_head, base
+        self.d_head, self.base, self.constant_dim = d_head, base, constant_dim
         self.set_scaling(scaling, scale, mix_b)
 
     @classmethod
     def build(cls, config: RopeConfig, *, n_positions, d_content, d_head) -> Rotary:
-        return cls(n_positions, d_head, config.base, config.scaling, config.scale, config.mix_b)
+        return cls(
+            n_positions,
+            d_head,
+            config.base,
+            config.scaling,
+            config.scale,
+            config.mix_b,
+            config.constant_dim,
+        )
+
+    @classmethod
+    def residual_width(cls, d_content: int, n_positions: int, config: Any) -> int:
+        return d_content + int(config is not None and config.constant_dim)
+
+    def forward(self, positions: Real[Tensor, "batch pos"]) -> Tensor:
+        """Nothing, or the constant dimension (``constant_dim``): ones ``[batch, pos, 1]``."""
+        width = int(self.constant_dim)
+        return torch.ones(*positions.shape, width, device=positions.device)
+
+    def combine(self, embed: Tensor, pos_embed: Tensor) -> Tensor:
+        return torch.cat([embed, pos_embed.to(embed.dtype)], dim=-1)
 
     @classmethod
     def check_model_config(cls, model_config) -> None:
@@ -584,7 +614,11 @@ class Rotary(PositionalEncoding):
         self.freqs = rope_frequencies(self.d_head, self.base, scaling, scale, mix_b)
         self.scaling, self.scale, self.mix_b = scaling, scale, mix_b
         self.config = RopeConfig(
-            base=self.base, scaling=scaling, scale=float(scale), mix_b=float(mix_b)
+            base=self.base,
+            scaling=scaling,
+            scale=float(scale),
+            mix_b=float(mix_b),
+            constant_dim=self.constant_dim,
         )
 
     def rotate(self, q: Tensor, k: Tensor, positions: Tensor) -> tuple[Tensor, Tensor]:

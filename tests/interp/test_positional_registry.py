@@ -69,6 +69,7 @@ def test_encoding_parameters_live_in_their_own_config():
         "scaling": "none",
         "scale": 2,
         "mix_b": 0.5,
+        "constant_dim": False,
     }
     assert not any(k.startswith(("rope_", "cope_")) for k in cfg.to_dict())
     assert ModelConfig.from_dict(cfg.to_dict()) == cfg
