@@ -37,6 +37,7 @@ __all__ = [
     "rescale_rope",
     "parse_n_pairs",
     "encoding_table",
+    "query_row_attention",
 ]
 
 
@@ -59,6 +60,27 @@ def rescale_rope(model, scaling: str, scale: float = 1.0, mix_b: float | None = 
     model.positional.set_scaling(scaling, scale, mix_b)
     model.cfg = dataclasses.replace(model.cfg, positional_config=model.positional.config)
     return model
+
+
+@torch.no_grad()
+def query_row_attention(model, batch, *, chunk: int = 256) -> dict[str, float]:
+    """Entropy (nats) and effective number of keys ``1 / sum_j a_j^2`` of the last layer's query
+    row, both absolute (not divided by the row's length), averaged over sequences and heads.
+
+    An attention that stays as sharp at any length keeps both where they were at the training
+    length; one that spreads over the longer context lets them grow (the entropy towards
+    ``log n``). The entropy-invariant ``log_n`` scale is meant to keep them put.
+    """
+    last = model.cfg.n_layers - 1
+    name = f"blocks.{last}.attn.hook_pattern"
+    entropy = n_eff = 0.0
+    for i in range(0, len(batch), chunk):
+        part = batch[i : i + chunk]
+        _, cache = model.run_with_cache(part.tokens, part.positions, names_filter=[name])
+        a = cache[name][:, :, -1, :].double()  # [batch, head, key]: the query row
+        entropy += float((-(a * torch.log(a.clamp(min=1e-300))).sum(-1)).mean(-1).sum())
+        n_eff += float((1.0 / (a * a).sum(-1)).mean(-1).sum())
+    return {"l2_query_entropy": entropy / len(batch), "l2_query_neff": n_eff / len(batch)}
 
 
 def _rescalable(model) -> bool:
@@ -106,7 +128,8 @@ def length_table(
 
     Returns:
         One row per length: ``n_pairs, seq_len, max_position, untrained_positions``, the columns
-        of :func:`interp.analysis.evaluation.evaluate` (``ic_acc, ic_loss, ..., ila1, tila2, ...``), and
+        of :func:`interp.analysis.evaluation.evaluate` (``ic_acc, ic_loss, ..., ila1, tila2, ...``),
+        ``l2_query_entropy, l2_query_neff`` (:func:`query_row_attention`, on the IC set) and
         ``positional, rope_scaling, rope_scale``.
     """
     if "ic" not in sets or not set(sets) <= {"ic", "ic2", "iw"}:
@@ -131,6 +154,7 @@ def length_table(
                 s = n_p / n_train if rope_scale == "auto" else float(rope_scale)
                 rescale_rope(model, rope_scaling, s, rope_mix_b)
             row.update(evaluate(model, batches))
+            row.update(query_row_attention(model, batches["ic"]))
             row["positional"] = model.cfg.positional
             rotary = _rescalable(model)
             row["rope_scaling"] = model.positional.scaling if rotary else None

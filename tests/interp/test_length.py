@@ -27,6 +27,22 @@ def test_length_table_reports_untrained_positions_instead_of_crashing():
         assert df[col].between(0, 1).all(), col
 
 
+@pytest.mark.parametrize("attn_scale", ["none", "log_n"])
+def test_query_row_entropy_and_neff_of_a_uniform_last_layer(attn_scale):
+    import math
+
+    import torch
+
+    cfg = ModelConfig.from_task(TASK, d_mlp=16, positional="rope", d_head=16, attn_scale=attn_scale)
+    model = InductionNet(cfg, seed=0)
+    with torch.no_grad():  # layer 2 scores all zero: the query attends uniformly to 2N + 1 keys
+        model.blocks[1].attn.W_Q.zero_()
+    df = length_table(model, TaskGenerator(TASK, 0), 1, n_pairs=(2, 4, 8), n=16, sets=("ic",))
+    for n_pairs, entropy, n_eff in zip(df.n_pairs, df.l2_query_entropy, df.l2_query_neff):
+        assert entropy == pytest.approx(math.log(2 * n_pairs + 1), rel=1e-6)
+        assert n_eff == pytest.approx(2 * n_pairs + 1, rel=1e-6)
+
+
 def test_relative_encodings_have_no_untrained_positions_and_rope_scale_follows_length():
     cfg = ModelConfig.from_task(TASK, d_mlp=16, positional="rope", d_head=16)
     model = InductionNet(cfg, seed=0)
