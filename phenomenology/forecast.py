@@ -145,6 +145,9 @@ def raw_forecast(steps, values, *, task: Mapping[str, float]) -> dict:
     y = np.asarray(values, float)
     bk = bank(float(task["L"]), int(task["N"]), int(task["B"]))
     last = float(steps[-1])
+    if not len(bk.t_cliff):  # e.g. L = N / B: the model's origin is a critical point, no cliff
+        return {"raw_step": math.inf, "beta1_0": math.nan, "time_scale": math.nan,
+                "rmse": math.nan, "no_cliff": True}  # fmt: skip
     # Time scales that put each trajectory's cliff between the data's middle and 1000 spans out.
     log_ts = np.linspace(math.log(last / bk.t_cliff.max()) - 1,
                          math.log(_HORIZON * last / bk.t_cliff.min()), _LOG_TS_STEPS)  # fmt: skip
@@ -237,6 +240,11 @@ def forecast_curve(
             return cannot(f"the transition is already seen (step {seen.step:g})")
     raw = raw_forecast(s, y, task=task)
     r = raw["raw_step"]
+    if raw.get("no_cliff"):
+        return cannot(
+            f"the model has no transition on this task (L={task['L']:g}, N={task['N']:g}, "
+            f"B={task['B']:g}) from any start of its bank"
+        )
     if not math.isfinite(r):
         return cannot(
             f"the best-fitting model has no transition within {_HORIZON:g} times the last step"

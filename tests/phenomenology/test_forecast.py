@@ -66,6 +66,15 @@ def test_nothing_to_forecast_is_said_not_guessed():
     assert not flat.ok and "no transition within 100 times" in flat.reason
 
 
+def test_a_task_whose_model_has_no_cliff_is_said_not_a_crash():
+    # L = N / B: every label is in the context; the model's origin is a critical point and no
+    # start of the bank reaches a cliff (README, Fig A.5), so there is nothing to match.
+    assert len(bank(L=8, N=8, B=1).t_cliff) == 0
+    steps = np.arange(60) * 100.0
+    fc = forecast_curve(steps, 2.0 + 0.01 * np.cos(steps), task={"L": 8, "N": 8, "B": 1})
+    assert not fc.ok and "no transition on this task (L=8, N=8, B=1)" in fc.reason
+
+
 def test_live_columns_empty_before_and_after_filled_on_the_plateau_deterministic():
     steps, y, true = _synthetic(n=60)
     rows = [{"step": float(s), "ic_loss": float(v)} for s, v in zip(steps, y, strict=True)]
