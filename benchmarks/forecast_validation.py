@@ -11,8 +11,11 @@ the 80% interval contains the observed step.
     python benchmarks/forecast_validation.py DEV_RUNS... --calibrate   # measure CALIBRATION
 
 ``--calibrate`` prints the ratios ``observed / raw`` of the uncalibrated fit and their median,
-min and max, the numbers :data:`phenomenology.forecast.CALIBRATION` holds (measure them on development runs only, never on the runs you validate on). A folder that is
-not a run directory is searched for run directories (a sweep). Runs are only read.
+min and max, the numbers :data:`phenomenology.forecast.CALIBRATIONS` holds for the runs'
+optimiser (measure them on development runs only, never on the runs you validate on; give runs
+of one optimiser). Without ``--calibrate`` each run is forecast with its own optimiser's
+calibration. A folder that is not a run directory is searched for run directories (a sweep). Runs
+are only read.
 """
 
 from __future__ import annotations
@@ -58,6 +61,7 @@ def evaluate(run: Path, calibration=None) -> tuple[list[dict], str | None]:
     try:
         config = json.loads((run / "config.json").read_text())
         t, steps = config["task"], int(config["train"]["steps"])
+        optimizer = config["train"].get("optimizer", "sgd")
         b_eval = t.get("B_eval") or (t["B"] if t["B"] > 0 else 1)
         task = {"L": t["L"], "N": t["N"], "B": int(b_eval)}
         m = read_metrics(run / "metrics.csv").frame
@@ -78,11 +82,12 @@ def evaluate(run: Path, calibration=None) -> tuple[list[dict], str | None]:
         part = df[df["step"] <= cut]
         t0 = time.perf_counter()
         fc = forecast_curve(part["step"], part["ic_loss"], task=task, calibration=calibration,
-                            check_plateau=False)  # fmt: skip
+                            check_plateau=False, optimizer=optimizer)  # fmt: skip
         rows.append({
             "run": str(run), "fraction": f, "cutoff": float(part["step"].iloc[-1]),
             "observed": actual, "forecast": fc.step, "low": fc.low, "high": fc.high,
             "raw": fc.raw_step, "seconds": time.perf_counter() - t0, "reason": fc.reason,
+            "optimizer": optimizer,
         })  # fmt: skip
     return rows, None
 

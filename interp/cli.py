@@ -205,11 +205,19 @@ def _fit_sources(args, options: dict) -> list[dict]:
                     f"--set {','.join(task_set)}: {path} is a run directory, its task comes from "
                     f"{path / 'config.json'}"
                 )
+            if args.optimizer is not None:
+                raise ValueError(
+                    f"--optimizer: {path} is a run directory, its optimiser comes from "
+                    f"{path / 'config.json'}"
+                )
             curve, task = read_run(path)
+            from interp.io.rundir import load_run
+
+            optimizer = load_run(path).train_config.optimizer
             sources.append({
                 "source": str(path / "metrics.csv"), "curve": curve, "task": task,
                 "task_note": f"from {path / 'config.json'}", "out": path / "fit.json",
-                "run_dir": str(path),
+                "run_dir": str(path), "optimizer": optimizer,
             })  # fmt: skip
         elif path.is_file():
             try:
@@ -228,6 +236,7 @@ def _fit_sources(args, options: dict) -> list[dict]:
             sources.append({
                 "source": str(path), "curve": curve, "task": task, "task_note": note,
                 "out": path.with_name(f"{path.stem}.fit.json"), "run_dir": None,
+                "optimizer": args.optimizer or "sgd",
             })  # fmt: skip
         else:
             raise ValueError(f"{path}: no such run directory or CSV file")
@@ -302,7 +311,7 @@ def _cmd_fit(args) -> int:
         result = fit_curve(
             src["curve"], task=src["task"], model=args.model, column=args.column,
             target=args.target, aux=tuple(args.aux or ()), until=until, fraction=fraction,
-            options=options, n_boot=n_boot, source=src["source"],
+            options=options, n_boot=n_boot, source=src["source"], optimizer=src["optimizer"],
         )  # fmt: skip
         if src["run_dir"] is not None:
             result["run_dir"] = src["run_dir"]
@@ -342,6 +351,7 @@ def _write_forecast_figure(path: str, src: dict, result: dict) -> None:
     fig = forecast_figure(
         curve, task=src["task"], until=result["until_step"],
         observed_step=result["observed"]["transition_step"], note=src["source"],
+        optimizer=src["optimizer"],
     )  # fmt: skip
     out = Path(path)
     written = export_figure(fig, out.with_suffix(""), (out.suffix.lstrip(".").lower(),), csv=False)
@@ -772,6 +782,13 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("--option", action="append", metavar="KEY=VALUE", help="model option")
     p.add_argument("--n-boot", default="50", help="bootstrap replicates of the interval")
     p.add_argument("--json", default=None, metavar="FILE", help="where to write the result")
+    p.add_argument(
+        "--optimizer",
+        choices=("sgd", "adam"),
+        default=None,
+        help="for a CSV: the optimiser that trained it, which picks the forecast's calibration "
+        "(default sgd, the paper's; a run directory's comes from its config)",
+    )
     p.add_argument(
         "--figure",
         default=None,

@@ -931,6 +931,7 @@ def fit_curve(
     random_state: int = 0,
     source: str = "curve",
     estimator_options: Mapping[str, Any] | None = None,
+    optimizer: str | None = None,
 ) -> dict:
     """Fits a registered model to a curve table and forecasts its transition.
 
@@ -949,6 +950,8 @@ def fit_curve(
         source: what the curve is, for messages (a path).
         estimator_options: further :class:`DynamicsFit` arguments (``aux_weight``,
             ``n_starts``, ``max_nfev``).
+        optimizer: the optimiser that trained the curve (``sgd``, the default, or ``adam``): it
+            picks the forecast's calibration (:data:`phenomenology.forecast.CALIBRATIONS`).
 
     Returns:
         JSON-ready dict: :meth:`DynamicsFit.summary` plus ``column``, ``options``,
@@ -1013,15 +1016,19 @@ def fit_curve(
         if not find_transition(steps, y_seen, method="cliff", direction="falling").transitioned:
             # Only the plateau is seen: the calibrated template forecast (phenomenology.forecast),
             # which corrects the plain fit's early bias; a curve with its jump is just fitted.
-            calibrated = forecast_curve(steps, y_seen, task=task, check_plateau=False)
+            calibrated = forecast_curve(
+                steps, y_seen, task=task, check_plateau=False, optimizer=optimizer
+            )
     if calibrated is not None and calibrated.ok:
         out["forecast"] = "ok"
         out["forecast_transition_step"] = calibrated.step
         out["forecast_interval"] = [calibrated.low, calibrated.high]
         out["forecast_method"] = (
             "calibrated template fit (phenomenology.forecast): raw "
-            f"{calibrated.raw_step:.0f} x calibration; interval split-conformal on development runs"
+            f"{calibrated.raw_step:.0f} x the {optimizer or 'sgd'} calibration; interval "
+            "split-conformal on development runs"
         )
+        out["forecast_calibration"] = optimizer or "sgd"
     elif problem is None:
         out["forecast"] = "ok"
         out["forecast_transition_step"] = est.transition_step_

@@ -416,6 +416,7 @@ class _RunState:
         self.ckpt_steps = checkpoint_schedule(cfg)
         # The evaluation set's task, for the live forecast of the transition (docs/run-format.md).
         self.forecast_task = {"L": task.L, "N": task.N, "B": int(task.B_eval_effective)}
+        self.forecast_optimizer = cfg.optimizer  # picks the forecast's calibration
         if cfg.live_forecast:  # how often the live forecast refits: fixed for the run
             from phenomenology.forecast import live_every
 
@@ -469,7 +470,12 @@ class _RunState:
                 from phenomenology.forecast import live_forecast
 
                 row.update(
-                    live_forecast([*self.rows, row], self.forecast_task, every=self.forecast_every)
+                    live_forecast(
+                        [*self.rows, row],
+                        self.forecast_task,
+                        every=self.forecast_every,
+                        optimizer=self.forecast_optimizer,
+                    )
                 )
             bad = [k for k, v in row.items() if k.endswith("_loss") and k != "train_loss"]
             bad = [k for k in bad if not math.isfinite(row[k])]

@@ -223,3 +223,36 @@ def test_plateau_problem_tells_a_noisy_plateau_from_a_steady_trend():
     noisy_line = line + rng.normal(0.0, 0.01, STEPS.size)  # noise far below the trend
     assert plateau_problem(STEPS, noisy_line, direction="falling") is not None
     assert plateau_problem(STEPS, _step_loss(), direction="falling") is None
+
+
+def test_the_optimizer_picks_the_forecasts_calibration(tmp_path, capsys):
+    from phenomenology.forecast import CALIBRATIONS, bank, template_loss
+
+    task = {"L": 32, "N": 8, "B": 2}
+    bk = bank(**task)
+    j = int(np.argmin(np.abs(bk.beta1 + 6.0)))
+    time_scale = 20000.0 / bk.t_cliff[j]  # the model's cliff at step 20000
+    steps = np.arange(0, 40001, 250)
+    loss = template_loss(steps, task=task, beta1_0=float(bk.beta1[j]), time_scale=time_scale)
+    csv = tmp_path / "c.csv"
+    pd.DataFrame({"step": steps, "ic_loss": loss}).to_csv(csv, index=False)
+    got = {}
+    for optimizer in (None, "adam"):
+        out_json = tmp_path / f"{optimizer}.json"
+        extra = ["--optimizer", optimizer] if optimizer else []
+        rc, out, err = _fit(capsys, csv, "--until", "18000", "--n-boot", "0", "--json", out_json,
+                            *extra)  # fmt: skip
+        assert rc == 0, err
+        got[optimizer] = json.loads(out_json.read_text())
+    sgd, adam = got[None], got["adam"]
+    assert sgd["forecast_calibration"] == "sgd" and adam["forecast_calibration"] == "adam"
+    # the same raw forecast, times each optimiser's own factor
+    ratio = adam["forecast_transition_step"] / sgd["forecast_transition_step"]
+    assert ratio == pytest.approx(CALIBRATIONS["adam"]["k"] / CALIBRATIONS["sgd"]["k"], rel=1e-9)
+    assert sgd["forecast_transition_step"] == pytest.approx(
+        CALIBRATIONS["sgd"]["k"] * 20000, rel=0.1
+    )
+    # a run directory's optimiser comes from its config: --optimizer is refused there
+    run = _write_run(tmp_path / "run", pd.DataFrame({"step": steps, "ic_loss": loss}))
+    rc, _, err = _fit(capsys, run, "--optimizer", "adam")
+    _one_line_error(rc, err, "--optimizer", "run directory")

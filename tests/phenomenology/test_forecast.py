@@ -11,6 +11,7 @@ import pytest
 
 from phenomenology.forecast import (
     CALIBRATION,
+    CALIBRATIONS,
     FORECAST_COLUMNS,
     bank,
     continuations,
@@ -94,6 +95,13 @@ def test_live_columns_empty_before_and_after_filled_on_the_plateau_deterministic
     # Rows between fits carry the last fit.
     fits = [i for i in range(len(rows)) if i % 3 == 0 and np.isfinite(seen[i, 0])]
     assert np.array_equal(seen[fits[0] + 1], seen[fits[0]])
+    # An Adam run's live forecast takes the Adam calibration: the same raw step, another factor.
+    i = fits[-1]
+    base = {k: v for k, v in rows[i].items() if k not in FORECAST_COLUMNS}
+    adam = live_forecast([*rows[:i], base], TASK, every=3, optimizer="adam")
+    assert adam["forecast_step"] / seen[i, 0] == pytest.approx(
+        CALIBRATIONS["adam"]["k"] / CALIBRATIONS["sgd"]["k"]
+    )
 
 
 def test_live_every_and_progress_text():
