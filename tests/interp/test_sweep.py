@@ -203,6 +203,25 @@ def test_partial_point_resumes_bit_exactly_and_finished_point_is_skipped(tmp_pat
     assert len(uninterrupted) == 5
 
 
+def test_partial_point_with_per_class_iw_resumes_to_the_same_file(tmp_path):
+    """per_class_iw.csv, like metrics.csv, is written from the resume state: a point stopped
+    between evaluations and finished by the sweep has the file of an uninterrupted run."""
+    out = tmp_path / "sweep"
+    s = spec(grid={"K": (16,)}, per_class_iw="4")
+    (point,) = s.points()
+    one_thread = dataclasses.replace(point.train, num_threads=1)
+    assert one_thread.per_class_iw == 4
+    train(point.task, point.model, one_thread, out / point.name, progress=False, stop_after=23)
+    run_sweep(s, out, backend="serial", figures=False, log=silent)
+    train(point.task, point.model, one_thread, tmp_path / "ref", progress=False)
+    for name in ("per_class_iw.csv", "metrics.csv"):
+        assert (out / point.name / name).read_bytes() == (tmp_path / "ref" / name).read_bytes()
+    assert list(pd.read_csv(out / point.name / "per_class_iw.csv").columns) == [
+        "step",
+        *(f"c{k}" for k in range(16)),
+    ]
+
+
 def test_interrupted_sweep_resumes(tmp_path, monkeypatch):
     """Ctrl-C in the middle of a point: train() saves the state, the sweep writes its summary and
     raises KeyboardInterrupt; the same call again finishes it, equal to an uninterrupted sweep."""
