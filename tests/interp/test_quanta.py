@@ -1,10 +1,15 @@
-"""Known answers of the quanta analysis (interp/analysis/quanta.py)."""
+"""Known answers of the quanta analysis (interp/analysis/quanta.py), its figures and
+``induction-cliff quanta``."""
+
+import json
 
 import numpy as np
 import pandas as pd
 import pytest
+import torch
 
 from interp.analysis.quanta import (
+    analyse_run,
     class_frequencies,
     class_learning_steps,
     decompose_iw,
@@ -12,6 +17,7 @@ from interp.analysis.quanta import (
     frequency_ranks,
     ranks_tie,
 )
+from interp.cli import main
 from interp.data.task import TaskConfig, TaskGenerator
 
 
@@ -123,3 +129,125 @@ def test_exponent_refuses_what_it_cannot_fit():
     assert exact.slope == pytest.approx(1.25) and exact.low == pytest.approx(1.25)
     with pytest.raises(ValueError, match="3 classes but ranks has 2"):
         fit_rank_exponent([1.0, 2.0, 3.0], [1, 2])
+
+
+@pytest.fixture(scope="module")
+def quanta_run(tmp_path_factory):
+    """A tiny run with Zipf classes and the per-class evaluation."""
+    out = tmp_path_factory.mktemp("quanta") / "run"
+    args = ["train", "--preset", "tiny", "--set", "steps=60", "--set", "eval_every=10"]
+    args += ["--set", "per_class_iw=4", "--set", "alpha=1", "--set", "p_B=0.5"]
+    args += ["--set", "n_eval=128", "--set", "num_threads=1", "--out", str(out), "--quiet"]
+    assert main(args) == 0
+    return out
+
+
+def test_exact_decomposition_matches_the_iw_set_of_a_trained_network(quanta_run):
+    """The premise of the decomposition: the IW set draws its query class from p(k), so
+    sum_k p(k) acc_k equals IW accuracy (here on large fresh sets, where sampling noise is small)."""
+    from interp.analysis.evaluation import accuracy_and_loss, per_class_accuracy
+    from interp.io.rundir import load_run
+
+    run = load_run(quanta_run)
+    gen = run.generator()
+    model = run.load_model().eval()
+    g = torch.Generator().manual_seed(123)
+    acc = np.array(per_class_accuracy(model, gen.per_class_iw(64, g), run.task.K))
+    iw = gen.iw(8192, g)
+    with torch.no_grad():
+        measured, _ = accuracy_and_loss(model(iw.tokens, iw.positions), iw)
+    assert 0.2 < measured < 0.95  # learning under way: the comparison is not trivial
+    p = class_frequencies(run.task.K, run.task.alpha)
+    assert acc @ p == pytest.approx(measured, abs=0.025)
+
+
+def test_cli_quanta_prints_and_writes_quanta_json(quanta_run, capsys):
+    assert main(["quanta", str(quanta_run)]) == 0
+    out = capsys.readouterr().out
+    for words in ("classes learned:", "rank exponent", "predicted slope (alpha): 1", "RMS"):
+        assert words in out
+    saved = json.loads((quanta_run / "quanta.json").read_text())
+    assert saved["K"] == 64 and saved["alpha"] == 1.0 and saved["threshold"] == 0.5
+    assert len(saved["classes"]["t_k"]) == 64 and saved["classes"]["rank"][:3] == [1, 2, 3]
+    assert saved["n_learned"] == sum(t is not None for t in saved["classes"]["t_k"])
+    # The same numbers as the library's, and t_k as the learning rule reads the file.
+    from interp.io.rundir import load_run
+
+    run = load_run(quanta_run)
+    result = analyse_run(run)
+    assert saved["exponent"]["slope"] == pytest.approx(result.fit.slope)
+    t_k = class_learning_steps(pd.read_csv(quanta_run / "per_class_iw.csv"))
+    assert [None if np.isnan(v) else v for v in t_k] == saved["classes"]["t_k"]
+
+
+@pytest.mark.parametrize(
+    "args, code, words",
+    [
+        (["--threshold", "1.5"], 2, "--threshold=1.5 is invalid"),
+        (["--threshold", "x"], 2, "--threshold='x' is not a number"),
+    ],
+)
+def test_cli_quanta_bad_input_is_one_line(quanta_run, capsys, args, code, words):
+    assert main(["quanta", str(quanta_run), *args]) == code
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and words in err[0] and "Traceback" not in err[0]
+
+
+def test_cli_quanta_on_a_run_without_the_file(tmp_path, capsys):
+    run = tmp_path / "plain"
+    assert (
+        main(["train", "--preset", "tiny", "--set", "steps=10", "--out", str(run), "--quiet"]) == 0
+    )
+    capsys.readouterr()
+    assert main(["quanta", str(run)]) == 3
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "per_class_iw.csv is missing" in err[0]
+    assert main(["quanta", str(tmp_path / "nothing")]) == 3
+    assert len(capsys.readouterr().err.strip().splitlines()) == 1
+
+
+def test_alpha_zero_run_says_there_is_no_exponent(tmp_path, capsys):
+    run = tmp_path / "uniform"
+    args = ["train", "--preset", "tiny", "--set", "steps=20", "--set", "eval_every=10"]
+    args += ["--set", "per_class_iw=2", "--set", "n_eval=32", "--out", str(run), "--quiet"]
+    assert main(args) == 0
+    assert main(["quanta", str(run)]) == 0
+    assert "rank exponent: none (all classes have the same frequency rank (alpha = 0" in (
+        capsys.readouterr().out
+    )
+    from interp.io.rundir import load_run
+    from interp.viz.quanta_plots import quanta_figures_for_run
+
+    figures = quanta_figures_for_run(load_run(run))
+    assert list(figures) == ["quanta"]  # no rank figure without ranks
+
+
+def test_figures_of_a_run_with_per_class_iw(quanta_run, tmp_path):
+    from interp.io.rundir import load_run
+    from interp.viz.figures import write_standard_figures
+    from interp.viz.quanta_plots import plot_quanta, plot_rank_exponent
+
+    result = analyse_run(load_run(quanta_run))
+    fig = plot_quanta(result)
+    names = [t.name for t in fig.data]
+    assert names[:3] == [
+        "IW accuracy (measured)",
+        "Σ p(k) acc_k(t) (exact)",
+        "Σ p(k) 1[t ≥ t_k] (sharp steps)",
+    ]
+    raster = next(t for t in fig.data if t.type == "heatmap")
+    # Rows in rank order: with alpha > 0 row r is class r - 1, its accuracies over the steps.
+    frame = result.frame
+    np.testing.assert_array_equal(np.asarray(raster.z)[0], frame["c0"].to_numpy())
+    np.testing.assert_array_equal(np.asarray(raster.z)[5], frame["c5"].to_numpy())
+    rank = plot_rank_exponent(result)
+    fitted = [t for t in rank.data if t.name.startswith("fit: slope")]
+    predicted = [t for t in rank.data if t.name.startswith("predicted: slope")]
+    assert len(fitted) == 1 and len(predicted) == 1
+    # The lines' log-log slopes are the fitted and the predicted exponents.
+    for trace, slope in ((fitted[0], result.fit.slope), (predicted[0], 1.0)):
+        x, y = np.log(np.asarray(trace.x)), np.log(np.asarray(trace.y))
+        assert (y[-1] - y[0]) / (x[-1] - x[0]) == pytest.approx(slope)
+    written = write_standard_figures([quanta_run], tmp_path / "figs", formats=("html",))
+    names = {p.name for p in written}
+    assert {"quanta_run.html", "quanta_run.csv", "quanta_rank_run.html"} <= names
