@@ -100,6 +100,15 @@ def test_from_preset_replaces_axes_in_place_and_set_fixes_one():
     assert [p.name for p in s.points()] == ["seed=0", "seed=1", "seed=2", "seed=5"]
 
 
+def test_quanta_preset_points_evaluate_every_class_and_learn_iw():
+    points = SweepSpec.from_preset("quanta-alpha").points()
+    assert sorted({p.task.alpha for p in points}) == [0.5, 1.0, 1.5] and len(points) == 9
+    for p in points:
+        assert p.train.per_class_iw == 8 and p.task.K == 512
+        assert p.task.p_B < 1 and p.task.B > 0  # non-bursty sequences (IW) and bursty (ICL)
+        assert p.train.steps * p.train.batch_size * (1 - p.task.p_B) > 3e5  # IW sequences seen
+
+
 def test_parse_grid_and_seeds():
     assert sweep.parse_grid(["K=128, 256", "L=N,32"]) == {"K": ["128", "256"], "L": ["N", "32"]}
     assert sweep.parse_seeds("0-2,7") == (0, 1, 2, 7)
