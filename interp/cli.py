@@ -387,7 +387,8 @@ def _cmd_quanta(args) -> int:
     )
     print(
         f"  classes learned: {result.n_learned} of {result.K} (accuracy >= {threshold:g} at "
-        f"{result.confirm} evaluations in a row)"
+        f"{result.confirm} evaluations in a row), {result.n_learned_at_start} of them already at "
+        f"step {int(frame['step'].min())} (left out of the fit)"
     )
     if fit.slope is None:
         print(f"  rank exponent: none ({fit.reason})")

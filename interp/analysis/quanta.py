@@ -129,6 +129,12 @@ def class_learning_steps(
     is the first crossing). A run of fewer than ``confirm`` evaluations at the end of the curve is
     not confirmed: the class counts as not learned (NaN), as does a class that never crosses.
 
+    Accuracy cannot tell a learned class from one whose label the network gives to items it does
+    not know (at initialisation some label, early in training the most frequent one): such a
+    class reads as learned early. With Zipf classes the most frequent label is label 0, so
+    classes ``0, L, 2L, ...`` may get early ``t_k`` at high ranks (stripes every ``L`` rows in
+    the raster of :func:`interp.viz.quanta_plots.plot_quanta`); docs/science.md section 6.
+
     Args:
         frame: ``per_class_iw.csv`` as read (``step``, ``c0``, ``c1``, ...).
         threshold: the accuracy that counts as learned, in ``(0, 1]``.
@@ -387,6 +393,13 @@ class QuantaAnalysis:
         """Classes learned by the end of the run."""
         return int(np.isfinite(self.t_k.to_numpy()).sum())
 
+    @property
+    def n_learned_at_start(self) -> int:
+        """Classes already at the threshold at the first evaluation (at initialisation, a class
+        whose label the untrained network happens to answer): left out of the fit at step 0."""
+        first = float(self.frame["step"].min())
+        return int((self.t_k.to_numpy() == first).sum())
+
     def to_dict(self) -> dict:
         """What ``quanta.json`` holds (JSON-serialisable; NaN written as null)."""
         return {
@@ -399,6 +412,7 @@ class QuantaAnalysis:
             "evaluations": int(len(self.frame)),
             "last_step": int(self.frame["step"].max()),
             "n_learned": self.n_learned,
+            "n_learned_at_start": self.n_learned_at_start,
             "exponent": self.fit.to_dict(),
             "predicted_slope": self.alpha,
             "rms_exact": self.decomposition.rms_exact,

@@ -170,6 +170,10 @@ def test_cli_quanta_prints_and_writes_quanta_json(quanta_run, capsys):
     assert saved["K"] == 64 and saved["alpha"] == 1.0 and saved["threshold"] == 0.5
     assert len(saved["classes"]["t_k"]) == 64 and saved["classes"]["rank"][:3] == [1, 2, 3]
     assert saved["n_learned"] == sum(t is not None for t in saved["classes"]["t_k"])
+    at_start = sum(t == 0 for t in saved["classes"]["t_k"])
+    assert saved["n_learned_at_start"] == at_start
+    assert saved["exponent"]["n_used"] == saved["n_learned"] - at_start
+    assert f"{at_start} of them already at step 0 (left out of the fit)" in out
     # The same numbers as the library's, and t_k as the learning rule reads the file.
     from interp.io.rundir import load_run
 
