@@ -10,6 +10,7 @@ Examples::
     induction-cliff fit curve.csv --column loss --target ic_loss --set L=64
     induction-cliff figures runs/demo --out runs/demo/figures
     induction-cliff report runs/demo                            # writes runs/demo/report.html
+    induction-cliff quanta runs/q --threshold 0.5               # writes runs/q/quanta.json
     induction-cliff sweep --preset fig2-kb-quick --out runs/fig2-kb   # rerun it to resume
     induction-cliff sweep --preset paper-fig1d --seeds 0-5 --out runs/fig1d --backend ray
     induction-cliff --plugin my_measure.py train --preset tiny --out runs/t   # a new measure
@@ -383,6 +384,51 @@ def _cmd_figures(args) -> int:
     print(f"wrote {len(paths)} files to {args.out}:")
     for p in paths:
         print(f"  {p}")
+    return 0
+
+
+def _cmd_quanta(args) -> int:
+    from interp.analysis.quanta import analyse_run
+    from interp.io.rundir import load_run
+
+    threshold = _parse_number("--threshold", args.threshold)
+    if not 0 < threshold <= 1:
+        raise ValueError(f"--threshold={args.threshold} is invalid: must be in (0, 1]")
+    run = load_run(args.run_dir)
+    result = analyse_run(run, threshold)
+    fit = result.fit
+    frame = result.frame
+    print(
+        f"{run.path}: K={result.K}, alpha={result.alpha:g}, {result.per_class_iw} sequences per "
+        f"class, {len(frame)} evaluations to step {int(frame['step'].max())}"
+    )
+    print(
+        f"  classes learned: {result.n_learned} of {result.K} (accuracy >= {threshold:g} at "
+        f"{result.confirm} evaluations in a row), {result.n_learned_at_start} of them already at "
+        f"step {int(frame['step'].min())} (left out of the fit)"
+    )
+    if fit.slope is None:
+        print(f"  rank exponent: none ({fit.reason})")
+    else:
+        interval = (
+            f", {fit.level:.0%} interval [{fit.low:.3f}, {fit.high:.3f}]"
+            if fit.low is not None
+            else ""
+        )
+        print(
+            f"  rank exponent (log-log slope of t_k on rank): {fit.slope:.3f}{interval} over "
+            f"{fit.n_used} classes (bootstrap over classes, {fit.n_boot} resamples)"
+        )
+    print(f"  predicted slope (alpha): {result.alpha:g}")
+    dec = result.decomposition
+    print(
+        f"  RMS to the measured IW accuracy: exact decomposition {dec.rms_exact:.4f}, sum of "
+        f"sharp steps {dec.rms_steps:.4f}"
+    )
+    said = "none" if result.transition_step is None else f"step {result.transition_step:.0f}"
+    print(f"  ICL transition (IC accuracy): {said}")
+    path = run.write_output("quanta.json", result.to_dict())
+    print(f"wrote {path}")
     return 0
 
 
@@ -807,6 +853,19 @@ def make_parser() -> argparse.ArgumentParser:
         help="comma-separated: pdf,png,svg,html (pdf/png/svg need chromium; html does not)",
     )
     p.set_defaults(func=_cmd_figures)
+
+    p = sub.add_parser(
+        "quanta",
+        help="per-class IW learning steps against frequency rank, and the IW curve as a sum of "
+        "per-class steps (a run trained with per_class_iw > 0; writes RUN_DIR/quanta.json)",
+    )
+    p.add_argument("run_dir", metavar="RUN_DIR", help="a run directory with per_class_iw.csv")
+    p.add_argument(
+        "--threshold",
+        default="0.5",
+        help="accuracy at which a class counts as learned (two evaluations in a row; default 0.5)",
+    )
+    p.set_defaults(func=_cmd_quanta)
 
     p = sub.add_parser(
         "report",

@@ -10,7 +10,7 @@ from interp.analysis.probes import hooks_active
 from interp.data.task import Batch
 from interp.model.fast import fast_logits, supports_fast_path
 
-__all__ = ["evaluate", "accuracy_and_loss", "logits_and_measures"]
+__all__ = ["evaluate", "accuracy_and_loss", "logits_and_measures", "per_class_accuracy"]
 
 
 def accuracy_and_loss(logits: torch.Tensor, batch: Batch) -> tuple[float, float]:
@@ -70,3 +70,36 @@ def evaluate(
     finally:
         model.train(was_training)
     return out
+
+
+@torch.no_grad()
+def per_class_accuracy(model, batch: Batch, n_classes: int, *, chunk: int = 512) -> list[float]:
+    """Accuracy on the sequences of each query class (the per-class IW set of
+    :meth:`interp.data.task.TaskGenerator.per_class_iw`), with the forward :func:`evaluate` uses.
+
+    Args:
+        model: the network.
+        batch: sequences whose ``query_class`` lies in ``0 .. n_classes - 1``.
+        n_classes: the number of classes ``K``.
+        chunk: sequences per forward pass.
+
+    Returns:
+        ``n_classes`` accuracies, class ``k``'s at index ``k`` (NaN for a class without
+        sequences).
+    """
+    was_training = model.training
+    fast = not hooks_active(model) and supports_fast_path(model)
+    model.eval()
+    try:
+        logits = torch.cat(
+            [_logits(model, batch[i : i + chunk], fast) for i in range(0, len(batch), chunk)]
+        )
+    finally:
+        model.train(was_training)
+    correct = (logits.argmax(-1) == batch.target).double().cpu()
+    classes = batch.query_class.cpu()
+    hits = torch.zeros(n_classes, dtype=torch.float64).index_add_(0, classes, correct)
+    counts = torch.zeros(n_classes, dtype=torch.float64).index_add_(
+        0, classes, torch.ones_like(correct)
+    )
+    return (hits / counts).tolist()

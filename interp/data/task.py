@@ -361,13 +361,26 @@ class TaskGenerator:
             g,
         )
 
-    def _non_bursty(self, n: int, n_pairs: int, g: torch.Generator) -> Batch:
+    def _non_bursty(
+        self,
+        n: int,
+        n_pairs: int,
+        g: torch.Generator,
+        query_class: Int[Tensor, " batch"] | None = None,
+    ) -> Batch:
+        """Non-bursty sequences: context (and, unless ``query_class`` fixes it, query) classes
+        i.i.d. from ``p(k)``."""
         cfg = self.config
-        classes = torch.multinomial(
-            self.class_probs, n * (n_pairs + 1), replacement=True, generator=g
-        )
-        classes = classes.view(n, n_pairs + 1)
-        item_classes, query_class = classes[:, :n_pairs], classes[:, n_pairs]
+        if query_class is None:
+            classes = torch.multinomial(
+                self.class_probs, n * (n_pairs + 1), replacement=True, generator=g
+            )
+            classes = classes.view(n, n_pairs + 1)
+            item_classes, query_class = classes[:, :n_pairs], classes[:, n_pairs]
+        else:
+            item_classes = torch.multinomial(
+                self.class_probs, n * n_pairs, replacement=True, generator=g
+            ).view(n, n_pairs)
         item_labels = item_classes % cfg.L
         return self._assemble(
             self._items(self.class_means[item_classes], g),
@@ -436,6 +449,28 @@ class TaskGenerator:
     def iw(self, n: int, generator: torch.Generator, n_pairs: int | None = None) -> Batch:
         """IW: known classes, non-bursty. Measures in-weights learning."""
         return self._non_bursty(n, n_pairs or self.config.N, generator)
+
+    def per_class_iw(
+        self, n_per_class: int, generator: torch.Generator, n_pairs: int | None = None
+    ) -> Batch:
+        """Per-class IW: ``n_per_class`` non-bursty sequences for each class ``k = 0 .. K-1``
+        whose query is a (fresh-noise) item of class ``k``; the context classes are drawn i.i.d.
+        from ``p(k)`` as in the IW set. Sequences come class by class (``query_class`` is
+        ``0, .., 0, 1, .., 1, ...``). The accuracy on each class's block is that class's
+        in-weights accuracy (:mod:`interp.analysis.quanta`).
+
+        Args:
+            n_per_class: sequences per class (>= 1).
+            generator: the set's own random stream.
+            n_pairs: pairs per sequence (default ``config.N``).
+        """
+        if isinstance(n_per_class, bool) or not (isinstance(n_per_class, int) and n_per_class >= 1):
+            raise ValueError(f"n_per_class={n_per_class!r} is invalid: must be an integer >= 1")
+        K = self.config.K
+        query_class = torch.arange(K).repeat_interleave(n_per_class)
+        return self._non_bursty(
+            K * n_per_class, n_pairs or self.config.N, generator, query_class=query_class
+        )
 
     def _eval_B(self, n_pairs: int) -> int:
         B = self.config.B_eval_effective

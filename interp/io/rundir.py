@@ -5,9 +5,11 @@ A run directory is the toolkit's one data artifact (format: ``docs/run-format.md
     run/
       config.json      format_version, kind, task, model and train configs
       metrics.csv      one row per evaluation
+      per_class_iw.csv one row per evaluation: IW accuracy per class (train.per_class_iw > 0)
       checkpoints/     step_XXXXXXXX.safetensors weights, resume.pt (exact resumption)
       .lock            who is writing the run (pid, host); empty when nobody is
-      fit.json, checkpoint_measures.csv, length_eval.csv, llc.csv, report.html   (outputs)
+      fit.json, checkpoint_measures.csv, length_eval.csv, llc.csv, quanta.json,
+      report.html      (outputs of the analysis commands)
 
 Guarantees:
 
@@ -59,6 +61,7 @@ __all__ = [
     "load_run",
     "read_config",
     "read_metrics",
+    "read_per_class_iw",
     "MetricsFile",
     "classify",
     "remove_run_files",
@@ -76,23 +79,30 @@ log = logging.getLogger(__name__)
 FORMAT_VERSION = 3
 CONFIG_NAME = "config.json"
 METRICS_NAME = "metrics.csv"
+PER_CLASS_IW_NAME = "per_class_iw.csv"
 CHECKPOINTS = "checkpoints"
 LOCK_NAME = ".lock"
 # What a run consists of: ``overwrite`` deletes these and nothing else.
 OWNED_FILES = (
     CONFIG_NAME,
     METRICS_NAME,
+    PER_CLASS_IW_NAME,
     "fit.json",
     "checkpoint_measures.csv",
     "length_eval.csv",
     "llc.csv",
     "llc_calibration.json",
+    "quanta.json",
     "report.html",
 )
 # Train fields that may change when resuming without changing the mathematics of the run.
 RESUMABLE_TRAIN_FIELDS = ("steps", "device", "num_threads")
 # Fields added after format version 1 was first written, with the value that older runs used.
 _LEGACY_TRAIN_DEFAULTS = {"backend": "hooked"}
+# Train fields added within format 3 whose default is what a run without the field did: an absent
+# one is taken as the default, with no migration note (nothing about the run changes), so such a
+# run still loads, compares equal to its own config and resumes.
+_NEUTRAL_TRAIN_DEFAULTS = {"per_class_iw": 0}
 # Format 3 made three of the author's forms the defaults; runs of formats 1 and 2 used these.
 _PRE_V3_FORMS = {
     "task": {"novel_pool": (None, "per-sequence novel classes")},
@@ -296,6 +306,10 @@ def _migrate(config: dict, path: Path) -> tuple[dict, list[str]]:
                     )
             config[group] = section
         config["format_version"] = FORMAT_VERSION
+    train = config.get("train")
+    if isinstance(train, Mapping) and any(k not in train for k in _NEUTRAL_TRAIN_DEFAULTS):
+        config = dict(config)
+        config["train"] = {**_NEUTRAL_TRAIN_DEFAULTS, **train}
     if notes or config.get("format_version") != original:
         notes.insert(
             0, f"{path} is format version {original}, migrated to {FORMAT_VERSION} on load"
@@ -423,6 +437,45 @@ def read_metrics(path: str | os.PathLike) -> MetricsFile:
             frame = frame.iloc[:first].reset_index(drop=True)
         frame["step"] = frame["step"].astype(int)
     return MetricsFile(frame, problem)
+
+
+def read_per_class_iw(run_dir: str | os.PathLike, n_classes: int | None = None) -> pd.DataFrame:
+    """Read a run's ``per_class_iw.csv``: one row per evaluation, ``step`` then ``c0, c1, ...``
+    (the IW accuracy of each class, :attr:`TrainConfig.per_class_iw` sequences each).
+
+    Damaged rows are dropped as :func:`read_metrics` drops them (a warning says what).
+
+    Args:
+        run_dir: the run directory.
+        n_classes: the number of class columns expected (the task's ``K``); None: any.
+
+    Returns:
+        The valid rows, ``step`` as int, class columns in class order.
+
+    Raises:
+        RunDirectoryError: the file is missing (the run was trained with ``per_class_iw=0``), or
+            its columns are not ``step, c0, .., c{K-1}``.
+    """
+    path = Path(run_dir) / PER_CLASS_IW_NAME
+    if not path.is_file():
+        raise RunDirectoryError(
+            f"{path} is missing: the run was trained without the per-class IW evaluation (train "
+            "it with --set per_class_iw=8)"
+        )
+    read = read_metrics(path)
+    if read.problem:
+        log.warning("warning: %s", read.problem)
+    frame = read.frame
+    columns = [c for c in frame.columns if c != "step"]
+    expected = [f"c{k}" for k in range(len(columns) if n_classes is None else n_classes)]
+    if columns != expected:
+        first = next((c for c, e in zip(columns, expected) if c != e), None)
+        raise RunDirectoryError(
+            f"{path}: the class columns must be {', '.join(expected[:3])}, ... up to "
+            f"c{len(expected) - 1} ({len(expected)} classes); found {len(columns)} columns"
+            + (f", {first!r} out of place" if first is not None else "")
+        )
+    return frame
 
 
 # ---- what a directory is ---------------------------------------------------------------------
@@ -749,6 +802,10 @@ class RunWriter:
         """Replace ``metrics.csv`` with ``rows`` (atomically)."""
         write_text_atomic(self.path / METRICS_NAME, pd.DataFrame(rows).to_csv(index=False))
 
+    def write_per_class_iw(self, rows: list[dict]) -> None:
+        """Replace ``per_class_iw.csv`` with ``rows`` (``step``, ``c0``, ``c1``, ...; atomically)."""
+        write_text_atomic(self.path / PER_CLASS_IW_NAME, pd.DataFrame(rows).to_csv(index=False))
+
     def save_weights(self, step: int, model) -> Path:
         """Write the weight checkpoint of ``step``."""
         return checkpoints.save_weights(self.path / CHECKPOINTS, step, model)
@@ -838,6 +895,22 @@ class Run:
         """The run's IC, IC2 and IW evaluation sets (the same ones training used, by default)."""
         seed = derive_seed(self.train_config.seed, "eval")
         return self.generator().eval_sets(seed, n=n, n_pairs=n_pairs)
+
+    def per_class_iw_set(self):
+        """The run's per-class IW set (the one training evaluated; :meth:`TaskGenerator.per_class_iw`)."""
+        import torch
+
+        n = self.train_config.per_class_iw
+        if n < 1:
+            raise RunDirectoryError(
+                f"{self.path / CONFIG_NAME}: train.per_class_iw=0: the run has no per-class IW set"
+            )
+        g = torch.Generator().manual_seed(derive_seed(self.train_config.seed, "per_class_iw"))
+        return self.generator().per_class_iw(n, g)
+
+    def per_class_iw(self) -> pd.DataFrame:
+        """``per_class_iw.csv`` (:func:`read_per_class_iw`, one column per class of the task)."""
+        return read_per_class_iw(self.path, n_classes=self.task.K)
 
     def deviation_note(self) -> str:
         """How this run's optimiser differs from the paper's ('' if it does not)."""

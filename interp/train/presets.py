@@ -2,7 +2,7 @@
 
 Each preset is a ``(TaskConfig, model overrides, TrainConfig)`` triple. Deviations from the paper's
 settings are said in the preset's ``note`` and recorded in ``config.json`` through the configs.
-Sweep presets (``fig2-*``) add a grid and seeds for ``induction-cliff sweep`` (:mod:`interp.train.sweep`);
+Sweep presets (``fig2-*``, ``quanta-alpha``) add a grid and seeds for ``induction-cliff sweep`` (:mod:`interp.train.sweep`);
 their configs are the base that every point of the grid modifies.
 """
 
@@ -145,6 +145,45 @@ def _fig2_presets() -> list[Preset]:
     return presets
 
 
+def _quanta_preset() -> Preset:
+    """The quanta experiment (docs/science.md section 6): per-class IW learning steps against the
+    Zipf frequency rank, for three exponents.
+
+    Half the training sequences are non-bursty (``p_B = 0.5``) so that in-weights learning is
+    strong and visible within a few thousand steps while bursty sequences still allow an
+    induction head (``B = 2``); ``p_C = 0``. Evaluations every 25 steps, so that the frequent
+    classes, learned first, still get distinct learning steps; ``checkpoint_on_jump`` 0.05 keeps
+    the noisy IC accuracy of 1024 sequences from checkpointing at most evaluations.
+    """
+    train = dataclasses.replace(
+        DEMO_TRAIN,
+        lr=1e-3,
+        steps=6000,
+        eval_every=25,
+        checkpoint_every=1000,
+        n_log_checkpoints=8,
+        checkpoint_on_jump=0.05,
+        per_class_iw=8,
+    )
+    return Preset(
+        name="quanta-alpha",
+        task=TaskConfig(K=512, L=32, N=8, B=2, eps=0.1, alpha=1.0, p_B=0.5, p_C=0.0, n_eval=1024),
+        train=train,
+        grid={"alpha": (0.5, 1.0, 1.5)},
+        seeds=(0, 1, 2),
+        note=(
+            "Quanta (Michaud et al. 2023) in Reddy's task: is the IW curve a sum of sharp "
+            "per-class steps, learned at t_k ~ rank^alpha? alpha in {0.5, 1, 1.5} (part of the "
+            "paper's Fig 2 alpha grid; not a paper figure), K=512, B=2, p_B=0.5 (a CHOICE: half "
+            "the sequences non-bursty so that IW is learned within the budget; the paper's "
+            "default is p_B=1), p_C=0, 8 held-out sequences per class evaluated every 25 steps "
+            "(per_class_iw.csv; `induction-cliff quanta RUN_DIR`). DEVIATION: Adam lr 1e-3 for "
+            "6000 steps (paper: SGD lr 0.01 for 1e5), 1024 sequences per evaluation set, "
+            "checkpoint_on_jump 0.05; seeds 0-2."
+        ),
+    )
+
+
 PRESETS: dict[str, Preset] = {
     p.name: p
     for p in [
@@ -192,6 +231,7 @@ PRESETS: dict[str, Preset] = {
             note="Tiny smoke-test setting (seconds). DEVIATION: much smaller task and network, Adam.",
         ),
         *_fig2_presets(),
+        _quanta_preset(),
     ]
 }
 

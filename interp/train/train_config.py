@@ -76,6 +76,13 @@ class TrainConfig:
         live_forecast: at each evaluation on the plateau, forecast the transition step from the IC
             loss so far (:func:`phenomenology.forecast.live_forecast`) into the ``forecast_step``,
             ``forecast_low`` and ``forecast_high`` columns of ``metrics.csv`` and the progress bar.
+        per_class_iw: held-out non-bursty sequences per class whose query is an item of that class,
+            evaluated at every evaluation into ``per_class_iw.csv`` (one accuracy per class, the
+            per-class in-weights curves of :mod:`interp.analysis.quanta`); 0 (the default) turns
+            it off. The set is drawn once per run from its own seed (``derive_seed(seed,
+            "per_class_iw")``) and costs ``K * per_class_iw`` sequences per evaluation. A
+            ``config.json`` without the field (written before it existed) reads as 0, which is
+            what such a run did.
     """
 
     optimizer: str = "sgd"
@@ -95,6 +102,7 @@ class TrainConfig:
     intervention: str | None = None
     backend: str = "fast"
     live_forecast: bool = True
+    per_class_iw: int = 0
 
     def __post_init__(self) -> None:
         for name in ("lr", "weight_decay", "momentum"):
@@ -157,6 +165,11 @@ class TrainConfig:
             raise ValueError(
                 f"TrainConfig.live_forecast={self.live_forecast!r} is invalid: true or false"
             )
+        if not (_is_int(self.per_class_iw) and self.per_class_iw >= 0):
+            raise ValueError(
+                f"TrainConfig.per_class_iw={self.per_class_iw!r} is invalid: must be an integer "
+                ">= 0 (sequences per class; 0 turns the per-class evaluation off)"
+            )
         if self.backend not in BACKENDS:
             raise ValueError(
                 f"TrainConfig.backend={self.backend!r} is invalid: allowed values are {BACKENDS}"
@@ -199,8 +212,9 @@ class TrainConfig:
 
 
 def derive_seed(seed: int, purpose: str) -> int:
-    """An independent 63-bit seed for one purpose (``"task"``, ``"init"``, ``"stream"``, ``"eval"``)."""
-    purposes = {"task": 0, "init": 1, "stream": 2, "eval": 3}
+    """An independent 63-bit seed for one purpose (``"task"``, ``"init"``, ``"stream"``, ``"eval"``,
+    ``"per_class_iw"``)."""
+    purposes = {"task": 0, "init": 1, "stream": 2, "eval": 3, "per_class_iw": 4}
     state = np.random.SeedSequence([int(seed), purposes[purpose]]).generate_state(2, np.uint32)
     return int((int(state[0]) << 31) ^ int(state[1]))
 

@@ -5,6 +5,7 @@ A run directory holds everything needed to analyse or resume a run::
     run/
       config.json          task, model and train configs (and the format version)
       metrics.csv          one row per evaluation (accuracies, losses, progress measures)
+      per_class_iw.csv     one row per evaluation: IW accuracy of each class (per_class_iw > 0)
       checkpoints/
         step_00001000.safetensors   weights, on a log-spaced + regular + "where things happen" schedule
         resume.pt                   model, optimizer, RNG state, step: written atomically at every
@@ -35,7 +36,7 @@ import torch
 import torch.nn.functional as F
 from tqdm.auto import tqdm
 
-from interp.analysis.evaluation import evaluate
+from interp.analysis.evaluation import evaluate, per_class_accuracy
 from interp.data.task import TaskConfig, TaskGenerator
 from interp.io.rundir import (
     FORMAT_VERSION,
@@ -370,6 +371,12 @@ class _RunState:
             k: v.to(device)
             for k, v in self.generator.eval_sets(derive_seed(cfg.seed, "eval")).items()
         }
+        # The per-class IW set (docs/run-format.md, per_class_iw.csv): its own seed, so turning it
+        # on changes nothing else of the run.
+        self.per_class_set = None
+        if cfg.per_class_iw:
+            g = torch.Generator().manual_seed(derive_seed(cfg.seed, "per_class_iw"))
+            self.per_class_set = self.generator.per_class_iw(cfg.per_class_iw, g).to(device)
         self.model = model_class(model_config, seed=derive_seed(cfg.seed, "init") % 2**63).to(
             device
         )
@@ -382,6 +389,7 @@ class _RunState:
         )
         self.step, self.loss_sum, self.loss_count, self.last_ic_acc = 0, 0.0, 0, None
         self.rows: list[dict] = []
+        self.per_class_rows: list[dict] = []  # per_class_iw.csv, one row per evaluation
         self.last_eval_step = -1
         state = self.writer.resume_state if self.writer is not None else None
         if state is not None:
@@ -413,6 +421,14 @@ class _RunState:
                         f"{self.last_eval_step} and the resume state (an older format) does not "
                         "hold them; cannot resume exactly"
                     )
+            if self.per_class_set is not None:
+                if "per_class_rows" not in state:
+                    raise RunDirectoryError(
+                        f"{self.out / 'checkpoints' / 'resume.pt'} holds no per-class IW rows but "
+                        "train.per_class_iw > 0; cannot resume exactly (use --overwrite to start "
+                        "again)"
+                    )
+                self.per_class_rows = [dict(r) for r in state["per_class_rows"]]
         self.ckpt_steps = checkpoint_schedule(cfg)
         # The evaluation set's task, for the live forecast of the transition (docs/run-format.md).
         self.forecast_task = {"L": task.L, "N": task.N, "B": int(task.B_eval_effective)}
@@ -442,6 +458,7 @@ class _RunState:
                 "last_ic_acc": self.last_ic_acc,
                 "last_eval_step": self.last_eval_step,
                 "rows": [dict(r) for r in self.rows],
+                "per_class_rows": [dict(r) for r in self.per_class_rows],
             },
         )
 
@@ -481,6 +498,11 @@ class _RunState:
             bad = [k for k in bad if not math.isfinite(row[k])]
             if bad:
                 raise self.diverged(row[bad[0]], what=f"evaluation {bad[0]}", at=step)
+            per_class = None
+            if self.per_class_set is not None:
+                K = self.generator.config.K
+                acc = per_class_accuracy(self.model, self.per_class_set, K)
+                per_class = {"step": step, **{f"c{k}": acc[k] for k in range(K)}}
             jumped = (
                 cfg.checkpoint_on_jump is not None
                 and self.last_ic_acc is not None
@@ -489,10 +511,14 @@ class _RunState:
             if self.writer is not None and (step in self.ckpt_steps or jumped):
                 self._save_weights(step)
             self.rows.append(row)
+            if per_class is not None:
+                self.per_class_rows.append(per_class)
             self.loss_sum, self.loss_count = 0.0, 0
             self.last_ic_acc, self.last_eval_step = row["ic_acc"], step
             if self.writer is not None:
                 self.writer.write_metrics(self.rows)
+                if per_class is not None:
+                    self.writer.write_per_class_iw(self.per_class_rows)
             self.save_resume()
             return row
         if self.writer is not None and step in self.ckpt_steps:

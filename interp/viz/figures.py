@@ -15,6 +15,10 @@ For run directories written by :func:`interp.train.training.train` (format in ``
 - ``llc_<run>``: for runs with an ``llc.csv`` (written by ``induction-cliff llc``), the local
   learning coefficient over checkpoints above IC accuracy, ILA1 and TILA2
   (:func:`interp.viz.llc_plots.plot_llc`).
+- ``quanta_<run>`` and ``quanta_rank_<run>``: for runs with a ``per_class_iw.csv`` (trained with
+  ``per_class_iw > 0``), the IW curve against its per-class decomposition above the per-class
+  accuracy raster, and the learning step of each class against its frequency rank
+  (:mod:`interp.viz.quanta_plots`).
 
 Each figure comes with a CSV of its data. Every title carries the run's deviations from the
 paper's settings (optimiser, positional encoding, attention scale).
@@ -425,4 +429,11 @@ def write_standard_figures(
         if fig is not None:
             safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
             written += export_figure(fig, out / f"llc_{safe}", formats, style="double")
+    from interp.viz.quanta_plots import quanta_figures_for_run
+
+    for name, run, transition in zip(names, runs, transitions, strict=True):
+        safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
+        for stem, fig in quanta_figures_for_run(run, transition, run_note(run)).items():
+            style = "double" if stem == "quanta" else "single"
+            written += export_figure(fig, out / f"{stem}_{safe}", formats, style=style)
     return written

@@ -100,6 +100,15 @@ def test_from_preset_replaces_axes_in_place_and_set_fixes_one():
     assert [p.name for p in s.points()] == ["seed=0", "seed=1", "seed=2", "seed=5"]
 
 
+def test_quanta_preset_points_evaluate_every_class_and_learn_iw():
+    points = SweepSpec.from_preset("quanta-alpha").points()
+    assert sorted({p.task.alpha for p in points}) == [0.5, 1.0, 1.5] and len(points) == 9
+    for p in points:
+        assert p.train.per_class_iw == 8 and p.task.K == 512
+        assert p.task.p_B < 1 and p.task.B > 0  # non-bursty sequences (IW) and bursty (ICL)
+        assert p.train.steps * p.train.batch_size * (1 - p.task.p_B) > 3e5  # IW sequences seen
+
+
 def test_parse_grid_and_seeds():
     assert sweep.parse_grid(["K=128, 256", "L=N,32"]) == {"K": ["128", "256"], "L": ["N", "32"]}
     assert sweep.parse_seeds("0-2,7") == (0, 1, 2, 7)
@@ -201,6 +210,25 @@ def test_partial_point_resumes_bit_exactly_and_finished_point_is_skipped(tmp_pat
         pd.read_csv(tmp_path / "ref" / "metrics.csv"),
     )
     assert len(uninterrupted) == 5
+
+
+def test_partial_point_with_per_class_iw_resumes_to_the_same_file(tmp_path):
+    """per_class_iw.csv, like metrics.csv, is written from the resume state: a point stopped
+    between evaluations and finished by the sweep has the file of an uninterrupted run."""
+    out = tmp_path / "sweep"
+    s = spec(grid={"K": (16,)}, per_class_iw="4")
+    (point,) = s.points()
+    one_thread = dataclasses.replace(point.train, num_threads=1)
+    assert one_thread.per_class_iw == 4
+    train(point.task, point.model, one_thread, out / point.name, progress=False, stop_after=23)
+    run_sweep(s, out, backend="serial", figures=False, log=silent)
+    train(point.task, point.model, one_thread, tmp_path / "ref", progress=False)
+    for name in ("per_class_iw.csv", "metrics.csv"):
+        assert (out / point.name / name).read_bytes() == (tmp_path / "ref" / name).read_bytes()
+    assert list(pd.read_csv(out / point.name / "per_class_iw.csv").columns) == [
+        "step",
+        *(f"c{k}" for k in range(16)),
+    ]
 
 
 def test_interrupted_sweep_resumes(tmp_path, monkeypatch):

@@ -178,6 +178,10 @@ def test_checkpoints_are_dense_around_the_jump(tmp_path):
         (dict(lr=-1.0), "lr"),
         (dict(batch_size=0), "batch_size"),
         (dict(intervention="lobotomy"), "intervention"),
+        (dict(per_class_iw=-1), "per_class_iw"),
+        (dict(per_class_iw=2.5), "per_class_iw"),
+        (dict(per_class_iw=True), "per_class_iw"),
+        (dict(per_class_iw=None), "per_class_iw"),
     ],
 )
 def test_invalid_train_config(kwargs, field):
