@@ -752,8 +752,18 @@ def _cmd_list(args) -> int:
 LIST_REGISTRIES = ("measures", "positional", "models", "presets", "interventions")
 
 
+class _OneLineErrors(argparse.ArgumentParser):
+    """An argument parser whose usage errors are one line (``error: PROG: what``) and exit 2,
+    like every other error of the command; ``-h`` still prints the whole usage. Sub-command
+    parsers inherit the class."""
+
+    def error(self, message: str):
+        sys.stderr.write(f"error: {self.prog}: {message}\n")
+        sys.exit(2)
+
+
 def make_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="induction-cliff", description=__doc__.split("\n")[0])
+    parser = _OneLineErrors(prog="induction-cliff", description=__doc__.split("\n")[0])
     parser.add_argument(
         "--plugin",
         action="append",

@@ -256,3 +256,13 @@ def test_the_optimizer_picks_the_forecasts_calibration(tmp_path, capsys):
     run = _write_run(tmp_path / "run", pd.DataFrame({"step": steps, "ic_loss": loss}))
     rc, _, err = _fit(capsys, run, "--optimizer", "adam")
     _one_line_error(rc, err, "--optimizer", "run directory")
+
+
+def test_usage_errors_are_one_line_too(capsys):
+    # argparse's own errors (a bad choice, an unknown flag) name the command and the argument
+    for argv in (["fit", "x.csv", "--optimizer", "bogus"], ["sweep", "--backend", "nope"]):
+        with pytest.raises(SystemExit) as exit_info:
+            main(argv)
+        assert exit_info.value.code == 2
+        _, err = capsys.readouterr()
+        _one_line_error(1, err, f"induction-cliff {argv[0]}", argv[-1])
