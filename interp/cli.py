@@ -211,10 +211,11 @@ def _fit_sources(args, options: dict) -> list[dict]:
                     f"--optimizer: {path} is a run directory, its optimiser comes from "
                     f"{path / 'config.json'}"
                 )
-            curve, task = read_run(path)
             from interp.io.rundir import load_run
 
-            optimizer = load_run(path).train_config.optimizer
+            run = load_run(path)  # opened once: its curve, task and optimiser
+            curve, task = read_run(run)
+            optimizer = run.train_config.optimizer
             sources.append({
                 "source": str(path / "metrics.csv"), "curve": curve, "task": task,
                 "task_note": f"from {path / 'config.json'}", "out": path / "fit.json",

@@ -787,16 +787,17 @@ def _jsonable(obj):
 # ---- curves, run directories and forecasts ----------------------------------------------------
 
 
-def read_run(run_dir: str | Path) -> tuple[pd.DataFrame, dict]:
-    """Metrics and task of a run directory, opened with :func:`interp.train.training.load_run`.
+def read_run(run_dir) -> tuple[pd.DataFrame, dict]:
+    """Metrics and task of a run directory (opened with :func:`interp.train.training.load_run`)
+    or of a :class:`~interp.train.training.Run` already open.
 
     Returns:
         ``(metrics, {"L": ..., "N": ..., "B": ...})`` where ``B`` is the evaluation burstiness
         (``TaskConfig.B_eval_effective``).
     """
-    from interp.train.training import load_run
+    from interp.train.training import Run, load_run
 
-    run = load_run(run_dir)
+    run = run_dir if isinstance(run_dir, Run) else load_run(run_dir)
     t = run.task
     return run.metrics, {"L": t.L, "N": t.N, "B": int(t.B_eval_effective)}
 
