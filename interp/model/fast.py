@@ -128,8 +128,16 @@ class _Inputs:
             in_range = positions < P
             self.in_range = None if bool(in_range.all()) else in_range[..., None].to(tokens.dtype)
             self.pos_idx = positions.clamp(max=P - 1)
-            pos = F.one_hot(self.pos_idx, P).to(tokens.dtype)
-            self.u = torch.cat([tokens, pos if self.in_range is None else pos * self.in_range], -1)
+            # [tokens ; one_hot(position)], written in place: no int64 one-hot and no
+            # concatenation to allocate and copy at every step.
+            b, n, D = tokens.shape
+            u = tokens.new_zeros(b, n, D + P)
+            u[..., :D] = tokens
+            index = (self.pos_idx + D)[..., None]
+            if self.in_range is None:
+                self.u = u.scatter_(-1, index, 1.0)
+            else:
+                self.u = u.scatter_(-1, index, self.in_range)
         else:
             self.u = model.positional.combine(tokens, model.positional(positions))
 
@@ -232,10 +240,14 @@ def query_row_one_head(
         q = q + b_Q[:, None]
     w = q.bmm(W_K.transpose(1, 2))  # [S, b, d]
     wv = w.bmm(W_VO.transpose(1, 2))  # W_VO w
-    uw_c = u @ torch.stack([w, wv], dim=-1).view(S * b, d, 2)  # [S*b, n, 2]: u.w, u.(W_VO w)
-    s2 = uw_c[..., 0] + (a1 @ uw_c[..., 1:])[..., 0]
+    # [S*b, 2, d] @ [S*b, d, n]: u.w and u.(W_VO w) as two rows. The same product as
+    # u @ [w, wv] ([S*b, n, 2]), but MKL's batched GEMM runs this layout ~5x faster at these
+    # sizes, forward and backward (benchmarks/bench_train.py, docs in the README's speed section).
+    uw = torch.stack([w, wv], dim=2).view(S * b, 2, d) @ u.transpose(1, 2)  # [S*b, 2, n]
+    s2 = uw[:, 0] + (a1 * uw[:, 1, None, :]).sum(-1)  # + a1 @ (u W_VO w), elementwise
     a2 = torch.softmax(_scaled(s2, scale, -1), dim=-1)[:, None]  # [S*b, 1, n]
-    m = torch.cat([a2, a2 @ a1], dim=1) @ u  # [S*b, 2, d]: a2 u and (a2 a1) u
+    a2a1 = (a2.transpose(1, 2) * a1).sum(1, keepdim=True)  # a2 @ a1, elementwise: [S*b, 1, n]
+    m = torch.cat([a2, a2a1], dim=1) @ u  # [S*b, 2, d]: a2 u and (a2 a1) u
     return m[:, 0].view(S, b, d) + m[:, 1].view(S, b, d).bmm(W_VO), a2
 
 

@@ -47,6 +47,7 @@ from interp.io.rundir import (
     load_run,
 )
 from interp.model.fast import fast_logits, supports_fast_path
+from interp.train.allocator import retain_freed_memory
 from interp.model.interventions import intervention_hooks
 from interp.model.network import InductionNet, ModelConfig
 from interp.train.train_config import TrainConfig, checkpoint_schedule, derive_seed
@@ -344,6 +345,7 @@ class _RunState:
         # Everything is checked: only now is anything written.
         if cfg.num_threads:
             torch.set_num_threads(cfg.num_threads)
+        retain_freed_memory()  # reuse freed step tensors instead of page-faulting them anew
         self.device = device = torch.device(cfg.device)
         self.extra_metrics = extra_metrics
         self.out = Path(out_dir) if out_dir is not None else None
