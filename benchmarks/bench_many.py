@@ -104,6 +104,17 @@ def processes(n_procs: int, n_models: int, threads: int, steps: int, rounds: int
     return sum(statistics.median(r) for r in results)
 
 
+def device_stack_rates(
+    device: str, steps: int, rounds: int, stacks: tuple[int, ...] = (8, 64, 256)
+) -> dict[int, float]:
+    """Median model-steps/s of one model and of each stack size on ``device``: the GPU rows. The
+    tests run it on ``"cpu"`` (there one model takes the fast path; on a GPU a stack of one)."""
+    rates = {1: statistics.median(_timed_steps(1, device, steps * 5, rounds))}
+    for S in stacks:
+        rates[S] = statistics.median(_timed_steps(S, device, steps, rounds))
+    return rates
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true", help="fewer steps (about two minutes)")
@@ -125,11 +136,13 @@ def main() -> None:
     for name, rate in rows.items():
         print(f"{name:34s} {rate:8.1f}   x{rate / base:.2f}")
     if torch.cuda.is_available():
-        single = statistics.median(_timed_steps(1, "cuda", steps * 5, rounds))
-        print(f"GPU ({torch.cuda.get_device_name()}): stack 1: {single:.1f} model-steps/s")
-        for S in (8, 64, 256):
-            rate = statistics.median(_timed_steps(S, "cuda", steps, rounds))
-            print(f"GPU stack {S:4d}: {rate:10.1f} model-steps/s   x{rate / single:.1f}")
+        rates = device_stack_rates("cuda", steps, rounds)
+        print(f"GPU ({torch.cuda.get_device_name()}): stack 1: {rates[1]:.1f} model-steps/s")
+        for S, rate in rates.items():
+            if S > 1:
+                print(f"GPU stack {S:4d}: {rate:10.1f} model-steps/s   x{rate / rates[1]:.1f}")
+    else:
+        print("GPU: none here (the GPU rows are pending a machine with CUDA)")
     best = max(rows, key=rows.get)
     print(f"best CPU arrangement: {best}: x{rows[best] / base:.2f} the single-model process")
 

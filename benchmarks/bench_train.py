@@ -14,16 +14,34 @@ that limit. The script also prints the FLOPs the fast path performs and the rate
 
 Each is timed in alternating rounds and reported as the median steps/s. The FLOP limit is the
 useful FLOPs of one step (forward + backward of what the loss depends on) divided by this machine's
-measured fp32 matmul throughput at the same thread count. The last line reads ``fast/plain: R``.
+measured fp32 matmul throughput at the same thread count.
 
-Usage: python benchmarks/bench_train.py [--quick] [--threads 2]
+Then the per-phase breakdown of a training step as the training loop runs it (fresh batch, fast
+forward, backward, the author's weight decay and the optimiser step, and the evaluation with its
+progress measures, spread over ``eval_every`` = 500 steps), each variant in a fresh process, in
+alternating rounds, medians per phase:
+
+- ``this``: this checkout, as ``induction-cliff train`` runs it;
+- ``this, glibc malloc defaults``: the same with :mod:`interp.train.allocator` switched off;
+- ``baseline`` (with ``--baseline PATH``): another checkout of the toolkit, e.g. a ``git
+  worktree`` of an older commit, imported from ``PATH``.
+
+The evaluation share is also given for ``paper-fig1d`` (B = 2, whose measures read more rows).
+The last line reads ``fast/plain: R``.
+
+Usage: python benchmarks/bench_train.py [--quick] [--threads 2] [--baseline PATH]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import statistics
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import torch
 import torch.nn.functional as F
@@ -96,11 +114,98 @@ def matmul_flops_per_s(threads: int, n: int = 1024, repeats: int = 10) -> float:
     return 2 * n**3 / statistics.median(times)
 
 
+PHASES = ("sample", "forward", "backward", "optimiser", "evaluation")
+
+
+def measure_phases(threads: int, steps: int) -> dict:
+    """Milliseconds per training step in each phase (medians over ``steps`` steps), as the training
+    loop does them, in this process; and the evaluation's share of training time for paper-fig3
+    and paper-fig1d. Imports the toolkit from wherever ``sys.path`` finds it (``--baseline``)."""
+    from interp.analysis.evaluation import evaluate
+    from interp.train import training
+
+    try:
+        from interp.train.allocator import retain_freed_memory
+    except ImportError:  # an older checkout
+        allocator = "absent"
+    else:
+        allocator = "on" if retain_freed_memory() else "off"
+    torch.set_num_threads(threads)
+    out: dict = {"allocator": allocator}
+    for preset in ("paper-fig3", "paper-fig1d"):
+        p = get_preset(preset)
+        task, cfg = p.task, p.train
+        gen = TaskGenerator(task, 0)
+        stream = torch.Generator().manual_seed(0)
+        model = InductionNet(ModelConfig.from_task(task), seed=0)
+        opt = training._make_optimizer([w for w in model.parameters() if w.requires_grad], cfg)
+        times: dict[str, list[float]] = {k: [] for k in PHASES[:-1]}
+        for i in range(steps + 10):
+            t0 = time.perf_counter()
+            batch = gen.sample(cfg.batch_size, stream)
+            t1 = time.perf_counter()
+            loss = F.cross_entropy(fast_logits(model, batch.tokens, batch.positions), batch.target)
+            t2 = time.perf_counter()
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            t3 = time.perf_counter()
+            training._shrink_weights(opt, cfg)
+            opt.step()
+            loss.item()
+            t4 = time.perf_counter()
+            if i >= 10:  # warm-up
+                for k, dt in zip(PHASES, (t1 - t0, t2 - t1, t3 - t2, t4 - t3)):
+                    times[k].append(dt)
+        eval_sets = gen.eval_sets(1)
+        evals = []
+        for _ in range(3):
+            t0 = time.perf_counter()
+            evaluate(model, eval_sets)
+            evals.append(time.perf_counter() - t0)
+        ms = {k: 1e3 * statistics.median(v) for k, v in times.items()}
+        ms["evaluation"] = 1e3 * statistics.median(evals) / cfg.eval_every
+        out[preset] = ms
+    return out
+
+
+def phase_rounds(trees: dict[str, tuple[Path, dict]], threads: int, steps: int, rounds: int):
+    """Run :func:`measure_phases` for each variant in a fresh process, alternating; medians."""
+    got: dict[str, list[dict]] = {name: [] for name in trees}
+    for _ in range(rounds):
+        for name, (tree, env) in trees.items():
+            done = subprocess.run(
+                [sys.executable, __file__, "--phases-json", str(steps), "--threads", str(threads)],
+                env={**os.environ, **env, "PYTHONPATH": str(tree)},
+                capture_output=True,
+                text=True,
+            )
+            if done.returncode != 0:
+                sys.exit(f"bench_train: the phase run of {name} failed:\n{done.stderr[-2000:]}")
+            got[name].append(json.loads(done.stdout.strip().splitlines()[-1]))
+    return {
+        name: {
+            "allocator": runs[0]["allocator"],
+            **{
+                preset: {k: statistics.median(r[preset][k] for r in runs) for k in PHASES}
+                for preset in ("paper-fig3", "paper-fig1d")
+            },
+        }
+        for name, runs in got.items()
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--quick", action="store_true", help="fewer rounds (under two minutes)")
+    parser.add_argument("--quick", action="store_true", help="fewer rounds (about two minutes)")
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--baseline", type=Path, default=None, help="another checkout to compare")
+    parser.add_argument("--phases-json", type=int, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.phases_json is not None:  # one phase run, in its own process (phase_rounds)
+        print(json.dumps(measure_phases(args.threads, args.phases_json)))
+        return
+    if args.baseline is not None and not (args.baseline / "interp" / "model" / "fast.py").is_file():
+        sys.exit(f"bench_train: --baseline {args.baseline} is not a checkout of this toolkit")
     torch.set_num_threads(args.threads)
     task = get_preset("paper-fig3").task
     gen = TaskGenerator(task, 0)
@@ -160,6 +265,35 @@ def main() -> None:
         "matmul throughput"
     )
     print(f"hooked/plain: {med['hooked'] / med['plain']:.2f}")
+
+    root = Path(__file__).resolve().parents[1]
+    variants = {
+        "this": (root, {}),
+        "this, glibc malloc defaults": (root, {"INDUCTION_CLIFF_MALLOC": "default"}),
+    }
+    if args.baseline is not None:
+        variants["baseline"] = (args.baseline.resolve(), {})
+    steps, n_rounds = (100, 3) if args.quick else (300, 5)
+    phases = phase_rounds(variants, args.threads, steps, n_rounds)
+    print(
+        f"phases of a training step, ms/step (fresh process each, {n_rounds} alternating rounds "
+        f"of {steps} steps, medians; evaluation spread over eval_every = 500):"
+    )
+    for name, got in phases.items():
+        ms = got["paper-fig3"]
+        total = sum(ms.values())
+        parts = " | ".join(f"{k} {ms[k]:.2f}" for k in PHASES)
+        eval_b2 = got["paper-fig1d"]
+        share_b2 = eval_b2["evaluation"] / sum(eval_b2[k] for k in PHASES[:-1])
+        print(
+            f"  {name} (allocator {got['allocator']}): {parts} | total {total:.2f} "
+            f"({1e3 / total:.1f} steps/s); evaluation {ms['evaluation'] / (total - ms['evaluation']):.1%} "
+            f"of training (B=1), {share_b2:.1%} (paper-fig1d, B=2)"
+        )
+    if args.baseline is not None:
+        this = sum(phases["this"]["paper-fig3"].values())
+        base = sum(phases["baseline"]["paper-fig3"].values())
+        print(f"step this/baseline: {base / this:.2f}")
     print(f"fast/plain: {med['fast'] / med['plain']:.2f}")
 
 

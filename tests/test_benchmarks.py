@@ -1,0 +1,55 @@
+"""The benchmarks' logic that this machine cannot time for real: the GPU rows of bench_many (run
+here on the CPU) and the bad-input lines of bench_protocol."""
+
+import importlib.util
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import torch
+
+BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+def _load(name):
+    spec = importlib.util.spec_from_file_location(name, BENCH / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_gpu_rows_run_on_the_cpu_with_one_model_and_a_stack():
+    torch.set_num_threads(1)
+    many = _load("bench_many")
+    rates = many.device_stack_rates("cpu", steps=2, rounds=1, stacks=(3,))
+    assert list(rates) == [1, 3]
+    assert all(math.isfinite(r) and r > 0 for r in rates.values())
+
+
+def test_the_stacked_benchmark_step_moves_every_models_weights(monkeypatch):
+    many = _load("bench_many")
+    setup = many._setup(3, "cpu")
+    stack = setup[3]
+    before = [p.detach().clone() for p in stack.parameters()]
+    monkeypatch.setattr(many, "_setup", lambda n, device: setup)
+    many._timed_steps(3, "cpu", steps=1, rounds=1)
+    for p, b in zip(stack.parameters(), before):
+        if p.ndim and p.shape[0] == 3 and p.requires_grad:  # one slice per model
+            assert all(not torch.equal(p[i], b[i]) for i in range(3))
+
+
+def test_protocol_bad_input_is_one_line_before_any_run(tmp_path):
+    for args, field in (
+        (["--steps", "0"], "--steps"),
+        (["--quick", "--steps", "5"], "--quick or --steps"),
+        (["--quick", "--baseline", str(tmp_path)], "--baseline"),
+    ):
+        done = subprocess.run(
+            [sys.executable, str(BENCH / "bench_protocol.py"), *args],
+            capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        assert done.returncode == 1
+        lines = done.stderr.strip().splitlines()
+        assert len(lines) == 1 and field in lines[0] and "bench_protocol" in lines[0]
+    assert list(tmp_path.iterdir()) == []
