@@ -248,6 +248,27 @@ def _pool_run_job(job: list[SweepPoint], out: str, threads: int) -> list[dict]:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
+def _sigterm_raises_interrupt(signum, frame):
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second one does not cut the shutdown short
+    raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def _sigterm_as_ctrl_c():
+    """While the pool runs, SIGTERM to the parent (what ``kill``, ``timeout`` and schedulers send)
+    stops the sweep as Ctrl-C does: the workers save their points' state and exit. Without it the
+    parent died alone and its workers trained on, orphaned. Only in the main thread."""
+    try:
+        previous = signal.signal(signal.SIGTERM, _sigterm_raises_interrupt)
+    except ValueError:  # not the main thread: signals keep their usual meaning
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def _future_results(future, job: list[SweepPoint], out: Path) -> list[dict]:
     try:
         return future.result()
@@ -267,9 +288,14 @@ def run_process(
     """Train the jobs (lists of points, see :func:`stack_jobs`) in a pool of ``workers`` spawned processes, ``threads`` torch threads each.
 
     Returns:
-        Whether Ctrl-C (in the terminal, or SIGINT to this process) stopped the sweep: running
-        points saved their state, points not started were cancelled.
+        Whether Ctrl-C (in the terminal, or SIGINT to this process) or SIGTERM to this process
+        stopped the sweep: running points saved their state, points not started were cancelled.
     """
+    with _sigterm_as_ctrl_c():
+        return _run_pool(todo, out, workers, threads, on_result)
+
+
+def _run_pool(todo, out: Path, workers: int, threads: int, on_result: OnResult) -> bool:
     ctx = multiprocessing.get_context("spawn")
     stop, pids = ctx.Event(), ctx.Queue()
     executor = ProcessPoolExecutor(

@@ -372,6 +372,33 @@ def test_8_sigterm_saves_and_resume_is_exact(tmp_path):
     pd.testing.assert_frame_equal(resumed, full)
 
 
+# 8b. SIGTERM to a sweep's parent stops its workers too: each point saves its state, and none
+# trains on orphaned after the parent has gone.
+def test_8b_sigterm_to_a_sweep_stops_its_workers(tmp_path):
+    out = tmp_path / "sweep"
+    args = ["--set", "steps=100000", "--set", "eval_every=50", "--set", "n_eval=64"]
+    proc = cli(
+        "sweep", "--preset", "tiny", "--seeds", "0-1", "--workers", "2", *args,
+        "--no-figures", "--out", str(out),
+    )  # fmt: skip
+    metrics = [out / f"seed={s}" / "metrics.csv" for s in (0, 1)]
+
+    def evaluated(path):
+        return path.exists() and len(read_metrics(path).frame) >= 2
+
+    wait_for(lambda: all(evaluated(m) for m in metrics), what="two evaluations of each seed")
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    assert "interrupted: every running point saved its state" in err and "Traceback" not in err
+    sizes = [m.stat().st_size for m in metrics]
+    time.sleep(3)  # an orphaned worker evaluates every ~0.1 s at these settings
+    assert [m.stat().st_size for m in metrics] == sizes
+    for s in (0, 1):
+        state = checkpoints.load_resume(out / f"seed={s}" / "checkpoints" / "resume.pt")
+        assert 0 < state["step"] < 100000
+
+
 # 9. Extending a run writes the new length into config.json.
 def test_9_extending_a_run_updates_config(interrupted, tmp_path, capsys):
     run = copy_run(interrupted[0] / "full", tmp_path / "run")
