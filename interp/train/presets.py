@@ -184,6 +184,75 @@ def _quanta_preset() -> Preset:
     )
 
 
+def _encoding_presets() -> list[Preset]:
+    """The positional-encoding and attention-scaling experiments (issue 15; the README has their
+    measured runs).
+
+    ``pe-rope-bias``: does RoPE form the previous-token head once its attention has a content-free
+    positional term? Plain RoPE, RoPE with query/key biases, RoPE with a residual dimension that is
+    1 at every token (the control: the same term through a constant input), and both. On the demo
+    task with the demo's optimiser (the setting of the README's measured runs), and ``-sgd``: the
+    paper's plain SGD at lr 0.03.
+
+    ``pe-attn-scale``: does a log-n attention scale keep the query row's attention at longer
+    contexts close to its training-length attention? Unscaled (the paper), 1/sqrt(d_head) and
+    log_{N_train}(n) scaling, for one-hot, learned and CoPE positions, trained at N = 8 with a
+    positional table for N_max = 64 (``evaluate --n-pairs 8,16,32,64``).
+    """
+    demo_task = TaskConfig(K=256, L=32, N=8, B=1, eps=0.1, alpha=0.0, p_B=1.0, p_C=0.8, n_eval=1024)
+    rope = dict(positional="rope", d_head=64)
+    rope_grid = {"qk_bias": (False, True), "rope_constant_dim": (False, True)}
+    rope_what = (
+        "RoPE (d_head 64) with and without q/k biases and a constant residual dimension, on the "
+        "demo task (not a paper figure; the paper uses one-hot positions)"
+    )
+    return [
+        Preset(
+            name="pe-rope-bias",
+            task=demo_task,
+            model=rope,
+            train=dataclasses.replace(DEMO_TRAIN, steps=12000),
+            grid=rope_grid,
+            seeds=(0, 1),
+            note=(
+                f"{rope_what}. DEVIATION: Adam lr 2e-4 for 12000 steps (paper: SGD lr 0.01 for "
+                "1e5), 1024 sequences per evaluation set; seeds 0-1."
+            ),
+        ),
+        Preset(
+            name="pe-rope-bias-sgd",
+            task=demo_task,
+            model=rope,
+            train=dataclasses.replace(PAPER_TRAIN, lr=0.03, steps=30000),
+            grid=rope_grid,
+            seeds=(0, 1),
+            note=(
+                f"{rope_what}. Plain SGD, batch 128. DEVIATION: lr 0.03 for 30000 steps (paper: lr "
+                "0.01 for 1e5; about 9e4 lr-0.01 steps), 1024 sequences per evaluation set; "
+                "seeds 0-1."
+            ),
+        ),
+        Preset(
+            name="pe-attn-scale",
+            task=TaskConfig(
+                K=512, L=32, N=8, N_max=64, B=2, eps=0.1, alpha=0.0, p_B=1.0, p_C=0.8
+            ),
+            train=dataclasses.replace(
+                PAPER_TRAIN, optimizer="adam", lr=2e-4, steps=8000, eval_every=200
+            ),
+            grid={"positional": ("onehot", "learned", "cope"), "attn_scale": ("none", "sqrt", "log_n")},
+            seeds=(0, 1, 2),
+            note=(
+                "Attention scale (none: the paper; sqrt: 1/sqrt(d_head); log_n: log_{N_train}(n)) "
+                "x positions (one-hot: the paper; learned; CoPE) on the paper-fig1d task with "
+                "p_C=0.8 (a GUESS, as in paper-fig1d), positional table for N_max=64; evaluate "
+                "at N=8..64 with `induction-cliff evaluate RUN --n-pairs 8,16,32,64`. DEVIATION: "
+                "Adam lr 2e-4 for 8000 steps (paper: SGD lr 0.01 for 1e5); seeds 0-2."
+            ),
+        ),
+    ]
+
+
 PRESETS: dict[str, Preset] = {
     p.name: p
     for p in [
@@ -232,6 +301,7 @@ PRESETS: dict[str, Preset] = {
         ),
         *_fig2_presets(),
         _quanta_preset(),
+        *_encoding_presets(),
     ]
 }
 

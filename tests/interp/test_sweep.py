@@ -11,6 +11,7 @@ import pytest
 
 from interp.cli import main
 from interp.train import sweep
+from interp.train.presets import get_preset
 from interp.train.sweep import SweepDirectoryError, SweepSpec, run_sweep
 from interp.train.training import TrainingDiverged, train
 from interp.viz import export
@@ -428,3 +429,24 @@ def test_cli_sweep_then_summary(tmp_path, capsys):
     assert main(["sweep", "--out", str(out), "--no-figures"]) == 0
     assert main(["sweep", "--preset", "tiny", "--grid", "B=1,3", "--out", str(tmp_path / "x")]) == 2
     assert "B=3 is invalid" in capsys.readouterr().err
+
+
+def test_encoding_presets_cover_the_controls_and_label_their_deviations():
+    # pe-rope-bias: plain RoPE, + q/k bias, + constant dimension, both; two seeds each
+    for name in ("pe-rope-bias", "pe-rope-bias-sgd"):
+        points = SweepSpec.from_preset(name).points()
+        assert len(points) == 8
+        arms = {(p.model.qk_bias, p.model.positional_config.constant_dim) for p in points}
+        assert arms == {(False, False), (False, True), (True, False), (True, True)}
+        assert {p.model.positional for p in points} == {"rope"}
+        assert "DEVIATION" in get_preset(name).note
+    assert {p.train.optimizer for p in SweepSpec.from_preset("pe-rope-bias-sgd").points()} == {
+        "sgd"
+    }
+    # pe-attn-scale: 3 encodings x 3 scales x 3 seeds, a table long enough for N = 64
+    points = SweepSpec.from_preset("pe-attn-scale").points()
+    assert len(points) == 27
+    assert {(p.model.positional, p.model.attn_scale) for p in points} == {
+        (pe, s) for pe in ("onehot", "learned", "cope") for s in ("none", "sqrt", "log_n")
+    }
+    assert all(p.task.N == 8 and p.task.N_max == 64 for p in points)
