@@ -7,7 +7,8 @@ On a run directory (default ``runs/demo``; train it with ``induction-cliff train
   update; batch of the LLC settings), the floor any SGLD step costs;
 - the seconds of one LLC estimate (:func:`interp.analysis.llc.estimate_llc`, devinterp's SGLD with its MALA
   acceptance callback) on the last checkpoint at the given settings, and per SGLD step;
-- the projected cost of the whole run: seconds per checkpoint times its checkpoints.
+- the projected cost of the whole run: seconds per checkpoint times its checkpoints, and (with
+  ``--threads 1``) divided among the one-thread workers ``induction-cliff llc`` starts by default.
 
 The last lines read ``seconds per checkpoint: S`` and ``whole run (N checkpoints): T s``.
 
@@ -83,6 +84,14 @@ def main() -> None:
     print(f"LLC {est.llc_mean:.4g} ± {est.llc_std:.2g}; warning: {est.warning or 'none'}")
     print(f"seconds per checkpoint: {est.seconds:.1f}")
     print(f"whole run ({n_ckpt} checkpoints): {est.seconds * n_ckpt:.0f} s")
+    if args.threads == 1:
+        import os
+
+        cpus = os.cpu_count() or 1
+        print(
+            f"projected for `induction-cliff llc` with its default {cpus} one-thread worker(s): "
+            f"{est.seconds * n_ckpt / cpus:.0f} s (measure it: `time induction-cliff llc RUN_DIR`)"
+        )
 
 
 if __name__ == "__main__":

@@ -567,6 +567,21 @@ def _cmd_sweep_summary(args) -> int:
 
 def _cmd_llc(args) -> int:
     import logging
+
+    # The library logs each flagged estimate; the command prints it once, as a "warning:" line.
+    # (No propagation to the "interp" handler; the null handler keeps logging's last resort quiet.)
+    llc_log = logging.getLogger("interp.analysis.llc")
+    quiet = logging.NullHandler()
+    propagate, llc_log.propagate = llc_log.propagate, False
+    llc_log.addHandler(quiet)
+    try:
+        return _llc_command(args)
+    finally:
+        llc_log.propagate = propagate
+        llc_log.removeHandler(quiet)
+
+
+def _llc_command(args) -> int:
     import math
 
     from interp.analysis.llc import (
@@ -589,14 +604,17 @@ def _cmd_llc(args) -> int:
     except RunDirectoryError as err:
         print(f"error: RUN_DIR: {err}", file=sys.stderr)
         return 2
-    # The library logs each flagged estimate; here they are printed once, as "warning:" lines.
-    logging.getLogger("interp.analysis.llc").addHandler(logging.NullHandler())
     if args.threads is not None:
         if args.threads < 1:
             raise ValueError(f"--threads={args.threads} is invalid: an integer >= 1")
         import torch
 
         torch.set_num_threads(args.threads)
+    if args.workers is not None and args.workers < 1:
+        raise ValueError(f"--workers={args.workers} is invalid: an integer >= 1")
+    # One-thread workers over the checkpoints use the cores best (as in a sweep); --threads alone
+    # asks for one process with that many threads.
+    workers = args.workers or (1 if args.threads is not None else (os.cpu_count() or 1))
     chosen = chosen_from_calibration(args.run_dir) if args.from_calibration else {}
     cfg = LLCConfig(
         epsilon=chosen.get("epsilon", args.epsilon),
@@ -642,7 +660,7 @@ def _cmd_llc(args) -> int:
                 print(f"warning: step {step}: {est.warning}", file=sys.stderr, flush=True)
 
         df = llc_over_checkpoints(
-            args.run_dir, cfg, steps, overwrite=args.overwrite, on_result=report
+            args.run_dir, cfg, steps, overwrite=args.overwrite, on_result=report, workers=workers
         )
     except ImportError as err:
         print(f"error: {err}", file=sys.stderr)
@@ -980,6 +998,12 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("--n-batches", type=int, default=16, help="batches drawn from the task")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads")
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        help="checkpoints estimated at once, one thread each (default: the CPUs; 1 with --threads)",
+    )
     p.add_argument("--overwrite", action="store_true", help="discard an existing llc.csv")
     p.add_argument(
         "--from-calibration",

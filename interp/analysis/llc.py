@@ -485,6 +485,7 @@ def llc_over_checkpoints(
     *,
     overwrite: bool = False,
     on_result: Callable[[int, LLCEstimate | None], None] | None = None,
+    workers: int = 1,
 ) -> pd.DataFrame:
     """Estimate the LLC at checkpoints of a run and record them in ``RUN_DIR/llc.csv``.
 
@@ -499,6 +500,11 @@ def llc_over_checkpoints(
         overwrite: discard an existing ``llc.csv`` (needed to change settings).
         on_result: called after each checkpoint with ``(step, estimate)``, ``None`` for a skipped
             one (the CLI prints progress and warnings from it).
+        workers: checkpoints estimated at once, each in its own spawned process with one torch
+            thread (``1``: in this process, with its threads). Each estimate depends only on its
+            checkpoint and the settings (the batches and every chain are seeded), so the values
+            are those of a one-thread run in this process; results are written as they come,
+            ``llc.csv`` sorted by step.
 
     Returns:
         The whole ``llc.csv`` as a DataFrame.
@@ -530,38 +536,96 @@ def llc_over_checkpoints(
         )
     done = set(existing["step"].astype(int)) if not existing.empty else set()
     rows = existing.to_dict("records") if not existing.empty else []
-    batches = run_batches(run, cfg.batch_size, cfg.n_batches, cfg.seed)
+    if isinstance(workers, bool) or not (isinstance(workers, int) and workers >= 1):
+        raise ValueError(f"workers={workers!r} is invalid: an integer >= 1")
+    todo = []
     for step in steps:
         if step in done:
             if on_result is not None:
                 on_result(step, None)
-            continue
-        model = run.load_model(step)
-        est = estimate_llc(model, batches, network_loss, cfg)
+        elif step not in todo:
+            todo.append(step)
+
+    def record(step: int, est: LLCEstimate) -> None:
         if est.warning:
             logger.warning("LLC at step %d of %s: %s", step, run_dir, est.warning)
-        rows.append(
-            {
-                "step": int(step),
-                "llc_mean": est.llc_mean,
-                "llc_std": est.llc_std,
-                **{f"llc_chain_{i}": v for i, v in enumerate(est.llc_chains)},
-                "init_loss": est.init_loss,
-                "mala_acceptance": est.mala_acceptance,
-                "trace_drift": est.trace_drift,
-                "failed_chains": est.failed_chains,
-                "seconds": round(est.seconds, 3),
-                **_settings_row(cfg),
-                "devinterp_version": version,
-                "warning": est.warning,
-            }
-        )
-        done.add(step)
-        df = pd.DataFrame(rows, columns=llc_columns(cfg.chains))
-        write_llc_csv(path, df)
+        rows.append(_llc_row(step, est, cfg, version))
+        rows.sort(key=lambda r: int(r["step"]))
+        write_llc_csv(path, pd.DataFrame(rows, columns=llc_columns(cfg.chains)))
         if on_result is not None:
             on_result(step, est)
+
+    if workers > 1 and len(todo) > 1:
+        _estimate_in_pool(run_dir, todo, cfg, min(workers, len(todo)), record)
+    else:
+        batches = run_batches(run, cfg.batch_size, cfg.n_batches, cfg.seed)
+        for step in todo:
+            record(step, estimate_llc(run.load_model(step), batches, network_loss, cfg))
     return pd.DataFrame(rows, columns=llc_columns(cfg.chains)).sort_values("step")
+
+
+def _llc_row(step: int, est: LLCEstimate, cfg: LLCConfig, version: str) -> dict:
+    """One row of ``llc.csv``."""
+    return {
+        "step": int(step),
+        "llc_mean": est.llc_mean,
+        "llc_std": est.llc_std,
+        **{f"llc_chain_{i}": v for i, v in enumerate(est.llc_chains)},
+        "init_loss": est.init_loss,
+        "mala_acceptance": est.mala_acceptance,
+        "trace_drift": est.trace_drift,
+        "failed_chains": est.failed_chains,
+        "seconds": round(est.seconds, 3),
+        **_settings_row(cfg),
+        "devinterp_version": version,
+        "warning": est.warning,
+    }
+
+
+def _init_llc_worker(plugins: tuple) -> None:
+    import signal
+
+    from interp.train.plugins import load_plugins
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent stops the pool on Ctrl-C
+    torch.set_num_threads(1)
+    load_plugins(plugins)  # the parent's --plugin modules, for runs that use their encodings
+
+
+def _estimate_at(run_dir: str, step: int, cfg: LLCConfig) -> LLCEstimate:
+    """The LLC at one checkpoint, in a pool worker (the same batches as the parent's)."""
+    from interp.train.training import load_run
+
+    run = load_run(run_dir)
+    batches = run_batches(run, cfg.batch_size, cfg.n_batches, cfg.seed)
+    return estimate_llc(run.load_model(step), batches, network_loss, cfg)
+
+
+def _estimate_in_pool(run_dir, steps: list[int], cfg: LLCConfig, workers: int, record) -> None:
+    """Estimate ``steps`` in ``workers`` spawned one-thread processes; ``record`` each result in
+    this process as it arrives. On Ctrl-C, checkpoints not started are cancelled and running ones
+    dropped (the finished ones are already in ``llc.csv``: run the command again to resume)."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    from interp.train.plugins import loaded_plugins
+
+    pool = ProcessPoolExecutor(
+        max_workers=workers,
+        mp_context=multiprocessing.get_context("spawn"),
+        initializer=_init_llc_worker,
+        initargs=(tuple(loaded_plugins()),),
+    )
+    try:
+        futures = {pool.submit(_estimate_at, str(run_dir), step, cfg): step for step in steps}
+        for future in as_completed(futures):
+            record(futures[future], future.result())
+    except BaseException:
+        pool.shutdown(wait=False, cancel_futures=True)
+        for process in list(getattr(pool, "_processes", {}).values()):
+            process.terminate()  # an interrupted estimate is worth nothing: do not wait for it
+        raise
+    pool.shutdown(wait=True)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -14,6 +14,7 @@ from interp.analysis.llc import (  # noqa: E402
     LLCConfig,
     estimate_llc,
     llc_columns,
+    llc_over_checkpoints,
     parse_steps,
     read_llc_csv,
     write_llc_csv,
@@ -266,6 +267,7 @@ def test_cli_diverging_chains_warn_on_stderr_and_in_csv(tmp_path, run_dir, capsy
     assert main(["llc", str(run), "--steps", "40", *FAST, "--epsilon", "1e3"]) == 0
     err = capsys.readouterr().err
     assert "warning: step 40:" in err and "chains diverged" in err
+    assert err.count("chains diverged") == 1  # once, not again through the library's logger
     row = read_llc_csv(run).iloc[0]
     assert "2 of 2 chains diverged" in row["warning"] and math.isnan(row["llc_mean"])
 
@@ -312,3 +314,34 @@ def test_standard_figures_include_the_llc_figure_only_with_llc_csv(run_dir, tmp_
     (bare / LLC_CSV).unlink()
     names = {p.name for p in write_standard_figures([bare], tmp_path / "without", **kw)}
     assert not any(n.startswith("llc_") for n in names)
+
+
+def test_parallel_workers_give_the_one_thread_values(run_dir, tmp_path):
+    """Two spawned one-thread workers write what one thread in this process writes (every
+    estimate is seeded by its settings alone), sorted by step whatever order they finish in."""
+    import shutil
+
+    copies = []
+    for name in ("serial", "pool"):
+        copies.append(tmp_path / name)
+        shutil.copytree(run_dir, copies[-1])
+        (copies[-1] / LLC_CSV).unlink(missing_ok=True)
+    cfg = LLCConfig(chains=2, draws=10, burnin=0, n_batches=4)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        serial = llc_over_checkpoints(copies[0], cfg, [40, 0, 20], workers=1)
+    finally:
+        torch.set_num_threads(threads)
+    seen = []
+    pooled = llc_over_checkpoints(
+        copies[1], cfg, [40, 0, 20], workers=2, on_result=lambda s, e: seen.append(s)
+    )
+    assert sorted(seen) == [0, 20, 40]
+    assert list(read_llc_csv(copies[1] / LLC_CSV)["step"]) == [0, 20, 40]
+    cols = ["step", "llc_mean", "llc_std", "llc_chain_0", "llc_chain_1", "mala_acceptance"]
+    pd.testing.assert_frame_equal(
+        serial[cols].reset_index(drop=True), pooled[cols].reset_index(drop=True)
+    )
+    with pytest.raises(ValueError, match="workers=0 is invalid"):
+        llc_over_checkpoints(copies[1], cfg, [0], workers=0)
