@@ -31,8 +31,10 @@ TASK = TaskConfig(D=15, K=16, L=8, N=4, N_max=4, B=2, p_C=0.5, n_eval=64)
 
 @pytest.fixture
 def registry():
-    """Restore the measure registry and the loaded plugins after the test."""
+    """Restore the measure registry and the loaded plugins after the test; the test starts with
+    no plugin loaded (one an earlier test loaded would be recorded in its runs' config.json)."""
     saved, loaded = dict(MEASURES), dict(plugins._LOADED)
+    plugins._LOADED.clear()
     yield MEASURES
     MEASURES.clear()
     MEASURES.update(saved)
