@@ -93,7 +93,9 @@ def main() -> None:
             how = f"extrapolated from {lengths[0]} and {lengths[1]} steps"
             what = f"marginal {rate:.1f} model-steps/s, fixed cost {fixed:.1f} s"
         else:
-            how = "measured" if lengths[0] == FULL_STEPS else f"extrapolated from {lengths[0]} steps"
+            how = (
+                "measured" if lengths[0] == FULL_STEPS else f"extrapolated from {lengths[0]} steps"
+            )
             what = f"{rate:.1f} model-steps/s (start-up included)"
         print(
             f"{name}: {what}; the 6 x 1e5 protocol: {full / 60:.1f} min ({how}); "

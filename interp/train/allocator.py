@@ -42,7 +42,10 @@ def retain_freed_memory() -> bool:
     if _done is not None:
         return _done
     _done = False
-    if not sys.platform.startswith("linux") or os.environ.get("INDUCTION_CLIFF_MALLOC") == "default":
+    if (
+        not sys.platform.startswith("linux")
+        or os.environ.get("INDUCTION_CLIFF_MALLOC") == "default"
+    ):
         return False
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")

@@ -234,13 +234,14 @@ def _encoding_presets() -> list[Preset]:
         ),
         Preset(
             name="pe-attn-scale",
-            task=TaskConfig(
-                K=512, L=32, N=8, N_max=64, B=2, eps=0.1, alpha=0.0, p_B=1.0, p_C=0.8
-            ),
+            task=TaskConfig(K=512, L=32, N=8, N_max=64, B=2, eps=0.1, alpha=0.0, p_B=1.0, p_C=0.8),
             train=dataclasses.replace(
                 PAPER_TRAIN, optimizer="adam", lr=2e-4, steps=8000, eval_every=200
             ),
-            grid={"positional": ("onehot", "learned", "cope"), "attn_scale": ("none", "sqrt", "log_n")},
+            grid={
+                "positional": ("onehot", "learned", "cope"),
+                "attn_scale": ("none", "sqrt", "log_n"),
+            },
             seeds=(0, 1, 2),
             note=(
                 "Attention scale (none: the paper; sqrt: 1/sqrt(d_head); log_n: log_{N_train}(n)) "

@@ -47,9 +47,9 @@ from interp.io.rundir import (
     load_run,
 )
 from interp.model.fast import fast_logits, supports_fast_path
-from interp.train.allocator import retain_freed_memory
 from interp.model.interventions import intervention_hooks
 from interp.model.network import InductionNet, ModelConfig
+from interp.train.allocator import retain_freed_memory
 from interp.train.train_config import TrainConfig, checkpoint_schedule, derive_seed
 
 __all__ = [

@@ -66,9 +66,7 @@ def test_one_hot_content_free_scores_are_the_position_position_term(batch):
     pos = batch.positions.double()
 
     def score(t, j):  # p_t^T W_Q W_K^T p_j, averaged over the batch's offsets
-        values = [
-            float(W_Q[D + int(p[t])] @ W_K[D + int(p[j])]) for p in batch.positions
-        ]
+        values = [float(W_Q[D + int(p[t])] @ W_K[D + int(p[j])]) for p in batch.positions]
         return sum(values) / len(values)
 
     assert pos.shape[1] == 2 * TASK.N + 1
@@ -95,8 +93,23 @@ def test_a_key_bias_without_rope_changes_no_term(batch):
 
 def test_measures_command_adds_the_score_terms(tmp_path, capsys):
     out = tmp_path / "run"
-    assert main(["train", "--preset", "tiny", "--set", "steps=20", "--set", "eval_every=10",
-                 "--out", str(out), "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "train",
+                "--preset",
+                "tiny",
+                "--set",
+                "steps=20",
+                "--set",
+                "eval_every=10",
+                "--out",
+                str(out),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     assert main(["measures", str(out), "--n", "64", "--score-terms"]) == 0
     import pandas as pd
 
@@ -109,13 +122,15 @@ def test_measures_command_adds_the_score_terms(tmp_path, capsys):
 def test_rope_constant_dimension_is_a_bias_learned_through_the_weights(batch):
     from interp.train.overrides import build_configs
 
-    _, cfg, _, _ = build_configs("tiny", {"positional": "rope", "d_head": "64",
-                                          "rope_constant_dim": "true"}, seed=0)
+    _, cfg, _, _ = build_configs(
+        "tiny", {"positional": "rope", "d_head": "64", "rope_constant_dim": "true"}, seed=0
+    )
     assert cfg.positional_config.constant_dim is True
     model = _model(positional="rope", d_head=64, positional_config={"constant_dim": True})
     assert model.cfg.d_model == D + 1
-    _, cache = model.run_with_cache(batch.tokens, batch.positions,
-                                    names_filter=["blocks.0.hook_resid_pre"])
+    _, cache = model.run_with_cache(
+        batch.tokens, batch.positions, names_filter=["blocks.0.hook_resid_pre"]
+    )
     resid = cache["blocks.0.hook_resid_pre"]
     assert torch.equal(resid[..., :D], batch.tokens) and bool((resid[..., D] == 1).all())
     # W_Q, W_K reading only the constant: q = k = e_0 at every token, scores cos(i - j)
