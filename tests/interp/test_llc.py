@@ -222,7 +222,8 @@ def run_dir(tmp_path_factory):
     return out
 
 
-FAST = ["--chains", "2", "--draws", "10", "--burnin", "0", "--n-batches", "4"]
+# One worker: the pool (the default on several CPUs) has its own test below, not the CLI tests.
+FAST = ["--chains", "2", "--draws", "10", "--burnin", "0", "--n-batches", "4", "--workers", "1"]
 
 
 def test_cli_writes_resumes_and_refuses_other_settings(run_dir, capsys):
