@@ -93,23 +93,8 @@ def test_a_key_bias_without_rope_changes_no_term(batch):
 
 def test_measures_command_adds_the_score_terms(tmp_path, capsys):
     out = tmp_path / "run"
-    assert (
-        main(
-            [
-                "train",
-                "--preset",
-                "tiny",
-                "--set",
-                "steps=20",
-                "--set",
-                "eval_every=10",
-                "--out",
-                str(out),
-                "--quiet",
-            ]
-        )
-        == 0
-    )
+    argv = ["train", "--preset", "tiny", "--set", "steps=20", "--set", "eval_every=10"]
+    assert main([*argv, "--out", str(out), "--quiet"]) == 0
     assert main(["measures", str(out), "--n", "64", "--score-terms"]) == 0
     import pandas as pd
 
