@@ -576,6 +576,13 @@ def _cmd_llc(args) -> int:
     llc_log.addHandler(quiet)
     try:
         return _llc_command(args)
+    except KeyboardInterrupt:  # Ctrl-C, or SIGTERM while the workers run
+        print(
+            f"interrupted: the finished checkpoints are in {Path(args.run_dir) / 'llc.csv'}; run "
+            "the same command again to go on",
+            file=sys.stderr,
+        )
+        return 130
     finally:
         llc_log.propagate = propagate
         llc_log.removeHandler(quiet)

@@ -605,25 +605,31 @@ def _estimate_in_pool(run_dir, steps: list[int], cfg: LLCConfig, workers: int, r
     """Estimate ``steps`` in ``workers`` spawned one-thread processes; ``record`` each result in
     this process as it arrives. On Ctrl-C, checkpoints not started are cancelled and running ones
     dropped (the finished ones are already in ``llc.csv``: run the command again to resume)."""
+    from interp.train.plugins import loaded_plugins
+    from interp.train.sweep_backends import sigterm_as_ctrl_c
+
+    with sigterm_as_ctrl_c():  # a SIGTERM stops the workers too, as Ctrl-C does
+        _run_llc_pool(run_dir, steps, cfg, workers, record, tuple(loaded_plugins()))
+
+
+def _run_llc_pool(run_dir, steps, cfg, workers, record, plugins) -> None:
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor, as_completed
-
-    from interp.train.plugins import loaded_plugins
 
     pool = ProcessPoolExecutor(
         max_workers=workers,
         mp_context=multiprocessing.get_context("spawn"),
         initializer=_init_llc_worker,
-        initargs=(tuple(loaded_plugins()),),
+        initargs=(plugins,),
     )
     try:
         futures = {pool.submit(_estimate_at, str(run_dir), step, cfg): step for step in steps}
         for future in as_completed(futures):
             record(futures[future], future.result())
     except BaseException:
-        pool.shutdown(wait=False, cancel_futures=True)
-        for process in list(getattr(pool, "_processes", {}).values()):
+        for process in list((getattr(pool, "_processes", None) or {}).values()):
             process.terminate()  # an interrupted estimate is worth nothing: do not wait for it
+        pool.shutdown(wait=True, cancel_futures=True)  # reaps them and closes the queues
         raise
     pool.shutdown(wait=True)
 

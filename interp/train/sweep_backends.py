@@ -254,7 +254,7 @@ def _sigterm_raises_interrupt(signum, frame):
 
 
 @contextlib.contextmanager
-def _sigterm_as_ctrl_c():
+def sigterm_as_ctrl_c():
     """While the pool runs, SIGTERM to the parent (what ``kill``, ``timeout`` and schedulers send)
     stops the sweep as Ctrl-C does: the workers save their points' state and exit. Without it the
     parent died alone and its workers trained on, orphaned. Only in the main thread."""
@@ -291,7 +291,7 @@ def run_process(
         Whether Ctrl-C (in the terminal, or SIGINT to this process) or SIGTERM to this process
         stopped the sweep: running points saved their state, points not started were cancelled.
     """
-    with _sigterm_as_ctrl_c():
+    with sigterm_as_ctrl_c():
         return _run_pool(todo, out, workers, threads, on_result)
 
 
