@@ -255,9 +255,10 @@ def _sigterm_raises_interrupt(signum, frame):
 
 @contextlib.contextmanager
 def sigterm_as_ctrl_c():
-    """While the pool runs, SIGTERM to the parent (what ``kill``, ``timeout`` and schedulers send)
-    stops the sweep as Ctrl-C does: the workers save their points' state and exit. Without it the
-    parent died alone and its workers trained on, orphaned. Only in the main thread."""
+    """While a process pool runs (a sweep's, or ``llc``'s checkpoint workers), SIGTERM to the
+    parent (what ``kill``, ``timeout`` and schedulers send) raises KeyboardInterrupt in it, so that
+    the pool stops as on Ctrl-C: a sweep's workers save their points' state and exit. Without it
+    the parent died alone and its workers ran on, orphaned. Only in the main thread."""
     try:
         previous = signal.signal(signal.SIGTERM, _sigterm_raises_interrupt)
     except ValueError:  # not the main thread: signals keep their usual meaning

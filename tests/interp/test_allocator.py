@@ -61,12 +61,10 @@ def test_the_environment_switch_keeps_glibc_defaults():
 
 
 def test_training_turns_it_on(tmp_path, monkeypatch):
-    from interp.train import allocator
     from interp.train.presets import get_preset
     from interp.train.training import train
 
     calls = []
-    monkeypatch.setattr(allocator, "_done", None)
     monkeypatch.setattr(
         "interp.train.training.retain_freed_memory", lambda: calls.append(1) or True
     )
