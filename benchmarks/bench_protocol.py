@@ -12,8 +12,10 @@ is extrapolated as fixed + 6e5 / rate, labelled as extrapolated.
 ``git worktree`` of an older commit) in alternating rounds and prints ``this/baseline: R``, the
 ratio of the marginal model-steps/s (median over rounds), as its last line.
 
+``--keep DIR`` keeps the full protocol's sweep (six 1e5-step paper-fig3 runs) in ``DIR``.
+
 Usage: python benchmarks/bench_protocol.py [--quick | --steps S] [--rounds R] [--stack N]
-    [--baseline PATH]
+    [--baseline PATH] [--keep DIR]
 """
 
 from __future__ import annotations
@@ -32,13 +34,17 @@ SEEDS = 6
 FULL_STEPS = 100_000
 
 
-def run_slice(tree: Path, steps: int, workers: int, stack: int = 1) -> float:
-    """Wall seconds of six seeds x ``steps`` steps of paper-fig3 with the toolkit at ``tree``."""
+def run_slice(
+    tree: Path, steps: int, workers: int, stack: int = 1, keep: Path | None = None
+) -> float:
+    """Wall seconds of six seeds x ``steps`` steps of paper-fig3 with the toolkit at ``tree``. The
+    sweep goes to a temporary folder, or to ``keep`` (which must not exist yet) to keep its runs."""
     with tempfile.TemporaryDirectory(prefix="bench-protocol-") as tmp:
+        out = keep if keep is not None else Path(tmp) / "sweep"
         cmd = [
             sys.executable, "-m", "interp.cli", "sweep", "--preset", "paper-fig3",
             "--seeds", f"0-{SEEDS - 1}", "--set", f"steps={steps}", "--workers", str(workers),
-            "--no-figures", "--out", str(Path(tmp) / "sweep"),
+            "--no-figures", "--out", str(out),
         ] + (["--stack", str(stack)] if stack > 1 else [])  # fmt: skip
         env = {**os.environ, "HF_HUB_OFFLINE": "1", "WANDB_MODE": "disabled"}
         env["PYTHONPATH"] = str(tree)  # `python -m` also puts the cwd (tree) first
@@ -58,12 +64,20 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--stack", type=int, default=1, help="sweep --stack (seeds per worker)")
     parser.add_argument("--baseline", type=Path, default=None, help="another checkout to compare")
+    parser.add_argument(
+        "--keep", type=Path, default=None, help="keep the sweep's runs here (a new folder; "
+        "one round of the full protocol only): its six curves serve other studies",
+    )  # fmt: skip
     args = parser.parse_args()
     if args.quick and args.steps is not None:
         sys.exit("bench_protocol: give --quick or --steps, not both")
     lengths = (300, 1800) if args.quick else (FULL_STEPS if args.steps is None else args.steps,)
     if min(*lengths, args.rounds, args.workers, args.stack) < 1:
         sys.exit("bench_protocol: --steps, --rounds, --workers and --stack must be >= 1")
+    if args.keep is not None and (args.quick or args.rounds > 1 or args.baseline):
+        sys.exit("bench_protocol: --keep is for one round without --quick or --baseline")
+    if args.keep is not None and args.keep.exists():
+        sys.exit(f"bench_protocol: --keep {args.keep} exists already; name a new folder")
     if args.baseline is not None and not (args.baseline / "interp" / "cli.py").is_file():
         sys.exit(f"bench_protocol: --baseline {args.baseline} is not a checkout of this toolkit")
     trees = {"this": ROOT} | ({"baseline": args.baseline} if args.baseline else {})
@@ -71,7 +85,9 @@ def main() -> None:
     fits: dict[str, list[tuple[float, float]]] = {name: [] for name in trees}
     for r in range(args.rounds):
         for name, tree in trees.items():
-            walls = [run_slice(tree, steps, args.workers, args.stack) for steps in lengths]
+            walls = [
+                run_slice(tree, steps, args.workers, args.stack, args.keep) for steps in lengths
+            ]
             for steps, wall in zip(lengths, walls):
                 print(
                     f"round {r + 1} {name:8s} {steps:6d} steps: {wall:7.1f} s  "
