@@ -11,10 +11,11 @@ the paper's configuration (paper-fig1d task, batch 128, SGD), in one run on one 
 - ``P procs x stack S``: P processes at once, each with ``threads / P`` threads and a stack of S.
 
 On a GPU (when torch sees one), it also reports stacks of 1, 8, 64 and 256 models on the GPU and the
-ratio to the single-model rate. Prints medians over rounds; the last line is the best CPU
+ratio to the single-model rate, with the batches sampled on the CPU in each step (as training does)
+and with batches sampled beforehand (the compute alone); ``--gpu-only`` prints these rows alone. Prints medians over rounds; the last line is the best CPU
 arrangement's ratio to one single-model process using all threads.
 
-Usage: python benchmarks/bench_many.py [--quick] [--threads 2]
+Usage: python benchmarks/bench_many.py [--quick] [--threads 2] [--gpu-only]
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from __future__ import annotations
 import argparse
 import multiprocessing as mp
 import statistics
+import sys
 import time
 
 import torch
@@ -46,15 +48,29 @@ def _setup(n_models: int, device: str):
     return gens, streams, models, stack, opt
 
 
-def _timed_steps(n_models: int, device: str, steps: int, rounds: int) -> list[float]:
-    """Model-steps per second of each round."""
+def _timed_steps(
+    n_models: int, device: str, steps: int, rounds: int, presampled: bool = False
+) -> list[float]:
+    """Model-steps per second of each round. Each step samples fresh batches on the CPU and moves
+    them to ``device``, as training does; with ``presampled``, the steps cycle through four sets of
+    batches sampled (and moved) beforehand, which times the model's compute alone."""
     from interp.model.fast import fast_logits
     from interp.model.stacked import stacked_logits
 
     gens, streams, models, stack, opt = _setup(n_models, device)
 
+    def sample():
+        return [g.sample(128, s).to(device) for g, s in zip(gens, streams)]
+
+    ready = [sample() for _ in range(4)] if presampled else None
+    count = [0]
+
     def step():
-        batches = [g.sample(128, s).to(device) for g, s in zip(gens, streams)]
+        if ready is None:
+            batches = sample()
+        else:
+            batches = ready[count[0] % len(ready)]
+            count[0] += 1
         if stack is None:
             b = batches[0]
             loss = F.cross_entropy(fast_logits(models[0], b.tokens, b.positions), b.target)
@@ -105,22 +121,47 @@ def processes(n_procs: int, n_models: int, threads: int, steps: int, rounds: int
 
 
 def device_stack_rates(
-    device: str, steps: int, rounds: int, stacks: tuple[int, ...] = (8, 64, 256)
+    device: str,
+    steps: int,
+    rounds: int,
+    stacks: tuple[int, ...] = (8, 64, 256),
+    presampled: bool = False,
 ) -> dict[int, float]:
     """Median model-steps/s of one model and of each stack size on ``device``: the GPU rows. The
-    tests run it on ``"cpu"`` (there one model takes the fast path; on a GPU a stack of one)."""
-    rates = {1: statistics.median(_timed_steps(1, device, steps * 5, rounds))}
+    tests run it on ``"cpu"`` (there one model takes the fast path; on a GPU a stack of one).
+    ``presampled``: the model's compute alone (see :func:`_timed_steps`)."""
+    rates = {1: statistics.median(_timed_steps(1, device, steps * 5, rounds, presampled))}
     for S in stacks:
-        rates[S] = statistics.median(_timed_steps(S, device, steps, rounds))
+        rates[S] = statistics.median(_timed_steps(S, device, steps, rounds, presampled))
     return rates
+
+
+def gpu_rows(steps: int, rounds: int) -> None:
+    """Print the GPU rows: each stack size with sampling in the step (as training does) and with
+    presampled batches (the compute alone)."""
+    name = torch.cuda.get_device_name()
+    with_sampling = device_stack_rates("cuda", steps, rounds)
+    compute = device_stack_rates("cuda", steps, rounds, presampled=True)
+    print(f"GPU ({name}), model-steps/s (median): sampling in the step / presampled batches")
+    for S in with_sampling:
+        print(
+            f"GPU stack {S:4d}: {with_sampling[S]:10.1f}   x{with_sampling[S] / with_sampling[1]:6.1f}"
+            f"   | {compute[S]:10.1f}   x{compute[S] / compute[1]:6.1f}"
+        )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true", help="fewer steps (about two minutes)")
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--gpu-only", action="store_true", help="the GPU rows alone")
     args = parser.parse_args()
     steps, rounds = (10, 3) if args.quick else (30, 5)
+    if args.gpu_only:
+        if not torch.cuda.is_available():
+            sys.exit("bench_many: --gpu-only needs a GPU that torch sees; there is none here")
+        gpu_rows(steps, rounds)
+        return
     T = args.threads
     print(f"paper-fig1d, batch 128 per model, SGD; {T} threads in all; model-steps/s (median)")
     rows = {}
@@ -136,11 +177,7 @@ def main() -> None:
     for name, rate in rows.items():
         print(f"{name:34s} {rate:8.1f}   x{rate / base:.2f}")
     if torch.cuda.is_available():
-        rates = device_stack_rates("cuda", steps, rounds)
-        print(f"GPU ({torch.cuda.get_device_name()}): stack 1: {rates[1]:.1f} model-steps/s")
-        for S, rate in rates.items():
-            if S > 1:
-                print(f"GPU stack {S:4d}: {rate:10.1f} model-steps/s   x{rate / rates[1]:.1f}")
+        gpu_rows(steps, rounds)
     else:
         print("GPU: none here (the GPU rows are pending a machine with CUDA)")
     best = max(rows, key=rows.get)

@@ -14,8 +14,11 @@ ratio of the marginal model-steps/s (median over rounds), as its last line.
 
 ``--keep DIR`` keeps the full protocol's sweep (six 1e5-step paper-fig3 runs) in ``DIR``.
 
+``--device cuda`` trains on the GPU (``--set device=cuda``), for example with ``--workers 1
+--stack 6``.
+
 Usage: python benchmarks/bench_protocol.py [--quick | --steps S] [--rounds R] [--stack N]
-    [--baseline PATH] [--keep DIR]
+    [--baseline PATH] [--keep DIR] [--device DEVICE]
 """
 
 from __future__ import annotations
@@ -35,7 +38,12 @@ FULL_STEPS = 100_000
 
 
 def run_slice(
-    tree: Path, steps: int, workers: int, stack: int = 1, keep: Path | None = None
+    tree: Path,
+    steps: int,
+    workers: int,
+    stack: int = 1,
+    keep: Path | None = None,
+    device: str = "cpu",
 ) -> float:
     """Wall seconds of six seeds x ``steps`` steps of paper-fig3 with the toolkit at ``tree``. The
     sweep goes to a temporary folder, or to ``keep`` (which must not exist yet) to keep its runs."""
@@ -45,9 +53,12 @@ def run_slice(
             sys.executable, "-m", "interp.cli", "sweep", "--preset", "paper-fig3",
             "--seeds", f"0-{SEEDS - 1}", "--set", f"steps={steps}", "--workers", str(workers),
             "--no-figures", "--out", str(out),
-        ] + (["--stack", str(stack)] if stack > 1 else [])  # fmt: skip
+        ] + (["--stack", str(stack)] if stack > 1 else []) + (
+            ["--set", f"device={device}"] if device != "cpu" else []
+        )  # fmt: skip
         env = {**os.environ, "HF_HUB_OFFLINE": "1", "WANDB_MODE": "disabled"}
-        env["PYTHONPATH"] = str(tree)  # `python -m` also puts the cwd (tree) first
+        # `python -m` also puts the cwd (tree) first; packages on PYTHONPATH stay reachable
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(tree), os.environ.get("PYTHONPATH")]))
         t0 = time.perf_counter()
         done = subprocess.run(cmd, cwd=tree, env=env, capture_output=True, text=True)
         wall = time.perf_counter() - t0
@@ -86,7 +97,8 @@ def main() -> None:
     for r in range(args.rounds):
         for name, tree in trees.items():
             walls = [
-                run_slice(tree, steps, args.workers, args.stack, args.keep) for steps in lengths
+                run_slice(tree, steps, args.workers, args.stack, args.keep, args.device)
+                for steps in lengths
             ]
             for steps, wall in zip(lengths, walls):
                 print(
@@ -100,7 +112,8 @@ def main() -> None:
             else:
                 fits[name].append((0.0, SEEDS * lengths[0] / walls[0]))
     stacked = f", --stack {args.stack}" if args.stack > 1 else ""
-    print(f"{SEEDS} seeds of paper-fig3, {args.workers} one-thread workers{stacked}")
+    on = f", on {args.device}" if args.device != "cpu" else ""
+    print(f"{SEEDS} seeds of paper-fig3, {args.workers} one-thread workers{stacked}{on}")
     for name in trees:
         fixed = statistics.median(f for f, _ in fits[name])
         rate = statistics.median(r for _, r in fits[name])

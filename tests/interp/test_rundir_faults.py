@@ -520,6 +520,12 @@ def test_cuda_without_cuda_fails_before_writing(tmp_path, capsys):
     assert main(["train", "--preset", "tiny", "--set", "device=cuda", "--out", str(out)]) == 2
     assert "no CUDA device" in one_error_line(capsys)
     assert not out.exists()
+    # A sweep refuses it too, before its folder or any point exists (not one failure per point).
+    sweep = tmp_path / "sweep"
+    argv = ["sweep", "--preset", "tiny", "--seeds", "0-2", "--set", "device=cuda", "--out"]
+    assert main([*argv, str(sweep)]) == 2
+    assert "no CUDA device" in one_error_line(capsys)
+    assert not sweep.exists()
 
 
 def test_grid_with_an_empty_value_is_refused(tmp_path, capsys):

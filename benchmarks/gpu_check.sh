@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Issue 18's GPU checks, in one call on a machine with CUDA and PyTorch (and no network):
+#
+#   bash benchmarks/gpu_check.sh          # logs under $OUT (default /tmp/gpu-check)
+#
+# 1. equality: the fast path, the hooked model and a stack of seeds on the GPU against the hooked
+#    model on the CPU (benchmarks/gpu_equality.py);
+# 2. bench_many's GPU rows: stacks of 1/8/64/256 models, with sampling in the step and presampled;
+# 3. one paper-fig3 run of 2000 steps trained on the GPU with `train` (timed, metrics kept);
+# 4. the protocol on the GPU: bench_protocol --quick with all six seeds stacked in one worker
+#    (slices of 300 and 1800 steps, extrapolated to 6 x 1e5 and labelled so).
+# Python packages the machine lacks (transformer-lens and the few it imports that are not there)
+# travel as wheels in .whl/ (see the device notes in the README); they are installed to /tmp/site.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-/tmp/gpu-check}
+mkdir -p "$OUT"
+if compgen -G ".whl/*.whl" >/dev/null; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+    --target /tmp/site .whl/*.whl || { echo "gpu_check: installing .whl/ failed"; exit 1; }
+  export PYTHONPATH=/tmp/site
+fi
+export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" HF_HUB_OFFLINE=1 WANDB_MODE=disabled
+export PYTHONUNBUFFERED=1
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv \
+  2>&1 | tee "$OUT/gpu.txt"
+python3 -c "import torch, interp.model.network as n; print('torch', torch.__version__, \
+torch.cuda.get_device_name(), 'cpus', __import__('os').cpu_count())" 2>&1 | tee -a "$OUT/gpu.txt" \
+  || { echo "gpu_check: the toolkit does not import here"; exit 1; }
+
+status=0
+step() {  # step NAME SECONDS COMMAND...: run it with a time limit, log it, remember a failure
+  local name=$1 limit=$2
+  shift 2
+  echo "== $name"
+  local t0=$SECONDS
+  timeout "$limit" "$@" 2>&1 | tee "$OUT/$name.txt"
+  local rc=${PIPESTATUS[0]}
+  echo "== $name: exit $rc, $((SECONDS - t0)) s" | tee -a "$OUT/summary.txt"
+  [ "$rc" = 0 ] || status=1
+}
+step equality 180 python3 benchmarks/gpu_equality.py
+step bench_many 300 python3 benchmarks/bench_many.py --gpu-only --quick
+step train 150 python3 -m interp.cli train --preset paper-fig3 --set device=cuda --set steps=2000 \
+  --quiet --out /tmp/gpu-check-train
+cp /tmp/gpu-check-train/metrics.csv "$OUT/train_metrics.csv" 2>/dev/null
+step protocol 300 python3 benchmarks/bench_protocol.py --quick --workers 1 --stack 6 --device cuda
+cat "$OUT/summary.txt"
+exit $status
