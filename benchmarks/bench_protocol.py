@@ -75,6 +75,7 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--stack", type=int, default=1, help="sweep --stack (seeds per worker)")
     parser.add_argument("--baseline", type=Path, default=None, help="another checkout to compare")
+    parser.add_argument("--device", default="cpu", help="train on this torch device (cuda)")
     parser.add_argument(
         "--keep", type=Path, default=None, help="keep the sweep's runs here (a new folder; "
         "one round of the full protocol only): its six curves serve other studies",

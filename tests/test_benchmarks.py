@@ -27,6 +27,23 @@ def test_gpu_rows_run_on_the_cpu_with_one_model_and_a_stack():
     assert all(math.isfinite(r) and r > 0 for r in rates.values())
 
 
+def test_presampled_gpu_rows_run_on_the_cpu_and_say_no_gpu_in_one_line():
+    torch.set_num_threads(1)
+    many = _load("bench_many")
+    rates = many.device_stack_rates("cpu", steps=2, rounds=1, stacks=(2,), presampled=True)
+    assert list(rates) == [1, 2]
+    assert all(math.isfinite(r) and r > 0 for r in rates.values())
+    if not torch.cuda.is_available():
+        done = subprocess.run(
+            [sys.executable, str(BENCH / "bench_many.py"), "--gpu-only"],
+            capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        assert done.returncode == 1
+        assert done.stderr.strip().splitlines() == [
+            "bench_many: --gpu-only needs a GPU that torch sees; there is none here"
+        ]
+
+
 def test_the_stacked_benchmark_step_moves_every_models_weights(monkeypatch):
     many = _load("bench_many")
     setup = many._setup(3, "cpu")
@@ -44,6 +61,8 @@ def test_protocol_bad_input_is_one_line_before_any_run(tmp_path):
         (["--steps", "0"], "--steps"),
         (["--quick", "--steps", "5"], "--quick or --steps"),
         (["--quick", "--baseline", str(tmp_path)], "--baseline"),
+        (["--quick", "--keep", str(tmp_path / "kept")], "--keep"),
+        (["--steps", "10", "--keep", str(tmp_path)], "--keep"),  # exists already
     ):
         done = subprocess.run(
             [sys.executable, str(BENCH / "bench_protocol.py"), *args],
