@@ -12,8 +12,9 @@ the paper's configuration (paper-fig1d task, batch 128, SGD), in one run on one 
 
 On a GPU (when torch sees one), it also reports stacks of 1, 8, 64 and 256 models on the GPU and the
 ratio to the single-model rate, with the batches sampled on the CPU in each step (as training does)
-and with batches sampled beforehand (the compute alone); ``--gpu-only`` prints these rows alone. Prints medians over rounds; the last line is the best CPU
-arrangement's ratio to one single-model process using all threads.
+and with batches sampled beforehand (the compute alone); ``--gpu-only`` prints these rows alone.
+Prints medians over rounds; the last line is the best CPU arrangement's ratio to one single-model
+process using all threads.
 
 Usage: python benchmarks/bench_many.py [--quick] [--threads 2] [--gpu-only]
 """

@@ -677,10 +677,10 @@ def run_sweep(
     out = Path(out_dir)
     points = spec.points()  # validates every point before any work
     if backend != "ray":  # a Ray cluster's workers may have a device this driver lacks
-        from interp.train.training import _check_device
+        from interp.train.training import check_device
 
         for device in sorted({p.train.device for p in points}):
-            _check_device(next(p.train for p in points if p.train.device == device))
+            check_device(next(p.train for p in points if p.train.device == device))
     if out.exists() and not out.is_dir():
         raise SweepDirectoryError(f"{out} exists and is not a directory")
     if out.is_dir() and not (out / MANIFEST).exists():

@@ -292,7 +292,8 @@ def _stack_optimizer_states(states: list[dict]) -> dict:
     }
 
 
-def _check_device(cfg: TrainConfig) -> None:
+def check_device(cfg: TrainConfig) -> None:
+    """A one-line ValueError when ``cfg.device`` names a device torch does not have here."""
     device = torch.device(cfg.device)
     if device.type == "cuda" and not torch.cuda.is_available():
         raise ValueError(
@@ -341,7 +342,7 @@ class _RunState:
                 f"model_config.n_positions={model_config.n_positions} is too small for sequences "
                 f"of {task.seq_len} tokens"
             )
-        _check_device(cfg)
+        check_device(cfg)
         # Everything is checked: only now is anything written.
         if cfg.num_threads:
             torch.set_num_threads(cfg.num_threads)
