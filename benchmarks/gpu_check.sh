@@ -10,7 +10,8 @@
 # 4. the protocol on the GPU: bench_protocol --quick with all six seeds stacked in one worker
 #    (slices of 300 and 1800 steps, extrapolated to 6 x 1e5 and labelled so).
 # Python packages the machine lacks (transformer-lens and the few it imports that are not there)
-# travel as wheels in .whl/ (see the device notes in the README); they are installed to /tmp/site.
+# travel as wheels in .whl/ (benchmarks/results/gpu-h200-2026-11-30/README.md says how to get
+# them); they are installed to /tmp/site.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/gpu-check}

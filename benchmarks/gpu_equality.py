@@ -60,13 +60,13 @@ def main(device: str = "cuda") -> int:
     ref, ref_grads = _logits_and_grads(
         ref_model, lambda m: m(b0.tokens.double(), b0.positions), b0.target
     )
-    cuda = torch.device(device)
-    tokens, positions = b0.tokens.double().to(cuda), b0.positions.to(cuda)
+    dev = torch.device(device)
+    tokens, positions = b0.tokens.double().to(dev), b0.positions.to(dev)
     for name, fn in (
         ("hooked model", lambda m: m(tokens, positions)),
         ("fast path", lambda m: fast_logits(m, tokens, positions)),
     ):
-        model = InductionNet(cfg, seed=0).double().to(cuda)
+        model = InductionNet(cfg, seed=0).double().to(dev)
         logits, grads = _logits_and_grads(model, fn, b0.target)
         err = max([_rel(logits, ref)] + [_rel(grads[n], ref_grads[n]) for n in ref_grads])
         report(
@@ -74,10 +74,10 @@ def main(device: str = "cuda") -> int:
         )
 
     # A stack of three seeds on the GPU against three hooked models on the CPU.
-    stack = ModelStack([InductionNet(cfg, seed=s).double().to(cuda) for s in range(3)])
-    st_tokens = torch.stack([b.tokens.double() for b in batches]).to(cuda)
-    st_positions = torch.stack([b.positions for b in batches]).to(cuda)
-    targets = torch.stack([b.target for b in batches]).to(cuda)
+    stack = ModelStack([InductionNet(cfg, seed=s).double().to(dev) for s in range(3)])
+    st_tokens = torch.stack([b.tokens.double() for b in batches]).to(dev)
+    st_positions = torch.stack([b.positions for b in batches]).to(dev)
+    targets = torch.stack([b.target for b in batches]).to(dev)
     logits = stacked_logits(stack, st_tokens, st_positions)
     F.cross_entropy(logits.flatten(0, 1), targets.flatten(), reduction="none").view(3, -1).mean(
         1
@@ -95,8 +95,8 @@ def main(device: str = "cuda") -> int:
     # float32 on the GPU, as training runs there, against the float64 reference.
     for tf32 in (False, True) if device == "cuda" else (False,):
         torch.backends.cuda.matmul.allow_tf32 = tf32
-        model = InductionNet(cfg, seed=0).to(cuda)
-        logits = fast_logits(model, b0.tokens.to(cuda), positions)
+        model = InductionNet(cfg, seed=0).to(dev)
+        logits = fast_logits(model, b0.tokens.to(dev), positions)
         label = "TF32 matmuls" if tf32 else "TF32 off"
         report(
             f"float32 {device} fast path ({label}) vs float64 CPU logits", _rel(logits, ref), 1e-2
