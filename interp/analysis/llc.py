@@ -30,6 +30,7 @@ zarr output) and dropped the calibration analyzer and the MALA acceptance callba
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 import logging
@@ -555,12 +556,14 @@ def llc_over_checkpoints(
         if on_result is not None:
             on_result(step, est)
 
+    # Every checkpoint is read before any estimate: a damaged one fails now, with llc.csv as it was.
+    models = {step: run.load_model(step) for step in todo}
     if workers > 1 and len(todo) > 1:
         _estimate_in_pool(run_dir, todo, cfg, min(workers, len(todo)), record)
     else:
         batches = run_batches(run, cfg.batch_size, cfg.n_batches, cfg.seed)
         for step in todo:
-            record(step, estimate_llc(run.load_model(step), batches, network_loss, cfg))
+            record(step, estimate_llc(models.pop(step), batches, network_loss, cfg))
     return pd.DataFrame(rows, columns=llc_columns(cfg.chains)).sort_values("step")
 
 
@@ -592,12 +595,18 @@ def _init_llc_worker(plugins: tuple) -> None:
     load_plugins(plugins)  # the parent's --plugin modules, for runs that use their encodings
 
 
-def _estimate_at(run_dir: str, step: int, cfg: LLCConfig) -> LLCEstimate:
-    """The LLC at one checkpoint, in a pool worker (the same batches as the parent's)."""
+@functools.lru_cache(maxsize=1)
+def _worker_run_and_batches(run_dir: str, batch_size: int, n_batches: int, seed: int):
+    """A pool worker's run and LLC batches, made once per worker process (the parent's batches)."""
     from interp.train.training import load_run
 
     run = load_run(run_dir)
-    batches = run_batches(run, cfg.batch_size, cfg.n_batches, cfg.seed)
+    return run, run_batches(run, batch_size, n_batches, seed)
+
+
+def _estimate_at(run_dir: str, step: int, cfg: LLCConfig) -> LLCEstimate:
+    """The LLC at one checkpoint, in a pool worker."""
+    run, batches = _worker_run_and_batches(run_dir, cfg.batch_size, cfg.n_batches, cfg.seed)
     return estimate_llc(run.load_model(step), batches, network_loss, cfg)
 
 

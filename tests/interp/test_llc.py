@@ -346,3 +346,24 @@ def test_parallel_workers_give_the_one_thread_values(run_dir, tmp_path):
     )
     with pytest.raises(ValueError, match="workers=0 is invalid"):
         llc_over_checkpoints(copies[1], cfg, [0], workers=0)
+
+
+def test_a_damaged_checkpoint_fails_before_any_estimate(run_dir, tmp_path):
+    """With workers or without, an unreadable checkpoint among those asked for stops the command
+    before any estimate: an existing llc.csv is left byte for byte (even with overwrite)."""
+    import shutil
+
+    from interp.io.checkpoints import CheckpointError
+
+    run = tmp_path / "run"
+    shutil.copytree(run_dir, run)
+    (run / LLC_CSV).unlink(missing_ok=True)
+    cfg = LLCConfig(chains=2, draws=10, burnin=0, n_batches=4)
+    llc_over_checkpoints(run, cfg, [0], workers=1)
+    before = (run / LLC_CSV).read_bytes()
+    ckpt = next((run / "checkpoints").glob("step_*20.safetensors"))
+    ckpt.write_bytes(ckpt.read_bytes()[:100])
+    for workers in (1, 2):
+        with pytest.raises(CheckpointError, match="truncated or corrupted"):
+            llc_over_checkpoints(run, cfg, [40, 20], workers=workers, overwrite=True)
+        assert (run / LLC_CSV).read_bytes() == before
