@@ -19,6 +19,7 @@ Usage: python benchmarks/bench_llc.py [RUN_DIR] [--threads 1] [--chains 4] [--dr
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import time
 
@@ -85,8 +86,6 @@ def main() -> None:
     print(f"seconds per checkpoint: {est.seconds:.1f}")
     print(f"whole run ({n_ckpt} checkpoints): {est.seconds * n_ckpt:.0f} s")
     if args.threads == 1:
-        import os
-
         cpus = os.cpu_count() or 1
         print(
             f"projected for `induction-cliff llc` with its default {cpus} one-thread worker(s): "

@@ -22,6 +22,7 @@ Usage: python benchmarks/bench_many.py [--quick] [--threads 2] [--gpu-only]
 from __future__ import annotations
 
 import argparse
+import itertools
 import multiprocessing as mp
 import statistics
 import sys
@@ -63,15 +64,10 @@ def _timed_steps(
     def sample():
         return [g.sample(128, s).to(device) for g, s in zip(gens, streams)]
 
-    ready = [sample() for _ in range(4)] if presampled else None
-    count = [0]
+    ready = itertools.cycle([sample() for _ in range(4)]) if presampled else None
 
     def step():
-        if ready is None:
-            batches = sample()
-        else:
-            batches = ready[count[0] % len(ready)]
-            count[0] += 1
+        batches = sample() if ready is None else next(ready)
         if stack is None:
             b = batches[0]
             loss = F.cross_entropy(fast_logits(models[0], b.tokens, b.positions), b.target)

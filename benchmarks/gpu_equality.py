@@ -13,6 +13,7 @@ on the CPU (for trying the script where there is no GPU).
 
 from __future__ import annotations
 
+import argparse
 import sys
 
 import torch
@@ -106,4 +107,6 @@ def main(device: str = "cuda") -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[2] if sys.argv[1:2] == ["--device"] else "cuda"))
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
+    sys.exit(main(parser.parse_args().device))

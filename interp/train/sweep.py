@@ -679,8 +679,8 @@ def run_sweep(
     if backend != "ray":  # a Ray cluster's workers may have a device this driver lacks
         from interp.train.training import check_device
 
-        for device in sorted({p.train.device for p in points}):
-            check_device(next(p.train for p in points if p.train.device == device))
+        for train in {p.train.device: p.train for p in points}.values():  # one per device
+            check_device(train)
     if out.exists() and not out.is_dir():
         raise SweepDirectoryError(f"{out} exists and is not a directory")
     if out.is_dir() and not (out / MANIFEST).exists():
