@@ -9,12 +9,14 @@ the 80% interval contains the observed step.
 
     python benchmarks/forecast_validation.py RUN_DIR_OR_SWEEP... [--csv per_run.csv]
     python benchmarks/forecast_validation.py DEV_RUNS... --calibrate   # measure CALIBRATION
+    python benchmarks/forecast_validation.py RUNS... --method progress [--calibrate]
 
 ``--calibrate`` prints the ratios ``observed / raw`` of the uncalibrated fit and their median,
 min and max, the numbers :data:`phenomenology.forecast.CALIBRATIONS` holds for the runs'
 optimiser (measure them on development runs only, never on the runs you validate on; give runs
 of one optimiser). Without ``--calibrate`` each run is forecast with its own optimiser's
-calibration. A folder that is not a run directory is searched for run directories (a sweep). Runs
+calibration. ``--method progress`` validates (or calibrates) the progress forecaster of
+:mod:`phenomenology.progress` (:data:`PROGRESS_CALIBRATIONS`) instead of the template fit. A folder that is not a run directory is searched for run directories (a sweep). Runs
 are only read.
 """
 
@@ -50,11 +52,14 @@ def run_dirs(paths: list[str]) -> list[Path]:
     return out
 
 
-def evaluate(run: Path, calibration=None) -> tuple[list[dict], str | None]:
+def evaluate(
+    run: Path, calibration=None, method: str = "template"
+) -> tuple[list[dict], str | None]:
     """Rows (one per cut-off) for one run, or ``([], why it is skipped)``."""
     from interp.io.rundir import RunDirectoryError, read_metrics
     from phenomenology.fit import _clean, observed_transition
     from phenomenology.forecast import forecast_curve
+    from phenomenology.progress import PROGRESS_COLUMN, progress_forecast
 
     # The config is read as plain JSON (only train.steps and the task's L, N, B, B_eval), so runs
     # written by a newer format version of the toolkit can be validated too.
@@ -69,6 +74,10 @@ def evaluate(run: Path, calibration=None) -> tuple[list[dict], str | None]:
         return [], f"unreadable: {str(err).splitlines()[0] if str(err) else type(err).__name__}"
     if "ic_loss" not in m.columns or m["ic_loss"].dropna().empty:
         return [], "no ic_loss"
+    if method == "progress" and (
+        PROGRESS_COLUMN not in m.columns or m[PROGRESS_COLUMN].dropna().empty
+    ):
+        return [], f"no {PROGRESS_COLUMN}"
     if int(m["step"].max()) != steps:
         return [], f"unfinished (step {int(m['step'].max())} of {steps})"
     df = _clean(m, ["ic_loss"])
@@ -81,8 +90,14 @@ def evaluate(run: Path, calibration=None) -> tuple[list[dict], str | None]:
         cut = start + f * (onset - start)
         part = df[df["step"] <= cut]
         t0 = time.perf_counter()
-        fc = forecast_curve(part["step"], part["ic_loss"], task=task, calibration=calibration,
-                            check_plateau=False, optimizer=optimizer)  # fmt: skip
+        if method == "progress":
+            p = _clean(m, [PROGRESS_COLUMN])
+            p = p[p["step"] <= cut]
+            fc = progress_forecast(p["step"], p[PROGRESS_COLUMN], optimizer=optimizer,
+                                   calibration=calibration)  # fmt: skip
+        else:
+            fc = forecast_curve(part["step"], part["ic_loss"], task=task, calibration=calibration,
+                                check_plateau=False, optimizer=optimizer)  # fmt: skip
         rows.append({
             "run": str(run), "fraction": f, "cutoff": float(part["step"].iloc[-1]),
             "observed": actual, "forecast": fc.step, "low": fc.low, "high": fc.high,
@@ -115,11 +130,20 @@ def main() -> None:
     p.add_argument("paths", nargs="+", help="run directories or sweep folders")
     p.add_argument("--csv", default=None, help="also write the per-run rows here")
     p.add_argument("--calibrate", action="store_true", help="print the lead-time ratios")
+    p.add_argument(
+        "--method",
+        choices=("template", "progress"),
+        default="template",
+        help="the template fit of the IC loss (phenomenology.forecast) or the growth of TILA2 "
+        "(phenomenology.progress)",
+    )
     args = p.parse_args()
     rows = []
     for run in run_dirs(args.paths):
         got, why = evaluate(
-            run, calibration={"k": 1, "k_low": 1, "k_high": 1} if args.calibrate else None
+            run,
+            calibration={"k": 1, "k_low": 1, "k_high": 1} if args.calibrate else None,
+            method=args.method,
         )
         if why:
             print(f"skipped {run}: {why}")

@@ -189,7 +189,7 @@ def _fit_sources(args, options: dict) -> list[dict]:
     """Every PATH of ``fit`` opened and checked (curve, task, where to write) before any fit."""
     import pandas as pd
 
-    from phenomenology.fit import PAPER_TASK, check_curve, read_run
+    from phenomenology.fit import PAPER_TASK, check_curve, check_forecast_method, read_run
 
     task_set = parse_overrides(args.set or [])
     for key in task_set:
@@ -249,6 +249,10 @@ def _fit_sources(args, options: dict) -> list[dict]:
             column=args.column, target=args.target, aux=tuple(args.aux or ()),
             options=options,
             source=sources[-1]["source"],
+        )  # fmt: skip
+        check_forecast_method(
+            sources[-1]["curve"], method=args.method, progress_column=args.progress_column,
+            optimizer=sources[-1]["optimizer"], source=sources[-1]["source"],
         )  # fmt: skip
     return sources
 
@@ -314,6 +318,7 @@ def _cmd_fit(args) -> int:
             src["curve"], task=src["task"], model=args.model, column=args.column,
             target=args.target, aux=tuple(args.aux or ()), until=until, fraction=fraction,
             options=options, n_boot=n_boot, source=src["source"], optimizer=src["optimizer"],
+            method=args.method, progress_column=args.progress_column,
         )  # fmt: skip
         if src["run_dir"] is not None:
             result["run_dir"] = src["run_dir"]
@@ -321,7 +326,7 @@ def _cmd_fit(args) -> int:
         _print_fit(result, src)
         print(f"wrote {src['out']}")
         if args.figure:
-            _write_forecast_figure(args.figure, src, result)
+            _write_forecast_figure(args, src, result)
     return 0
 
 
@@ -345,7 +350,7 @@ def _check_figure_args(args, until, fraction) -> None:
         raise ValueError(f"--figure {args.figure}: .{fmt} needs chromium; .html works without it")
 
 
-def _write_forecast_figure(path: str, src: dict, result: dict) -> None:
+def _write_forecast_figure(args, src: dict, result: dict) -> None:
     from interp.viz.export import export_figure
     from phenomenology.forecast import forecast_figure
 
@@ -354,8 +359,9 @@ def _write_forecast_figure(path: str, src: dict, result: dict) -> None:
         curve, task=src["task"], until=result["until_step"],
         observed_step=result["observed"]["transition_step"], note=src["source"],
         optimizer=src["optimizer"],
+        method=result.get("forecast_from", "template"), progress_column=args.progress_column,
     )  # fmt: skip
-    out = Path(path)
+    out = Path(args.figure)
     written = export_figure(fig, out.with_suffix(""), (out.suffix.lstrip(".").lower(),), csv=False)
     print(f"wrote {written[0]}")
 
@@ -870,6 +876,20 @@ def make_parser() -> argparse.ArgumentParser:
         default=None,
         help="for a CSV: the optimiser that trained it, which picks the forecast's calibration "
         "(default sgd, the paper's; a run directory's comes from its config)",
+    )
+    p.add_argument(
+        "--method",
+        choices=("auto", "template", "progress"),
+        default="auto",
+        help="how a plateau is forecast: progress (the growth of the induction head's attention, "
+        "--progress-column; plain SGD only), template (the calibrated nested-logit template fit of "
+        "the loss curve) or auto (progress where it can forecast, else template; default)",
+    )
+    p.add_argument(
+        "--progress-column",
+        default="tila2",
+        metavar="COLUMN",
+        help="the progress measure of --method progress/auto (default tila2)",
     )
     p.add_argument(
         "--figure",

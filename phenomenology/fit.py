@@ -873,6 +873,38 @@ def plateau_problem(steps, values, *, direction: str, window: float = 0.1, tol: 
     )
 
 
+FORECAST_METHODS = ("auto", "template", "progress")
+
+
+def check_forecast_method(curve: pd.DataFrame, *, method: str, progress_column: str,
+                          optimizer: str | None, source: str = "curve") -> None:  # fmt: skip
+    """Checks ``--method`` and ``--progress-column`` against a curve, before any work.
+
+    Raises:
+        ValueError: one line: an unknown method; ``progress`` with no such column, one that holds
+            no numbers, or an optimiser the progress forecast has no calibration for.
+    """
+    from phenomenology.progress import PROGRESS_CALIBRATIONS
+
+    if method not in FORECAST_METHODS:
+        raise ValueError(f"--method={method!r} is invalid: allowed values are {FORECAST_METHODS}")
+    if method != "progress":
+        return
+    if progress_column not in curve.columns:
+        cols = [x for x in curve.columns if x != "step"]
+        raise ValueError(
+            f"{source}: --method progress reads column {progress_column!r}, which does not exist "
+            f"(columns: {cols}); name it with --progress-column"
+        )
+    if not pd.api.types.is_numeric_dtype(curve[progress_column]):
+        raise ValueError(f"{source}: column {progress_column!r} holds values that are not numbers")
+    if (optimizer or "sgd") not in PROGRESS_CALIBRATIONS:
+        raise ValueError(
+            f"{source}: --method progress is calibrated for {sorted(PROGRESS_CALIBRATIONS)} only, "
+            f"not optimizer={optimizer!r}; use --method template"
+        )
+
+
 def check_curve(
     curve: pd.DataFrame,
     *,
@@ -933,6 +965,8 @@ def fit_curve(
     source: str = "curve",
     estimator_options: Mapping[str, Any] | None = None,
     optimizer: str | None = None,
+    method: str = "auto",
+    progress_column: str = "tila2",
 ) -> dict:
     """Fits a registered model to a curve table and forecasts its transition.
 
@@ -953,6 +987,11 @@ def fit_curve(
             ``n_starts``, ``max_nfev``).
         optimizer: the optimiser that trained the curve (``sgd``, the default, or ``adam``): it
             picks the forecast's calibration (:data:`phenomenology.forecast.CALIBRATIONS`).
+        method: how an IC-loss plateau is forecast: ``template`` (the calibrated template fit of
+            :mod:`phenomenology.forecast`), ``progress`` (the growth of ``progress_column``,
+            :mod:`phenomenology.progress`; the curve must have that column and the optimiser a
+            progress calibration) or ``auto`` (progress where it can forecast, else template).
+        progress_column: the progress measure's column (default ``tila2``).
 
     Returns:
         JSON-ready dict: :meth:`DynamicsFit.summary` plus ``column``, ``options``,
@@ -970,6 +1009,8 @@ def fit_curve(
                 options=options, source=source)  # fmt: skip
     if until is not None and fraction is not None:
         raise ValueError("give --until or --fraction, not both")
+    check_forecast_method(curve, method=method, progress_column=progress_column,
+                          optimizer=optimizer, source=source)  # fmt: skip
     if fraction is not None and not 0 < fraction <= 1:
         raise ValueError(f"--fraction must be in (0, 1], got {fraction!r}")
     target = target or column
@@ -1012,29 +1053,54 @@ def fit_curve(
     if problem is None and model == NestedLogitModel.name and target == "ic_loss":
         from interp.analysis.transition import find_transition
         from phenomenology.forecast import forecast_curve
+        from phenomenology.progress import progress_forecast
 
         y_seen = part[target].to_numpy(dtype=float)
         if not find_transition(steps, y_seen, method="cliff", direction="falling").transitioned:
-            # Only the plateau is seen: the calibrated template forecast (phenomenology.forecast),
-            # which corrects the plain fit's early bias; a curve with its jump is just fitted.
-            calibrated = forecast_curve(
-                steps, y_seen, task=task, check_plateau=False, optimizer=optimizer
-            )
+            # Only the plateau is seen: a calibrated forecast, from the progress measure's
+            # growth (phenomenology.progress) or the template fit (phenomenology.forecast), which
+            # corrects the plain fit's early bias; a curve with its jump is just fitted.
+            progress_why = None
+            if method in ("auto", "progress") and progress_column in curve.columns:
+                seen = _clean(curve, [progress_column])
+                seen = seen[seen["step"] <= steps[-1]]
+                calibrated = progress_forecast(
+                    seen["step"], seen[progress_column], optimizer=optimizer
+                )
+                progress_why = None if calibrated.ok else calibrated.reason
+            if method == "template" or (method == "auto" and not (calibrated and calibrated.ok)):
+                calibrated = forecast_curve(
+                    steps, y_seen, task=task, check_plateau=False, optimizer=optimizer
+                )
     if calibrated is not None and calibrated.ok:
         out["forecast"] = "ok"
         out["forecast_transition_step"] = calibrated.step
         out["forecast_interval"] = [calibrated.low, calibrated.high]
-        out["forecast_method"] = (
-            "calibrated template fit (phenomenology.forecast): raw "
-            f"{calibrated.raw_step:.0f} x the {optimizer or 'sgd'} calibration; interval "
-            "split-conformal on development runs"
-        )
+        out["forecast_from"] = calibrated.detail.get("method", "template")
+        if out["forecast_from"] == "progress":
+            out["forecast_method"] = (
+                f"calibrated progress forecast (phenomenology.progress): {progress_column} "
+                f"excess reaches its threshold at {calibrated.raw_step:.0f}, x the "
+                f"{optimizer or 'sgd'} calibration; interval from development runs"
+            )
+        else:
+            out["forecast_method"] = (
+                "calibrated template fit (phenomenology.forecast): raw "
+                f"{calibrated.raw_step:.0f} x the {optimizer or 'sgd'} calibration; interval "
+                "split-conformal on development runs"
+                + (f" (progress forecast: {progress_why})" if progress_why else "")
+            )
         out["forecast_calibration"] = optimizer or "sgd"
+    elif method == "progress" and calibrated is not None:  # asked for, and it cannot
+        problem = calibrated.reason.removeprefix("cannot forecast: ")
+    if calibrated is not None and calibrated.ok:
+        pass  # written above
     elif problem is None:
         out["forecast"] = "ok"
         out["forecast_transition_step"] = est.transition_step_
         out["forecast_interval"] = list(est.transition_interval_)
         out["forecast_method"] = f"the fitted model's transition; interval: {est.interval_method_}"
+        out["forecast_from"] = "fitted model"
     else:
         out["forecast"] = f"cannot forecast: {problem}"
         out["forecast_transition_step"] = None

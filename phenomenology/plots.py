@@ -272,6 +272,7 @@ def plot_forecast(
     column: str = "ic_loss",
     title: str = "Forecast of the transition",
     note: str | None = None,
+    progress: Mapping | None = None,
 ) -> go.Figure:
     """The curve seen so far, a fan of forecast continuations, the 80% interval on the step axis
     and, where the run went on, what it did.
@@ -280,43 +281,74 @@ def plot_forecast(
         seen: the rows the forecast saw (``step`` and ``column``).
         forecast: ``{"step", "low", "high"}`` (the forecast and its 80% interval).
         fan_steps, fan: continuation curves ``[k, len(fan_steps)]``
-            (:func:`phenomenology.forecast.continuations`).
+            (:func:`phenomenology.forecast.continuations`; may be empty).
         later: the rows after the cut-off, when the run went on (drawn as the observed
             continuation).
         observed_step: the transition seen on the whole curve.
         column: the curve's column.
         title, note: figure title and a note under it.
+        progress: for a forecast from a progress measure, a second panel below:
+            ``{"column", "steps", "excess", "later_steps", "later_excess", "line_steps",
+            "line", "threshold"}`` (the relative excess seen and after, the fitted exponential,
+            the threshold it is read at).
     """
     if "step" not in seen.columns or column not in seen.columns:
         raise ValueError(f"seen needs the columns 'step' and {column!r}")
-    fan = np.atleast_2d(np.asarray(fan, float))
-    fig = go.Figure()
+    fan = np.asarray(fan, float).reshape(-1, len(fan_steps)) if len(fan_steps) else np.empty((0, 0))
+    rows = 2 if progress is not None else 1
+    fig = make_subplots(rows=rows, cols=1, shared_xaxes=True, vertical_spacing=0.08,
+                        row_heights=[0.6, 0.4][:rows] if rows == 2 else None)  # fmt: skip
     label = METRIC_LABELS.get(column, column)
     for i, curve in enumerate(fan):
         fig.add_trace(go.Scatter(
             x=fan_steps, y=curve, mode="lines", line={"color": FORECAST_COLOR, "width": 1},
             opacity=0.25, name="forecast continuations", legendgroup="fan", showlegend=i == 0,
-        ))  # fmt: skip
+        ), row=1, col=1)  # fmt: skip
     fig.add_trace(go.Scatter(
         x=seen["step"], y=seen[column], mode="markers", name=f"{label}: seen by the forecast",
         marker={"color": METRIC_COLORS.get(column, OKABE_ITO[1]), "size": 5},
-    ))  # fmt: skip
+    ), row=1, col=1)  # fmt: skip
     if later is not None and len(later):
         fig.add_trace(go.Scatter(
             x=later["step"], y=later[column], mode="markers", name=f"{label}: the run went on",
             marker={"color": OBSERVED_COLOR, "size": 4, "symbol": "circle-open"},
-        ))  # fmt: skip
+        ), row=1, col=1)  # fmt: skip
+    if progress is not None:
+        pname = METRIC_LABELS.get(progress["column"], progress["column"])
+        fig.add_trace(go.Scatter(
+            x=progress["steps"], y=progress["excess"], mode="markers",
+            name=f"{pname}: excess over its start, seen",
+            marker={"color": METRIC_COLORS.get(progress["column"], OKABE_ITO[2]), "size": 5},
+        ), row=2, col=1)  # fmt: skip
+        if len(progress.get("later_steps", ())):
+            fig.add_trace(go.Scatter(
+                x=progress["later_steps"], y=progress["later_excess"], mode="markers",
+                name=f"{pname}: the run went on",
+                marker={"color": OBSERVED_COLOR, "size": 4, "symbol": "circle-open"},
+            ), row=2, col=1)  # fmt: skip
+        fig.add_trace(go.Scatter(
+            x=progress["line_steps"], y=progress["line"], mode="lines",
+            line={"color": FORECAST_COLOR, "width": 2}, name="fitted exponential growth",
+        ), row=2, col=1)  # fmt: skip
+        fig.add_hline(y=progress["threshold"], line={"dash": "dot", "color": "#999999"},
+                      row=2, col=1)  # fmt: skip
+        fig.update_yaxes(type="log", title_text=f"{pname} / start - 1", row=2, col=1)
     low, high, step = forecast["low"], forecast["high"], forecast["step"]
-    fig.add_vrect(x0=low, x1=high, fillcolor=FORECAST_COLOR, opacity=0.15, line_width=0,
-                  name=f"80% interval [{low:.0f}, {high:.0f}]", showlegend=True)  # fmt: skip
-    fig.add_vline(x=step, line={"dash": "dash", "color": FORECAST_COLOR, "width": 2},
-                  name=f"forecast {step:.0f}", showlegend=True)  # fmt: skip
-    fig.add_vline(x=float(seen["step"].max()), line={"dash": "solid", "color": "#999999", "width": 1},
-                  name=f"last step seen {float(seen['step'].max()):.0f}", showlegend=True)  # fmt: skip
-    if observed_step is not None and np.isfinite(observed_step):
-        fig.add_vline(x=observed_step, line={"dash": "dot", "color": OBSERVED_COLOR, "width": 2},
-                      name=f"observed {observed_step:.0f}", showlegend=True)  # fmt: skip
-    fig.update_xaxes(title_text="training step", tickformat="~s")
-    fig.update_yaxes(title_text=label)
-    fig.update_layout(title=_title(title, note), width=760, height=440)
+    for r in range(1, rows + 1):
+        first = r == 1
+        fig.add_vrect(x0=low, x1=high, fillcolor=FORECAST_COLOR, opacity=0.15, line_width=0,
+                      name=f"80% interval [{low:.0f}, {high:.0f}]", showlegend=first,
+                      row=r, col=1)  # fmt: skip
+        fig.add_vline(x=step, line={"dash": "dash", "color": FORECAST_COLOR, "width": 2},
+                      name=f"forecast {step:.0f}", showlegend=first, row=r, col=1)  # fmt: skip
+        last = float(seen["step"].max())
+        fig.add_vline(x=last, line={"dash": "solid", "color": "#999999", "width": 1},
+                      name=f"last step seen {last:.0f}", showlegend=first, row=r, col=1)  # fmt: skip
+        if observed_step is not None and np.isfinite(observed_step):
+            fig.add_vline(x=observed_step, line={"dash": "dot", "color": OBSERVED_COLOR, "width": 2},
+                          name=f"observed {observed_step:.0f}", showlegend=first,
+                          row=r, col=1)  # fmt: skip
+    fig.update_xaxes(title_text="training step", tickformat="~s", row=rows, col=1)
+    fig.update_yaxes(title_text=label, row=1, col=1)
+    fig.update_layout(title=_title(title, note), width=760, height=440 if rows == 1 else 640)
     return fig
