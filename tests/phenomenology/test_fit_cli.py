@@ -246,6 +246,7 @@ def test_the_optimizer_picks_the_forecasts_calibration(tmp_path, capsys):
         got[optimizer] = json.loads(out_json.read_text())
     sgd, adam = got[None], got["adam"]
     assert sgd["forecast_calibration"] == "sgd" and adam["forecast_calibration"] == "adam"
+    assert sgd["forecast_from"] == adam["forecast_from"] == "template"  # no tila2 column
     # the same raw forecast, times each optimiser's own factor
     ratio = adam["forecast_transition_step"] / sgd["forecast_transition_step"]
     assert ratio == pytest.approx(CALIBRATIONS["adam"]["k"] / CALIBRATIONS["sgd"]["k"], rel=1e-9)
