@@ -332,7 +332,13 @@ def plot_forecast(
         ), row=2, col=1)  # fmt: skip
         fig.add_hline(y=progress["threshold"], line={"dash": "dot", "color": "#999999"},
                       row=2, col=1)  # fmt: skip
-        fig.update_yaxes(type="log", title_text=f"{pname} / start - 1", row=2, col=1)
+        # (on a log axis an annotation's y is the log10 of the value)
+        fig.add_annotation(text=f"threshold {progress['threshold']:g}", xref="x2 domain", x=0.01,
+                           yref="y2", y=float(np.log10(progress["threshold"])), showarrow=False,
+                           xanchor="left", yanchor="bottom", font={"color": "#666666"})  # fmt: skip
+        fig.update_yaxes(
+            type="log", exponentformat="power", title_text=f"{pname} / start - 1", row=2, col=1
+        )
     low, high, step = forecast["low"], forecast["high"], forecast["step"]
     for r in range(1, rows + 1):
         first = r == 1

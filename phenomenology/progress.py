@@ -56,8 +56,9 @@ WINDOW) * last``)."""
 MIN_EXCESS = 0.15
 """Smallest relative excess (of the fitted line, at the last step seen) forecast from: just under
 the smallest among the development runs' calibration forecasts (0.17). Below it the extrapolation reaches
-farther than any calibrated one and lands early (at step 12000 of a paper-fig3 lr-0.01 run, excess
-0.04: 23.2k against the jump at about 32k), so it is refused (``fit`` then uses the template)."""
+farther than any calibrated one and lands early (at step 12000 of paper-fig3 seed 0 at lr 0.01,
+excess 0.04: 23.2k, against the seed's jump at 32.5k), so it is refused (``fit`` and the live
+forecast then use the template)."""
 
 MIN_FIT_POINTS = 4
 """Fewest points with a positive excess the fit uses (the last ones, when the window holds fewer)."""

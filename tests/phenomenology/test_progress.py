@@ -93,12 +93,17 @@ def _plateau_curve(folder, columns=("ic_loss", "tila2")):
 def test_fit_picks_the_progress_forecast_where_it_can(tmp_path, capsys):
     csv = _plateau_curve(tmp_path)
     k = PROGRESS_CALIBRATIONS["sgd"]["k"]
-    rc, out, err = _fit(capsys, csv, "--set", "B=2", "--n-boot", "0")
+    fig = tmp_path / "forecast.html"
+    rc, out, err = _fit(capsys, csv, "--set", "B=2", "--n-boot", "0", "--until", "18000",
+                        "--figure", fig)  # fmt: skip
     assert rc == 0, err
     got = json.loads(csv.with_name("c.fit.json").read_text())
     assert got["forecast_from"] == "progress"
     assert got["forecast_transition_step"] == pytest.approx(k * CROSS, rel=1e-6)
     assert "progress forecast" in out
+    # the figure has the progress panel: the excess, its fitted growth and the threshold
+    html = fig.read_text()
+    assert "fitted exponential growth" in html and "threshold 0.5" in html
     # --method template: the template forecast of the same loss curve, near the template's cliff
     rc, out, err = _fit(capsys, csv, "--set", "B=2", "--n-boot", "0", "--method", "template")
     assert rc == 0, err
