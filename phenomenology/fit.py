@@ -1131,6 +1131,7 @@ def fit_run(
     out_name: str | None = "fit.json",
     model: str = "nested-logit",
     fraction: float | None = None,
+    method: str = "auto",
     **estimator_kwargs,
 ) -> dict:
     """Fits a registered model (default: the nested-logit model) to a run directory.
@@ -1143,6 +1144,8 @@ def fit_run(
         out_name: file written in ``run_dir`` (None: write nothing), atomically.
         model: a registered model name.
         fraction: fit only the first ``fraction`` of the plateau (see :func:`fit_curve`).
+        method: how a plateau is forecast (see :func:`fit_curve`); the run's own optimiser picks
+            the calibration.
         **estimator_kwargs: model options (the nested-logit model: ``free_floor``, ...) and
             :class:`DynamicsFit` arguments (``aux_weight``, ``n_starts``, ``max_nfev``,
             ``n_boot``, ``random_state``).
@@ -1152,11 +1155,15 @@ def fit_run(
     """
     from interp.io.checkpoints import write_json_atomic
 
-    metrics, task = read_run(run_dir)
+    from interp.train.training import Run, load_run
+
+    run = run_dir if isinstance(run_dir, Run) else load_run(run_dir)
+    metrics, task = read_run(run)
     options, est = _split(estimator_kwargs)
     out = fit_curve(metrics, task=task, model=model, column=target, aux=aux, until=until_step,
                     fraction=fraction, options=options, estimator_options=est,
-                    source=str(Path(run_dir) / "metrics.csv"))  # fmt: skip
+                    source=str(Path(run_dir) / "metrics.csv"),
+                    optimizer=run.train_config.optimizer, method=method)  # fmt: skip
     out["run_dir"] = str(run_dir)
     if out_name is not None:
         write_json_atomic(Path(run_dir) / out_name, out)

@@ -350,6 +350,35 @@ def _fit_and_figure(run, note, *, target, aux, until, observed_step, title):
     return est, fig
 
 
+def _calibrated_forecast(run, note, fraction: float, observed) -> str:
+    """The forecast ``induction-cliff fit RUN --fraction F`` makes (the calibrated progress or
+    template forecast, :func:`phenomenology.fit.fit_curve`), its figure and its error."""
+    from phenomenology.fit import fit_curve, read_run
+    from phenomenology.forecast import forecast_figure
+
+    _, task = read_run(run.path)
+    optimizer = run.train_config.optimizer
+    res = fit_curve(run.metrics, task=task, fraction=fraction, n_boot=0, optimizer=optimizer,
+                    source=str(Path(run.path) / "metrics.csv"))  # fmt: skip
+    if res["forecast"] != "ok":
+        return (
+            f"<p>Forecast from {fraction:.0%} of the plateau: {html.escape(res['forecast'])}.</p>"
+        )
+    step, (low, high) = res["forecast_transition_step"], res["forecast_interval"]
+    error = (step - observed) / observed if observed else float("nan")
+    text = (
+        f"<p>Forecast from {fraction:.0%} of the plateau (steps &le; {res['fitted_until']:.0f}; "
+        f"{html.escape(res['forecast_method'])}): step {_num(step, '.0f')}, 80% interval "
+        f"[{_num(low, '.0f')}, {_num(high, '.0f')}]; observed {_num(observed, '.0f')}; "
+        f"relative error {_num(error, '+.1%')}.</p>"
+    )
+    if res.get("forecast_from") not in ("progress", "template"):
+        return text
+    fig = forecast_figure(run.metrics, task=task, until=res["until_step"], observed_step=observed,
+                          note=note, optimizer=optimizer, method=res["forecast_from"])  # fmt: skip
+    return text + _fig_html(fig)
+
+
 def _fit_section(runs: list, note_of, fraction: float) -> str:
     import json
 
@@ -394,6 +423,9 @@ def _fit_section(runs: list, note_of, fraction: float) -> str:
             )
             if not math.isfinite(cutoff):
                 parts.append("<p>No plateau detected: no forecast.</p>")
+                continue
+            if target == "ic_loss":
+                parts.append(_calibrated_forecast(run, note_of(run), fraction, observed))
                 continue
             fc, fig = _fit_and_figure(
                 run,

@@ -176,8 +176,8 @@ def test_report_of_two_configs_compares_them(tmp_path):
 
 def test_report_fit_section_wires_the_observed_cliff_into_fit_and_forecast(tmp_path, monkeypatch):
     """The fit section (fits stubbed: the slow test below runs them): on a clean IC-loss cliff at
-    step 2000 the observed step handed to both fits is ~2000, and the forecast fit sees only
-    steps before the jump."""
+    step 2000 the observed step handed to the fit and to the calibrated forecast (what ``fit
+    --fraction 0.8`` says) is ~2000."""
     import pandas as pd
     import plotly.graph_objects as go
 
@@ -199,12 +199,18 @@ def test_report_fit_section_wires_the_observed_cliff_into_fit_and_forecast(tmp_p
         calls.append(kw)
         return Fitted(), go.Figure()
 
+    def fake_forecast(run, note, fraction, observed):
+        calls.append({"fraction": fraction, "observed_step": observed})
+        return "<p>the calibrated forecast</p>"
+
     monkeypatch.setattr(report, "_fit_and_figure", fake_fit)
+    monkeypatch.setattr(report, "_calibrated_forecast", fake_forecast)
     section = report._fit_section([load_run(d)], lambda run: None, 0.8)
     assert len(calls) == 2, section
-    assert calls[0]["observed_step"] == pytest.approx(2000, rel=0.05)
-    assert calls[0]["until"] is None and 0 < calls[1]["until"] < 2000
-    assert "fitted transition step 1990" in section and "relative error" in section
+    assert calls[0]["until"] is None and calls[1]["fraction"] == 0.8
+    for call in calls:
+        assert call["observed_step"] == pytest.approx(2000, rel=0.05)
+    assert "fitted transition step 1990" in section and "the calibrated forecast" in section
 
 
 @pytest.mark.slow
