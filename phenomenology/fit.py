@@ -905,6 +905,47 @@ def check_forecast_method(curve: pd.DataFrame, *, method: str, progress_column: 
         )
 
 
+def calibrated_forecast(
+    curve: pd.DataFrame,
+    *,
+    until: float,
+    task: Mapping[str, Any],
+    optimizer: str | None = None,
+    method: str = "auto",
+    progress_column: str = "tila2",
+):
+    """The calibrated forecast of a curve's ``ic_loss`` plateau seen up to step ``until``: the
+    progress forecast (:mod:`phenomenology.progress`) of ``progress_column`` where ``method``
+    allows it and it can forecast, else the template forecast (:mod:`phenomenology.forecast`).
+    What ``fit`` reports, the report page shows and the validation measures.
+
+    Returns:
+        A :class:`~phenomenology.forecast.Forecast` (with ``detail["progress_why"]`` when ``auto``
+        fell back to the template), or None when the jump is already seen on the loss (then
+        there is nothing to forecast, only to fit).
+    """
+    from interp.analysis.transition import find_transition
+    from phenomenology.forecast import forecast_curve
+    from phenomenology.progress import progress_forecast
+
+    df = _clean(curve, ["ic_loss"])
+    df = df[df["step"] <= until]
+    steps, y = df["step"].to_numpy(dtype=float), df["ic_loss"].to_numpy(dtype=float)
+    if find_transition(steps, y, method="cliff", direction="falling").transitioned:
+        return None
+    fc, why = None, None
+    if method in ("auto", "progress") and progress_column in curve.columns:
+        seen = _clean(curve, [progress_column])
+        seen = seen[seen["step"] <= until]
+        fc = progress_forecast(seen["step"], seen[progress_column], optimizer=optimizer)
+        why = None if fc.ok else fc.reason
+    if method == "template" or (method == "auto" and (fc is None or not fc.ok)):
+        fc = forecast_curve(steps, y, task=task, check_plateau=False, optimizer=optimizer)
+        if why:
+            fc.detail["progress_why"] = why
+    return fc
+
+
 def check_curve(
     curve: pd.DataFrame,
     *,
@@ -1051,27 +1092,11 @@ def fit_curve(
     out["observed"] = observed
     calibrated = None
     if problem is None and model == NestedLogitModel.name and target == "ic_loss":
-        from interp.analysis.transition import find_transition
-        from phenomenology.forecast import forecast_curve
-        from phenomenology.progress import progress_forecast
-
-        y_seen = part[target].to_numpy(dtype=float)
-        if not find_transition(steps, y_seen, method="cliff", direction="falling").transitioned:
-            # Only the plateau is seen: a calibrated forecast, from the progress measure's
-            # growth (phenomenology.progress) or the template fit (phenomenology.forecast), which
-            # corrects the plain fit's early bias; a curve with its jump is just fitted.
-            progress_why = None
-            if method in ("auto", "progress") and progress_column in curve.columns:
-                seen = _clean(curve, [progress_column])
-                seen = seen[seen["step"] <= steps[-1]]
-                calibrated = progress_forecast(
-                    seen["step"], seen[progress_column], optimizer=optimizer
-                )
-                progress_why = None if calibrated.ok else calibrated.reason
-            if method == "template" or (method == "auto" and not (calibrated and calibrated.ok)):
-                calibrated = forecast_curve(
-                    steps, y_seen, task=task, check_plateau=False, optimizer=optimizer
-                )
+        renamed = curve if column == target else curve.drop(columns=[target], errors="ignore")
+        calibrated = calibrated_forecast(renamed.rename(columns={column: target}),
+                                         until=float(steps[-1]), task=task, optimizer=optimizer,
+                                         method=method, progress_column=progress_column)  # fmt: skip
+    progress_why = None if calibrated is None else calibrated.detail.get("progress_why")
     if calibrated is not None and calibrated.ok:
         out["forecast"] = "ok"
         out["forecast_transition_step"] = calibrated.step
@@ -1154,7 +1179,6 @@ def fit_run(
         The :func:`fit_curve` dict plus ``run_dir``.
     """
     from interp.io.checkpoints import write_json_atomic
-
     from interp.train.training import Run, load_run
 
     run = run_dir if isinstance(run_dir, Run) else load_run(run_dir)

@@ -350,32 +350,30 @@ def _fit_and_figure(run, note, *, target, aux, until, observed_step, title):
     return est, fig
 
 
-def _calibrated_forecast(run, note, fraction: float, observed) -> str:
-    """The forecast ``induction-cliff fit RUN --fraction F`` makes (the calibrated progress or
-    template forecast, :func:`phenomenology.fit.fit_curve`), its figure and its error."""
-    from phenomenology.fit import fit_curve, read_run
+def _calibrated_forecast(run, note, cutoff: float, fraction: float, observed) -> str:
+    """The calibrated forecast from the IC loss seen up to ``cutoff`` (progress or template, as
+    ``induction-cliff fit RUN --fraction F`` gives it: :func:`phenomenology.fit.calibrated_forecast`),
+    its figure and its error."""
+    from phenomenology.fit import calibrated_forecast, read_run
     from phenomenology.forecast import forecast_figure
 
     _, task = read_run(run.path)
     optimizer = run.train_config.optimizer
-    res = fit_curve(run.metrics, task=task, fraction=fraction, n_boot=0, optimizer=optimizer,
-                    source=str(Path(run.path) / "metrics.csv"))  # fmt: skip
-    if res["forecast"] != "ok":
-        return (
-            f"<p>Forecast from {fraction:.0%} of the plateau: {html.escape(res['forecast'])}.</p>"
-        )
-    step, (low, high) = res["forecast_transition_step"], res["forecast_interval"]
-    error = (step - observed) / observed if observed else float("nan")
+    fc = calibrated_forecast(run.metrics, until=cutoff, task=task, optimizer=optimizer)
+    head = f"Forecast from {fraction:.0%} of the plateau (steps &le; {cutoff:.0f})"
+    if fc is None:
+        return f"<p>{head}: the jump is already seen there.</p>"
+    if not fc.ok:
+        return f"<p>{head}: {html.escape(fc.reason)}.</p>"
+    how = fc.detail.get("method", "template")
+    error = (fc.step - observed) / observed if observed else float("nan")
     text = (
-        f"<p>Forecast from {fraction:.0%} of the plateau (steps &le; {res['fitted_until']:.0f}; "
-        f"{html.escape(res['forecast_method'])}): step {_num(step, '.0f')}, 80% interval "
-        f"[{_num(low, '.0f')}, {_num(high, '.0f')}]; observed {_num(observed, '.0f')}; "
-        f"relative error {_num(error, '+.1%')}.</p>"
+        f"<p>{head}, by the calibrated {how} forecaster: step {_num(fc.step, '.0f')}, 80% "
+        f"interval [{_num(fc.low, '.0f')}, {_num(fc.high, '.0f')}]; observed "
+        f"{_num(observed, '.0f')}; relative error {_num(error, '+.1%')}.</p>"
     )
-    if res.get("forecast_from") not in ("progress", "template"):
-        return text
-    fig = forecast_figure(run.metrics, task=task, until=res["until_step"], observed_step=observed,
-                          note=note, optimizer=optimizer, method=res["forecast_from"])  # fmt: skip
+    fig = forecast_figure(run.metrics, task=task, until=cutoff, observed_step=observed, note=note,
+                          optimizer=optimizer, method=how)  # fmt: skip
     return text + _fig_html(fig)
 
 
@@ -425,7 +423,7 @@ def _fit_section(runs: list, note_of, fraction: float) -> str:
                 parts.append("<p>No plateau detected: no forecast.</p>")
                 continue
             if target == "ic_loss":
-                parts.append(_calibrated_forecast(run, note_of(run), fraction, observed))
+                parts.append(_calibrated_forecast(run, note_of(run), cutoff, fraction, observed))
                 continue
             fc, fig = _fit_and_figure(
                 run,
