@@ -1097,7 +1097,10 @@ def fit_curve(
                                          until=float(steps[-1]), task=task, optimizer=optimizer,
                                          method=method, progress_column=progress_column)  # fmt: skip
     progress_why = None if calibrated is None else calibrated.detail.get("progress_why")
-    if calibrated is not None and calibrated.ok:
+    calibrated_ok = calibrated is not None and calibrated.ok
+    if not calibrated_ok and method == "progress" and calibrated is not None:
+        problem = calibrated.reason.removeprefix("cannot forecast: ")  # asked for, it cannot
+    if calibrated_ok:
         out["forecast"] = "ok"
         out["forecast_transition_step"] = calibrated.step
         out["forecast_interval"] = [calibrated.low, calibrated.high]
@@ -1116,10 +1119,6 @@ def fit_curve(
                 + (f" (progress forecast: {progress_why})" if progress_why else "")
             )
         out["forecast_calibration"] = optimizer or "sgd"
-    elif method == "progress" and calibrated is not None:  # asked for, and it cannot
-        problem = calibrated.reason.removeprefix("cannot forecast: ")
-    if calibrated is not None and calibrated.ok:
-        pass  # written above
     elif problem is None:
         out["forecast"] = "ok"
         out["forecast_transition_step"] = est.transition_step_
@@ -1186,11 +1185,11 @@ def fit_run(
     options, est = _split(estimator_kwargs)
     out = fit_curve(metrics, task=task, model=model, column=target, aux=aux, until=until_step,
                     fraction=fraction, options=options, estimator_options=est,
-                    source=str(Path(run_dir) / "metrics.csv"),
+                    source=str(Path(run.path) / "metrics.csv"),
                     optimizer=run.train_config.optimizer, method=method)  # fmt: skip
-    out["run_dir"] = str(run_dir)
+    out["run_dir"] = str(run.path)
     if out_name is not None:
-        write_json_atomic(Path(run_dir) / out_name, out)
+        write_json_atomic(Path(run.path) / out_name, out)
     return out
 
 
