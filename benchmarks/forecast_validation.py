@@ -16,8 +16,8 @@ min and max, the numbers :data:`phenomenology.forecast.CALIBRATIONS` holds for t
 optimiser (measure them on development runs only, never on the runs you validate on; give runs
 of one optimiser). Without ``--calibrate`` each run is forecast with its own optimiser's
 calibration. ``--method progress`` validates (or calibrates) the progress forecaster of
-:mod:`phenomenology.progress` (:data:`PROGRESS_CALIBRATIONS`) instead of the template fit. A folder that is not a run directory is searched for run directories (a sweep). Runs
-are only read.
+:mod:`phenomenology.progress` (:data:`PROGRESS_CALIBRATIONS`) instead of the template fit. A
+folder that is not a run directory is searched for run directories (a sweep). Runs are only read.
 """
 
 from __future__ import annotations
@@ -85,14 +85,14 @@ def evaluate(
     if not obs["transitioned"]:
         return [], f"no transition ({obs['reason']})"
     start, onset, actual = obs["plateau_start_step"], obs["onset_step"], obs["transition_step"]
+    progress = _clean(m, [PROGRESS_COLUMN]) if method == "progress" else None
     rows = []
     for f in FRACTIONS:
         cut = start + f * (onset - start)
         part = df[df["step"] <= cut]
         t0 = time.perf_counter()
-        if method == "progress":
-            p = _clean(m, [PROGRESS_COLUMN])
-            p = p[p["step"] <= cut]
+        if progress is not None:
+            p = progress[progress["step"] <= cut]
             fc = progress_forecast(p["step"], p[PROGRESS_COLUMN], optimizer=optimizer,
                                    calibration=calibration)  # fmt: skip
         else:

@@ -913,11 +913,12 @@ def calibrated_forecast(
     optimizer: str | None = None,
     method: str = "auto",
     progress_column: str = "tila2",
+    column: str = "ic_loss",
 ):
-    """The calibrated forecast of a curve's ``ic_loss`` plateau seen up to step ``until``: the
-    progress forecast (:mod:`phenomenology.progress`) of ``progress_column`` where ``method``
-    allows it and it can forecast, else the template forecast (:mod:`phenomenology.forecast`).
-    What ``fit`` reports, the report page shows and the validation measures.
+    """The calibrated forecast of a curve's IC-loss plateau (``column``) seen up to step
+    ``until``: the progress forecast (:mod:`phenomenology.progress`) of ``progress_column`` where
+    ``method`` allows it and it can forecast, else the template forecast
+    (:mod:`phenomenology.forecast`). What ``fit`` reports and the report page shows.
 
     Returns:
         A :class:`~phenomenology.forecast.Forecast` (with ``detail["progress_why"]`` when ``auto``
@@ -928,9 +929,9 @@ def calibrated_forecast(
     from phenomenology.forecast import forecast_curve
     from phenomenology.progress import progress_forecast
 
-    df = _clean(curve, ["ic_loss"])
+    df = _clean(curve, [column])
     df = df[df["step"] <= until]
-    steps, y = df["step"].to_numpy(dtype=float), df["ic_loss"].to_numpy(dtype=float)
+    steps, y = df["step"].to_numpy(dtype=float), df[column].to_numpy(dtype=float)
     if find_transition(steps, y, method="cliff", direction="falling").transitioned:
         return None
     fc, why = None, None
@@ -1092,10 +1093,9 @@ def fit_curve(
     out["observed"] = observed
     calibrated = None
     if problem is None and model == NestedLogitModel.name and target == "ic_loss":
-        renamed = curve if column == target else curve.drop(columns=[target], errors="ignore")
-        calibrated = calibrated_forecast(renamed.rename(columns={column: target}),
-                                         until=float(steps[-1]), task=task, optimizer=optimizer,
-                                         method=method, progress_column=progress_column)  # fmt: skip
+        calibrated = calibrated_forecast(curve, until=float(steps[-1]), task=task, column=column,
+                                         optimizer=optimizer, method=method,
+                                         progress_column=progress_column)  # fmt: skip
     progress_why = None if calibrated is None else calibrated.detail.get("progress_why")
     calibrated_ok = calibrated is not None and calibrated.ok
     if not calibrated_ok and method == "progress" and calibrated is not None:

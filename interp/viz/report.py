@@ -357,7 +357,7 @@ def _calibrated_forecast(run, note, cutoff: float, fraction: float, observed) ->
     from phenomenology.fit import calibrated_forecast, read_run
     from phenomenology.forecast import forecast_figure
 
-    _, task = read_run(run.path)
+    _, task = read_run(run)  # the run already open
     optimizer = run.train_config.optimizer
     fc = calibrated_forecast(run.metrics, until=cutoff, task=task, optimizer=optimizer)
     head = f"Forecast from {fraction:.0%} of the plateau (steps &le; {cutoff:.0f})"
