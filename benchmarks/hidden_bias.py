@@ -45,6 +45,7 @@ COLUMNS = (
 FORMS = ("scalar", "per_unit")
 EVAL_EVERY = 250
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))  # this checkout's toolkit, for the runs and for reading them
 
 
 def seeds(text: str) -> list[int]:
