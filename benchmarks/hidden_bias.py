@@ -18,7 +18,8 @@ the CSV's ``command`` column gives (its final ``steps``); only the weight checkp
 steps differ, which do not change the curve. Interrupted, ``train`` picks each run up where it
 stopped. Each run's wall time (the sum of its chunks, process start-up included), the commit it
 was trained with and its command are kept in ``RUNS/runs.json``; ``table`` reads them and the run
-directories (nothing is trained, nothing else is written).
+directories (nothing is trained, nothing else is written), and leaves out a run still short of
+its end.
 
 The runs train with the code beside this script; to keep a long batch on one commit while the
 checkout changes, run it from an exported copy::
@@ -132,6 +133,8 @@ def cmd_train(args) -> int:
             while True:
                 metrics = load_run(out).metrics if (out / "config.json").exists() else None
                 if metrics is not None and len(metrics) and done(metrics, args.cap):
+                    entry["complete"] = True
+                    _save(runs, book)
                     break
                 last = int(metrics["step"].iloc[-1]) if metrics is not None and len(metrics) else 0
                 steps = min(args.cap, args.first if last == 0 else last + args.chunk)
@@ -160,6 +163,9 @@ def cmd_table(args) -> int:
     book = _load(runs)
     rows = []
     for name, entry in sorted(book.items(), key=lambda kv: (-kv[1]["lr"], kv[1]["seed"])):
+        if not entry.get("complete"):
+            print(f"{name}: not trained to its end yet; left out", file=sys.stderr)
+            continue
         run = load_run(runs / name)
         m = run.metrics
         t_acc, t_loss = transitions(m)
