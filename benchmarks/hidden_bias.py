@@ -12,7 +12,8 @@ forecasters are calibrated and scored on), both empty when the curve shows no tr
 ``train`` runs one training process at a time, one torch thread, in the order seed 0 scalar, seed
 0 per-unit, seed 1 scalar, ... (so a budget cut leaves pairs). A run is trained in chunks: first to
 ``--first`` steps, then ``--chunk`` more at a time with ``--resume``, until its IC accuracy has
-transitioned and the curve reaches ``max(3000, 0.15 x the transition step)`` beyond it, or
+transitioned and the curve reaches ``max(3000, 0.15 x the transition step)`` beyond it, its
+network has collapsed to the constant-logit loss ``log L`` (:func:`collapsed`), or it reaches
 ``--cap`` steps. Resuming continues bit for bit, so a run's metrics are those of the one command
 the CSV's ``command`` column gives (its final ``steps``); only the weight checkpoints' log-spaced
 steps differ, which do not change the curve. Interrupted, ``train`` picks each run up where it
@@ -32,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import shlex
 import subprocess
@@ -81,9 +83,22 @@ def transitions(metrics) -> tuple[float | None, float | None]:
     return (acc.step if acc.transitioned else None), loss["transition_step"]
 
 
+def collapsed(metrics, L: int = 32) -> bool:
+    """Whether the network sits at the constant-logit loss ``log L``: every IC and training loss
+    of the last ``max(3000, 30%)`` steps within 1e-3 of it, from step 6000 on. (Scalar hidden
+    biases at lr 0.03 take this state within about 1000 steps: every hidden layer's bias falls,
+    and the last layer's units all but die; a network on its plateau sits well below ``log L``.)"""
+    last = int(metrics["step"].iloc[-1])
+    if last < 6000:
+        return False
+    tail = metrics[metrics["step"] >= last - max(3000, 0.3 * last)]
+    losses = tail[["ic_loss", "train_loss"]].to_numpy(dtype=float)
+    return bool((abs(losses - math.log(L)) < 1e-3).all())
+
+
 def done(metrics, cap: int) -> bool:
     last = int(metrics["step"].iloc[-1]) if len(metrics) else 0
-    if last >= cap:
+    if last >= cap or collapsed(metrics):
         return True
     t_acc, t_loss = transitions(metrics) if len(metrics) >= 5 else (None, None)
     if t_acc is None or t_loss is None:
@@ -126,7 +141,7 @@ def cmd_train(args) -> int:
     book = _load(runs)
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO)}
     for seed in seeds(args.seeds):
-        for form in FORMS:
+        for form in args.forms.split(","):
             name = run_name(form, args.lr, seed)
             out = (runs / name).resolve()
             entry = book.setdefault(name, {"wall_s": 0.0, "steps": 0})
@@ -204,6 +219,7 @@ def main(argv: list[str] | None = None) -> int:
     t.add_argument("--runs", required=True, help="folder of the run directories")
     t.add_argument("--lr", type=float, required=True)
     t.add_argument("--seeds", default="0-2", help="e.g. 0-2 or 0,3")
+    t.add_argument("--forms", default=",".join(FORMS), choices=[*FORMS, ",".join(FORMS)])
     t.add_argument("--first", type=int, default=9000, help="steps of the first chunk")
     t.add_argument("--chunk", type=int, default=1500, help="steps added per later chunk")
     t.add_argument("--cap", type=int, default=30000, help="most steps a run gets")
