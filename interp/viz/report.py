@@ -367,9 +367,11 @@ def _calibrated_forecast(run, note, cutoff: float, fraction: float, observed) ->
     how = fc.detail.get("method", "template")
     error = (fc.step - observed) / observed if observed else float("nan")
     text = (
-        f"<p>{head}, by the calibrated {how} forecaster: step {_num(fc.step, '.0f')}, 80% "
-        f"interval [{_num(fc.low, '.0f')}, {_num(fc.high, '.0f')}]; observed "
-        f"{_num(observed, '.0f')}; relative error {_num(error, '+.1%')}.</p>"
+        f"<p>{head}, by the calibrated {how} forecaster: IC-loss cliff step "
+        f"{_num(fc.step, '.0f')}, interval [{_num(fc.low, '.0f')}, {_num(fc.high, '.0f')}] "
+        f"({html.escape(str(fc.detail.get('interval', '')))}, which "
+        f"{html.escape(str(fc.detail.get('held_out', 'was not measured on held-out runs')))}); "
+        f"observed {_num(observed, '.0f')}; relative error {_num(error, '+.1%')}.</p>"
     )
     fig = forecast_figure(run.metrics, task=task, until=cutoff, observed_step=observed, note=note,
                           optimizer=optimizer, method=how)  # fmt: skip
