@@ -13,6 +13,7 @@ the cliff's onset (the plateau's end).
 
 from __future__ import annotations
 
+import functools
 import math
 import sys
 from pathlib import Path
@@ -24,6 +25,7 @@ LR = 0.01
 STARTS = (-2.0, -6.0)
 
 
+@functools.cache
 def rows(beta1_0: float) -> list[dict]:
     import numpy as np
 
