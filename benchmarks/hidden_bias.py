@@ -8,6 +8,7 @@ forecasters are calibrated and scored on), both empty when the curve shows no tr
 
     python benchmarks/hidden_bias.py train --runs runs/hidden-bias --lr 0.03 --seeds 0-2
     python benchmarks/hidden_bias.py table --runs runs/hidden-bias --out docs/results/hidden-bias.csv
+    python benchmarks/hidden_bias.py units --runs runs/hidden-bias    # biases, active units
 
 ``train`` runs one training process at a time, one torch thread, in the order seed 0 scalar, seed
 0 per-unit, seed 1 scalar, ... (so a budget cut leaves pairs). A run is trained in chunks: first to
@@ -212,6 +213,35 @@ def cmd_table(args) -> int:
     return 0
 
 
+def cmd_units(args) -> int:
+    """Per run: each hidden layer's bias and the share of its units active (ReLU > 0) on the IC
+    set at the last checkpoint, and the spread of the logits (0 for a collapsed network)."""
+    import torch
+
+    from interp.io.rundir import load_run
+
+    runs = Path(args.runs)
+    print("run,step,bias_0,bias_1,bias_2,active_0,active_1,active_2,logit_std")
+    book = _load(runs)
+    for name in sorted(book, key=lambda n: (-book[n]["lr"], book[n]["seed"])):
+        if not book[name].get("complete"):
+            continue
+        run = load_run(runs / name)
+        step = run.checkpoint_steps[-1]
+        model = run.load_model(step)
+        ic = run.eval_sets()["ic"]
+        with torch.no_grad():
+            logits, cache = model.run_with_cache(ic.tokens, ic.positions)
+        bias = [f"{layer.bias.mean().item():.4f}" for layer in model.classifier.hidden]
+        active = [
+            f"{(cache[f'classifier.hook_hidden_{i}'] > 0).float().mean().item():.4f}"
+            for i in range(len(model.classifier.hidden))
+        ]
+        spread = logits.std(-1).mean().item()
+        print(",".join([name, str(step), *bias, *active, f"{spread:.3g}"]))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -226,8 +256,10 @@ def main(argv: list[str] | None = None) -> int:
     s = sub.add_parser("table", help="write the CSV from the trained runs")
     s.add_argument("--runs", required=True)
     s.add_argument("--out", help="CSV to write (else stdout only)")
+    u = sub.add_parser("units", help="hidden biases and active units at each run's last checkpoint")
+    u.add_argument("--runs", required=True)
     args = ap.parse_args(argv)
-    return cmd_train(args) if args.cmd == "train" else cmd_table(args)
+    return {"train": cmd_train, "table": cmd_table, "units": cmd_units}[args.cmd](args)
 
 
 if __name__ == "__main__":
