@@ -11,11 +11,11 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def test_top_level_names_are_the_defining_modules_objects():
     from interp.analysis.measures import register_measure
+    from interp.config.train_config import TrainConfig
     from interp.data.task import TaskConfig
     from interp.io.rundir import load_run
     from interp.model.network import InductionNet, ModelConfig
     from interp.model.positional import register_positional
-    from interp.train.train_config import TrainConfig
 
     assert interp.TaskConfig is TaskConfig
     assert interp.ModelConfig is ModelConfig

@@ -10,7 +10,14 @@ from interp.analysis.probes import hooks_active
 from interp.data.task import Batch
 from interp.model.fast import fast_logits, supports_fast_path
 
-__all__ = ["evaluate", "accuracy_and_loss", "logits_and_measures", "per_class_accuracy"]
+__all__ = [
+    "evaluate",
+    "accuracy_and_loss",
+    "logits_and_measures",
+    "per_class_accuracy",
+    "EvaluateSets",
+    "PerClassIW",
+]
 
 
 def accuracy_and_loss(logits: torch.Tensor, batch: Batch) -> tuple[float, float]:
@@ -103,3 +110,24 @@ def per_class_accuracy(model, batch: Batch, n_classes: int, *, chunk: int = 512)
         0, classes, torch.ones_like(correct)
     )
     return (hits / counts).tolist()
+
+
+class EvaluateSets:
+    """The standard evaluation as a callback of the training loop
+    (:class:`interp.train.training.EvalCallback`): :func:`evaluate` on the run's evaluation sets,
+    the registered progress measures included."""
+
+    def __call__(self, run, row) -> dict[str, float]:
+        return evaluate(run.model, run.eval_sets)
+
+
+class PerClassIW:
+    """The per-class IW accuracies (``per_class_iw.csv``, columns ``c0 .. c{K-1}``) as a callback
+    of the training loop; called where ``TrainConfig.per_class_iw > 0``."""
+
+    table = "per_class_iw"
+
+    def __call__(self, run, row) -> dict[str, float]:
+        K = run.generator.config.K
+        acc = per_class_accuracy(run.model, run.per_class_set, K)
+        return {f"c{k}": acc[k] for k in range(K)}

@@ -31,6 +31,7 @@ import pandas as pd
 from scipy.optimize import OptimizeWarning, curve_fit
 
 __all__ = [
+    "detect_run_transition",
     "METHODS",
     "Transition",
     "TransitionResult",
@@ -215,7 +216,7 @@ def _plateau_median(steps: np.ndarray, values: np.ndarray, end: float, length: f
 METHODS = ("logistic", "cliff")
 """Transition detectors of :func:`find_transition`: ``logistic`` for a rising measure (a
 four-parameter logistic in step, :func:`detect_transition`), ``cliff`` for a falling one (the
-steepest drop in log-step, :func:`phenomenology.landscape.detect_cliff`)."""
+steepest drop in log-step, :func:`interp.analysis.cliff.detect_cliff`)."""
 
 
 @dataclass(frozen=True)
@@ -301,7 +302,7 @@ def find_transition(
             fields["plateau_level"], fields["final_level"] = -r.plateau_level, -r.final_level
             fields["plateau_measured"] = -r.plateau_measured
         return Transition(**fields, method=method, direction=direction, plateau_start=first)
-    from phenomenology.landscape import detect_cliff
+    from interp.analysis.cliff import detect_cliff
 
     y = values if direction == "falling" else -values
     if len(steps) < 5:
@@ -351,6 +352,30 @@ def find_transition(
         direction=direction,
         plateau_start=float(c.plateau_start),
     )
+
+
+def detect_run_transition(metrics: pd.DataFrame, column: str = "ic_acc") -> float | None:
+    """Step of the transition of ``column``, by :func:`interp.analysis.transition.find_transition`
+    (``logistic`` on a rising measure, ``cliff`` on a loss).
+
+    Args:
+        metrics: a run's ``metrics.csv``.
+        column: the curve to look at (IC accuracy by default).
+
+    Returns:
+        The transition step, or None when the run did not transition (or has no such column).
+    """
+    if column not in metrics.columns or len(metrics) < 3:
+        return None
+    df = metrics[["step", column]].dropna()
+    result = find_transition(
+        df["step"].to_numpy(dtype=float),
+        df[column].to_numpy(dtype=float),
+        direction=measure_direction(column),
+    )
+    if not result.transitioned or result.step is None:
+        return None
+    return float(result.step)
 
 
 def event_order(
@@ -407,7 +432,7 @@ def transition_report(
         named ``mean [K=512]``, ``std [K=512]``, ..., after the fields that differ.
     """
     from interp.analysis.compare import group_runs
-    from interp.train.training import load_run
+    from interp.io.rundir import load_run
 
     frames = [r for r in runs if isinstance(r, pd.DataFrame)]
     if frames and len(frames) < len(runs):

@@ -47,10 +47,10 @@ from pathlib import Path
 
 import pandas as pd
 
+from interp.config.train_config import TrainConfig, derive_seed
 from interp.data.task import TaskConfig, TaskGenerator
 from interp.io import checkpoints
 from interp.io.atomic import clean_temp_files, write_json_atomic, write_text_atomic
-from interp.train.train_config import TrainConfig, derive_seed
 
 __all__ = [
     "FORMAT_VERSION",
@@ -169,7 +169,7 @@ def configs_dict(task: TaskConfig, model, train: TrainConfig, kind: str = "induc
     """What ``config.json`` holds for these configs."""
     model_dict = model.to_dict() if hasattr(model, "to_dict") else dataclasses.asdict(model)
     model_dict = {k: v for k, v in model_dict.items() if k != "kind"}
-    from interp.train.plugins import loaded_plugins
+    from interp.io.plugins import loaded_plugins
 
     # The plugins loaded (--plugin) are recorded: their measures are columns of metrics.csv.
     plugins = loaded_plugins()
@@ -973,3 +973,14 @@ def load_run(path: str | os.PathLike) -> Run:
         metrics_problem=metrics.problem,
         notes=notes,
     )
+
+
+def recorded_plugins(run_dir: str | os.PathLike) -> list[str]:
+    """The plugins a run directory's ``config.json`` records (``[]`` for none or no readable
+    config)."""
+    try:
+        config, _ = read_config(Path(run_dir) / "config.json")
+    except RunDirectoryError:
+        return []
+    plugins = config.get("plugins", [])
+    return [str(p) for p in plugins] if isinstance(plugins, list) else []

@@ -116,8 +116,8 @@ def build_configs(preset_name: str, overrides: dict[str, str], seed: int | None)
         model_f["positional_config"] = preset.model["positional_config"]
     if seed is not None:
         train_f["seed"] = seed
+    from interp.config.train_config import TrainConfig
     from interp.data.task import TaskConfig
-    from interp.train.train_config import TrainConfig
 
     task = TaskConfig(**task_f)
     return task, ModelConfig.from_task(task, **model_f), TrainConfig(**train_f), preset

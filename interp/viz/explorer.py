@@ -151,7 +151,7 @@ def explorer_data(run, config: ExplorerConfig | None = None) -> dict:
     """Precompute everything the explorer shows for one run.
 
     Args:
-        run: a :class:`interp.train.training.Run` (from :func:`interp.train.training.load_run`).
+        run: a :class:`interp.io.rundir.Run` (from :func:`interp.io.rundir.load_run`).
         config: what to precompute (default :class:`ExplorerConfig`).
 
     Returns:
@@ -476,7 +476,7 @@ class AttentionExplorer:
         """Precompute the run's patterns (or take ``data``) and build the widgets.
 
         Args:
-            run: a :class:`interp.train.training.Run`, or a run directory path.
+            run: a :class:`interp.io.rundir.Run`, or a run directory path.
             config: what to precompute.
             data: an :func:`explorer_data` dict to show instead of computing one.
         """
@@ -488,7 +488,7 @@ class AttentionExplorer:
             ) from err
         if data is None:
             if isinstance(run, (str, Path)):
-                from interp.train.training import load_run
+                from interp.io.rundir import load_run
 
                 run = load_run(run)
             data = explorer_data(run, config)

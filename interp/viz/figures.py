@@ -37,7 +37,9 @@ import pandas as pd
 import plotly.graph_objects as go
 import torch
 
-from interp.analysis.compare import comparison_figures, group_runs
+from interp.analysis.compare import group_runs
+from interp.analysis.transition import detect_run_transition
+from interp.viz.compare_plots import comparison_figures
 from interp.viz.export import export_figure
 from interp.viz.plots import (
     plot_attention_maps,
@@ -58,7 +60,7 @@ def run_note(run) -> str | None:
     """How a run departs from the paper's settings, for figure titles (None if it does not).
 
     Args:
-        run: a :class:`interp.train.training.Run`.
+        run: a :class:`interp.io.rundir.Run`.
 
     Returns:
         e.g. ``"adam lr 0.001 (paper: SGD lr 0.01); positional learned (paper: one-hot)"``.
@@ -78,32 +80,6 @@ def run_note(run) -> str | None:
     if intervention:
         notes.append(f"intervention {intervention}")
     return "; ".join(notes) or None
-
-
-def detect_run_transition(metrics: pd.DataFrame, column: str = "ic_acc") -> float | None:
-    """Step of the transition of ``column``, by :func:`interp.analysis.transition.find_transition`
-    (``logistic`` on a rising measure, ``cliff`` on a loss).
-
-    Args:
-        metrics: a run's ``metrics.csv``.
-        column: the curve to look at (IC accuracy by default).
-
-    Returns:
-        The transition step, or None when the run did not transition (or has no such column).
-    """
-    from interp.analysis.transition import find_transition, measure_direction
-
-    if column not in metrics.columns or len(metrics) < 3:
-        return None
-    df = metrics[["step", column]].dropna()
-    result = find_transition(
-        df["step"].to_numpy(dtype=float),
-        df[column].to_numpy(dtype=float),
-        direction=measure_direction(column),
-    )
-    if not result.transitioned or result.step is None:
-        return None
-    return float(result.step)
 
 
 def select_checkpoints(
@@ -222,7 +198,7 @@ def attention_patterns(run, steps: Sequence[int], batch) -> np.ndarray:
     :func:`interp.analysis.probes.cache_patterns`); head 0 of each layer (the paper has one head).
 
     Args:
-        run: a :class:`interp.train.training.Run`.
+        run: a :class:`interp.io.rundir.Run`.
         steps: checkpoint steps to load.
         batch: the sequences (a :class:`interp.data.task.Batch`).
 
@@ -281,9 +257,9 @@ def _fit_overlay(run, metrics: pd.DataFrame, note: str | None) -> go.Figure | No
     path = Path(run.path) / "fit.json"
     if not path.exists():
         return None
+    from interp.viz.dynamics_plots import plot_fit_overlay
     from phenomenology.fit import DynamicsFit, read_run
     from phenomenology.models import model_names
-    from phenomenology.plots import plot_fit_overlay
 
     saved = json.loads(path.read_text())
     _, task = read_run(run.path)
@@ -347,7 +323,7 @@ def write_standard_figures(
         RuntimeError: a static format was asked for and Chromium is missing (the message says
             how to install it); ``formats=("html",)`` needs no browser.
     """
-    from interp.train.training import load_run
+    from interp.io.rundir import load_run
 
     if not run_dirs:
         raise ValueError("run_dirs is empty: pass at least one run directory")

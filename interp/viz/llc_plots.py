@@ -240,7 +240,7 @@ def llc_figure_for_run(run, transition_step: Real | None = None, note: str | Non
     """:func:`plot_llc` of a run whose directory holds an ``llc.csv`` (None when it does not).
 
     Args:
-        run: a :class:`interp.train.training.Run`.
+        run: a :class:`interp.io.rundir.Run`.
         transition_step: its detected transition step, if any.
         note: its deviations from the paper's settings.
     """
@@ -258,3 +258,20 @@ def llc_figure_for_run(run, transition_step: Real | None = None, note: str | Non
         title=f"Local learning coefficient: {Path(run.path).name}",
         note=note,
     )
+
+
+def write_calibration_traces(run_dir, sweep: pd.DataFrame, *, step: int, chosen: dict | None):
+    """Write :func:`plot_calibration_traces` of a calibration sweep
+    (:func:`interp.analysis.llc_calibration.calibrate_llc`) to the run's
+    ``llc_calibration_traces.html``; returns its path."""
+    from pathlib import Path
+
+    from interp.analysis.llc_calibration import CALIBRATION_HTML
+    from interp.io.atomic import write_text_atomic
+
+    fig = plot_calibration_traces(sweep, step=step, chosen=chosen)
+    path = Path(run_dir) / CALIBRATION_HTML
+    write_text_atomic(
+        path, fig.to_html(include_plotlyjs=True, include_mathjax=False, full_html=True)
+    )
+    return path

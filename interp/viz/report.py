@@ -31,7 +31,8 @@ from pathlib import Path
 import pandas as pd
 import plotly.graph_objects as go
 
-from interp.analysis.compare import RunGroup, comparison_figures, config_fields, group_runs
+from interp.analysis.compare import RunGroup, config_fields, group_runs
+from interp.viz.compare_plots import comparison_figures
 from interp.viz.explorer import EXPLORER_JS, ExplorerConfig, explorer_data, explorer_html
 
 __all__ = [
@@ -103,7 +104,7 @@ class ReportInputError(ValueError):
 
 
 def _load(run_dir: Path):
-    from interp.train.training import load_run
+    from interp.io.rundir import load_run
 
     if not run_dir.is_dir():
         raise ReportInputError(f"{run_dir}: is not a directory (expected a run directory)")
@@ -189,7 +190,7 @@ def deviations(run) -> list[str]:
     """How a run departs from the paper's settings, one item per deviation.
 
     Args:
-        run: a :class:`interp.train.training.Run`.
+        run: a :class:`interp.io.rundir.Run`.
 
     Returns:
         The optimiser, positional encoding, attention scale and intervention deviations (as in the
@@ -262,7 +263,7 @@ def _config_section(groups: list[RunGroup]) -> str:
 
 
 def _dynamics_section(runs: list, groups: list[RunGroup], note: str | None) -> str:
-    from interp.viz.figures import detect_run_transition
+    from interp.analysis.transition import detect_run_transition
     from interp.viz.plots import plot_progress_measures, plot_training_dynamics
 
     parts = ["<h2>2. Training dynamics and progress measures</h2>"]
@@ -321,8 +322,8 @@ def _fit_and_figure(run, note, *, target, aux, until, observed_step, title):
     """Fit the nested-logit model to a run's curves (steps <= ``until``) and draw the overlay."""
     import numpy as np
 
+    from interp.viz.dynamics_plots import plot_fit_overlay
     from phenomenology.fit import NestedLogitFit, read_run
-    from phenomenology.plots import plot_fit_overlay
 
     _, task = read_run(run.path)
     metrics = run.metrics
@@ -354,8 +355,8 @@ def _calibrated_forecast(run, note, cutoff: float, fraction: float, observed) ->
     """The calibrated forecast from the IC loss seen up to ``cutoff`` (progress or template, as
     ``induction-cliff fit RUN --fraction F`` gives it: :func:`phenomenology.fit.calibrated_forecast`),
     its figure and its error."""
+    from interp.viz.dynamics_plots import forecast_figure
     from phenomenology.fit import calibrated_forecast, read_run
-    from phenomenology.forecast import forecast_figure
 
     _, task = read_run(run)  # the run already open
     optimizer = run.train_config.optimizer
@@ -475,7 +476,7 @@ def build_report(
     """The report page for some runs, as one HTML string.
 
     Args:
-        runs: :class:`interp.train.training.Run` objects (one, or several seeds and/or configs).
+        runs: :class:`interp.io.rundir.Run` objects (one, or several seeds and/or configs).
         config: what the page contains (default :class:`ReportConfig`).
         title: page title (default: the run directories' names).
 

@@ -10,11 +10,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from interp.config.train_config import TrainConfig
 from interp.data.task import TaskConfig
+from interp.experiments.standard import train
 from interp.io.rundir import load_run
 from interp.model.network import ModelConfig
-from interp.train.training import TrainConfig, _cliff_text, train
-from phenomenology.forecast import FORECAST_COLUMNS
+from phenomenology.live import FORECAST_COLUMNS, LiveForecast
 
 TASK = TaskConfig(D=15, K=64, L=8, N=4, N_max=4, B=1, p_C=0.5, n_eval=64)
 MODEL = ModelConfig.from_task(TASK, d_mlp=32)
@@ -55,8 +56,8 @@ def test_live_forecast_can_be_switched_off(tmp_path):
 
 
 def test_the_progress_bar_text():
-    assert _cliff_text({"ic_acc": 0.5}) is None
-    assert _cliff_text(dict.fromkeys(FORECAST_COLUMNS, math.nan)) is None
+    assert LiveForecast.progress({"ic_acc": 0.5}) == {}
+    assert LiveForecast.progress(dict.fromkeys(FORECAST_COLUMNS, math.nan)) == {}
     row = {"forecast_step": 30200.0, "forecast_low": 29100.0, "forecast_high": 31300.0}
-    assert _cliff_text(row) == "30.2k ± 1.1k"
+    assert LiveForecast.progress(row) == {"cliff ~": "30.2k ± 1.1k"}
     assert np.isfinite(row["forecast_step"])

@@ -299,7 +299,7 @@ def test_plugin_measures_reach_metrics_csv_of_a_cli_run(registry, tmp_path, caps
     config = json.loads((out / "config.json").read_text())
     assert config["plugins"] == [str(FIXTURE.resolve())]
 
-    from interp.train.training import load_run
+    from interp.io.rundir import load_run
 
     run = load_run(out)
     assert 20 in run.checkpoint_steps
@@ -352,7 +352,7 @@ def test_measures_command_recomputes_plugin_measures(registry, tmp_path, capsys)
     wide = df.pivot(index="step", columns="measure", values="value")
     assert set(wide.columns) == {"ic_acc", "ic_loss", *MEASURES}
     assert {"query_resid_rms", "query_self_l2"} <= set(wide.columns)
-    from interp.train.training import load_run
+    from interp.io.rundir import load_run
 
     assert list(wide.index) == load_run(out).checkpoint_steps and 10 in wide.index
 
@@ -361,7 +361,9 @@ def test_metrics_row_columns_equal_an_independent_evaluation(tmp_path):
     """Every ``{ic,ic2,iw}_{acc,loss}`` column of a written row equals the plain hooked model's
     accuracy and F.cross_entropy on that set, at a step that is both an evaluation and a
     checkpoint."""
-    from interp.train.training import TrainConfig, load_run, train
+    from interp.config.train_config import TrainConfig
+    from interp.experiments.standard import train
+    from interp.io.rundir import load_run
 
     task = TaskConfig(D=15, K=64, L=8, N=4, N_max=4, B=1, p_C=0.5, n_eval=128)
     cfg = TrainConfig(

@@ -6,7 +6,7 @@ import torch
 
 from interp.cli import main
 from interp.io import checkpoints
-from interp.train.training import load_run
+from interp.io.rundir import load_run
 from interp.viz.explorer import (
     AttentionExplorer,
     ExplorerConfig,
@@ -79,6 +79,51 @@ def test_explorer_figures_and_widget_follow_the_choice(run_dir):
     assert [list(r) for r in explorer.heatmap.data[0].z] == data["sets"]["iw"][0]["patterns"][0][1]
 
 
+def stored_patterns(run, steps, set_name: str = "ic", sequence: int = 0) -> dict:
+    """step -> [layer] attention pattern ``[query, key]`` of one evaluation sequence, recomputed
+    from that step's saved weights by the hooked model (independently of the explorer)."""
+    batch = run.eval_sets()[set_name][sequence : sequence + 1]
+    out = {}
+    for step in steps:
+        model = run.load_model(step).eval()
+        with torch.no_grad():
+            _, cache = model.run_with_cache(batch.tokens, batch.positions)
+        out[step] = [cache[f"blocks.{layer}.attn.hook_pattern"][0, 0].numpy() for layer in (0, 1)]
+    return out
+
+
+def _lower(z) -> np.ndarray:
+    """The causal part (query >= key) of a heatmap's z (None above the diagonal)."""
+    z = np.array([[np.nan if v is None else v for v in row] for row in z], dtype=float)
+    return z[np.tril(np.ones(z.shape, dtype=bool))]
+
+
+def test_the_slider_shows_the_checkpoint_it_names(run_dir):
+    """Every step the explorer offers shows that checkpoint's own pattern (a slider whose index
+    ran the wrong way would show another step's), in its figure and in the notebook widget."""
+    run = load_run(run_dir)
+    config = ExplorerConfig(n_sequences=1)
+    data = explorer_data(run, config)
+    stored = stored_patterns(run, data["steps"])
+    assert len(data["steps"]) >= 3
+    first, last = stored[data["steps"][0]][1], stored[data["steps"][-1]][1]
+    assert np.abs(_lower(first) - _lower(last)).max() > 0.05  # the steps differ visibly
+    tol = 1.01 * 0.5 * 10.0**-config.decimals  # the page rounds to `decimals`
+    explorer = AttentionExplorer(None, data=data)
+    for index, step in enumerate(data["steps"]):
+        for layer in (0, 1):
+            fig = heatmap_figure(data, "ic", 0, index, layer)
+            assert f"layer {layer + 1}, step {step}," in fig.layout.title.text
+            np.testing.assert_allclose(
+                _lower(fig.data[0].z), stored[step][layer][np.tril_indices(len(first))], atol=tol
+            )
+        explorer.step.value = index
+        np.testing.assert_allclose(
+            _lower(explorer.heatmap.data[0].z), stored[step][0][np.tril_indices(len(first))],
+            atol=tol,
+        )  # fmt: skip
+
+
 @pytest.mark.parametrize(
     "kwargs, field",
     [
@@ -100,7 +145,7 @@ def test_report_config_names_the_bad_field():
 
 def test_deviations_name_optimiser_steps_and_preset(tmp_path):
     from interp.cli import build_configs
-    from interp.train.training import train
+    from interp.experiments.standard import train
 
     task, model, cfg, _ = build_configs("tiny", {"steps": "10", "eval_every": "5"}, 0)
     train(task, model, cfg, tmp_path / "t", progress=False)

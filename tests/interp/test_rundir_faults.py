@@ -21,11 +21,13 @@ import pytest
 import torch
 
 from interp.cli import main
+from interp.config.train_config import TrainConfig
 from interp.data.task import TaskConfig
+from interp.experiments.standard import train
 from interp.io import atomic, checkpoints, rundir
 from interp.io.rundir import RunDirectoryError, RunLock, load_run, read_metrics
 from interp.model.network import ModelConfig
-from interp.train.training import TrainConfig, TrainingDiverged, train
+from interp.train.training import TrainingDiverged
 
 pytestmark = pytest.mark.faults
 

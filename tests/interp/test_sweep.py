@@ -10,10 +10,11 @@ import pandas as pd
 import pytest
 
 from interp.cli import main
+from interp.experiments.standard import train
+from interp.experiments.sweep import SweepDirectoryError, SweepSpec, run_sweep
 from interp.train import sweep
 from interp.train.presets import get_preset
-from interp.train.sweep import SweepDirectoryError, SweepSpec, run_sweep
-from interp.train.training import TrainingDiverged, train
+from interp.train.training import TrainingDiverged
 from interp.viz import export
 from interp.viz.sweep_plots import plot_sweep, plot_sweep_curves
 
@@ -307,7 +308,7 @@ def test_process_backend_runs_two_points_like_the_serial_one(tmp_path):
 
 
 def test_stacked_seeds_give_the_runs_of_unstacked_ones(tmp_path):
-    from interp.train.sweep_backends import stack_jobs
+    from interp.experiments.sweep_backends import stack_jobs
 
     s = spec(grid={"K": (16, 32)}, seeds=(0, 1, 2))
     jobs = stack_jobs(s.points(), 2)  # per K: seeds {0, 1} together, seed 2 alone

@@ -181,7 +181,7 @@ def test_path_and_plugin_errors_are_one_line(tmp_path, capsys):
 
 
 def test_the_fit_overlay_figure_refits_the_model_named_in_fit_json(tmp_path, capsys):
-    from interp.train.training import load_run
+    from interp.io.rundir import load_run
     from interp.viz.figures import _fit_overlay
 
     metrics = pd.DataFrame({"step": STEPS, "ic_loss": _step_loss()})

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from interp.train.plugins import load_plugins
+from interp.io.plugins import load_plugins
 from phenomenology import DynamicsFit, model_names, register_model
 from phenomenology.landscape import flow
 from phenomenology.models import get_model, unregister_model
