@@ -714,6 +714,9 @@ def _check_runs_plugins(args) -> None:
     for path in named:
         if isinstance(path, str) and (Path(path) / "config.json").is_file():
             _check_recorded_plugins(path, "rerun with")
+    out = getattr(args, "out", None)
+    if getattr(args, "resume", False) and out and (Path(out) / "config.json").is_file():
+        _check_recorded_plugins(out)
 
 
 def _check_recorded_plugins(run_dir: str, what: str = "resume with") -> None:
@@ -766,6 +769,22 @@ def _list_models() -> list[str]:
     return lines
 
 
+def _list_tasks() -> list[str]:
+    """Every registered task (:mod:`interp.data.tasks`), plugins' included."""
+    from interp.data.tasks import TASKS
+
+    width = max(map(len, TASKS))
+    lines = []
+    for name, t in TASKS.items():
+        applies = "every measure" if t.measures is None else (", ".join(t.measures) or "none")
+        lines.append(f"{name:{width}s} {t.description}")
+        lines.append(
+            f"{'':{width}s}   config {t.config.__name__}, layout {t.layout}, sets "
+            f"{', '.join(t.eval_sets)}; measures: {applies}; from {t.source}"
+        )
+    return lines
+
+
 def _list_interventions() -> list[str]:
     from interp.model.interventions import INTERVENTIONS
 
@@ -786,13 +805,14 @@ def _cmd_list(args) -> int:
         "measures": _list_measures,
         "positional": _list_positional,
         "models": _list_models,
+        "tasks": _list_tasks,
         "interventions": _list_interventions,
     }[args.registry]()
     print("\n".join(lines))
     return 0
 
 
-LIST_REGISTRIES = ("measures", "positional", "models", "presets", "interventions")
+LIST_REGISTRIES = ("measures", "positional", "models", "tasks", "presets", "interventions")
 
 
 class _OneLineErrors(argparse.ArgumentParser):

@@ -30,6 +30,8 @@ import torch
 from jaxtyping import Int
 from torch import Tensor
 
+from interp.data.tasks import TASKS, register_task
+
 __all__ = [
     "IGNORE",
     "TokenBatch",
@@ -285,4 +287,29 @@ class Counting:
         }
 
 
-COPE_TASKS = {"flipflop": FlipFlop, "selective_copy": SelectiveCopy, "counting": Counting}
+def token_task_generator(config, seed: int):
+    """A CoPE token task generates its own sequences: the config is the generator
+    (``sample(n, g)``, ``test_sets(n, seed)``)."""
+    return config
+
+
+# The registry's entries (interp.data.tasks): their own configs, the "tokens" layout (answer
+# positions marked by targets != IGNORE), no progress measure of the in-context task applies.
+for _name, _cls in (
+    ("flipflop", FlipFlop),
+    ("selective_copy", SelectiveCopy),
+    ("counting", Counting),
+):
+    register_task(
+        _name,
+        token_task_generator,
+        config=_cls,
+        eval_sets=("id", "ood_sparse", "ood_long"),
+        layout="tokens",
+        measures=(),
+        description=(_cls.__doc__ or "").strip().split("\n")[0]
+        + " (train: interp.train.token_training.train_token_task)",
+    )
+
+COPE_TASKS = {name: TASKS[name].config for name in ("flipflop", "selective_copy", "counting")}
+"""CoPE's token tasks by registered name (their configs, which generate their sequences)."""

@@ -39,7 +39,8 @@ import torch.nn.functional as F
 from tqdm.auto import tqdm
 
 from interp.config.train_config import TrainConfig, checkpoint_schedule, derive_seed
-from interp.data.task import TaskConfig, TaskGenerator
+from interp.data.task import TaskConfig
+from interp.data.tasks import get_task, make_generator, task_name
 from interp.io.rundir import (
     RunDirectoryError,
     RunWriter,
@@ -340,6 +341,7 @@ class _RunState:
     ) -> None:
         from interp.io.rundir import RUN_KINDS
 
+        get_task(task_name(task))  # a task that is not registered stops here, before any write
         model_config = model_config or ModelConfig.from_task(task)
         cfg = self.cfg = train_config or TrainConfig()
         if (model_config.D, model_config.L) != (task.D, task.L):
@@ -384,7 +386,7 @@ class _RunState:
 
     def _build(self, task, model_config, cfg, kind, model_class) -> None:
         device = self.device
-        self.generator = TaskGenerator(task, seed=derive_seed(cfg.seed, "task"))
+        self.generator = make_generator(task, seed=derive_seed(cfg.seed, "task"))
         self.eval_sets = {
             k: v.to(device)
             for k, v in self.generator.eval_sets(derive_seed(cfg.seed, "eval")).items()

@@ -23,7 +23,7 @@ from interp.analysis.probes import cache_patterns, pattern_hook
 from interp.cli import main
 from interp.data.task import Batch, TaskConfig, TaskGenerator
 from interp.model.network import InductionNet, ModelConfig
-from interp.train import plugins
+from interp.io import plugins
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "extra_measure.py"
 TASK = TaskConfig(D=15, K=16, L=8, N=4, N_max=4, B=2, p_C=0.5, n_eval=64)

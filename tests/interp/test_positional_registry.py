@@ -28,7 +28,7 @@ from interp.model.positional import (
     positional_parameters,
     register_positional,
 )
-from interp.train import plugins
+from interp.io import plugins
 
 ROOT = Path(__file__).resolve().parents[2]
 ALIBI = ROOT / "tests" / "fixtures" / "alibi.py"
