@@ -208,7 +208,7 @@ def test_cope_gates_and_positions_against_a_hand_computed_position(batch):
     u = cache["blocks.0.hook_resid_pre"][0]  # [pos, d_model] of the first sequence
     i, j = 6, 2
     scale = attention_scale(attn.attn_scale, torch.arange(1, 18), attn.d_head, attn.n_train)
-    q, k = u @ attn.W_Q[0], u @ attn.W_K[0]
+    q, k = (u @ attn.W_Q[0]).detach(), (u @ attn.W_K[0]).detach()
     c = float(scale[i, 0]) if isinstance(scale, torch.Tensor) else float(scale)
     s = [float(q[i] @ k[t]) * c for t in range(j, i + 1)]
     gates = [1.0 / (1.0 + math.exp(-x)) for x in s]
