@@ -15,6 +15,7 @@ from interp.viz.explorer import (
     measures_figure,
     token_ticks,
 )
+from interp.viz.figures import run_context
 from interp.viz.report import ReportConfig, ReportInputError, build_report, deviations
 from tests.interp.tiny_runs import tiny_run
 
@@ -157,8 +158,14 @@ def test_deviations_name_optimiser_steps_and_preset(tmp_path):
 
 def test_report_page_has_every_section_offline(run_dir, tmp_path):
     page = build_report([load_run(run_dir)], ReportConfig(fit=False))
-    for heading in ("1. Config", "2. Training dynamics", "3. Plateau", "4. Nested-logit", "5. Att"):
-        assert f"<h2>{heading}" in page
+    for name, heading in (
+        ("config", "1. Config"),
+        ("dynamics", "2. Training dynamics"),
+        ("transition", "3. Plateau"),
+        ("fit_forecast", "4. Dynamics-model fit"),
+        ("explorer", "5. Att"),
+    ):
+        assert f'<h2 id="section-{name}">{heading}' in page
     assert "adam lr 0.003 (paper: SGD lr 0.01)" in page
     from plotly.offline import get_plotlyjs
 
@@ -200,7 +207,7 @@ def test_report_cli_writes_the_default_path(run_dir, capsys):
     assert main(["report", str(run_dir), "--no-fit", "--sequences", "1"]) == 0
     out = run_dir / "report.html"
     assert out.exists() and f"wrote {out}" in capsys.readouterr().out
-    assert "<h2>5. Attention explorer" in out.read_text()
+    assert '<h2 id="section-explorer">5. Attention explorer' in out.read_text()
 
 
 def test_report_input_error_is_a_value_error():
@@ -240,7 +247,7 @@ def test_report_fit_section_wires_the_observed_cliff_into_fit_and_forecast(tmp_p
     class Fitted:
         r2_, transition_step_, transition_step_stderr_ = 0.99, 1990.0, 12.0
 
-    def fake_fit(run, note, **kw):
+    def fake_fit(run, **kw):
         calls.append(kw)
         return Fitted(), go.Figure()
 
@@ -248,9 +255,12 @@ def test_report_fit_section_wires_the_observed_cliff_into_fit_and_forecast(tmp_p
         calls.append({"until": cutoff, "fraction": fraction, "observed_step": observed})
         return "<p>the calibrated forecast</p>"
 
-    monkeypatch.setattr(report, "_fit_and_figure", fake_fit)
+    import interp.viz.fit_overlay
+
+    monkeypatch.setattr(interp.viz.fit_overlay, "fit_overlay", fake_fit)
     monkeypatch.setattr(report, "_calibrated_forecast", fake_forecast)
-    section = report._fit_section([load_run(d)], lambda run: None, 0.8)
+    ctx = run_context([load_run(d)], {"report": ReportConfig(forecast_fraction=0.8)})
+    section = report._fit_section(ctx)
     assert len(calls) == 2, section
     assert calls[0]["until"] is None and 0 < calls[1]["until"] < 2000
     assert calls[1]["fraction"] == 0.8
@@ -275,7 +285,8 @@ def test_report_fit_section_finds_a_clean_cliff(tmp_path):
     pd.DataFrame(
         {"step": steps, "train_loss": loss, "ic_loss": loss, "ic_acc": 0.125 + 0.85 * s}
     ).to_csv(d / "metrics.csv", index=False)
-    section = _fit_section([load_run(d)], lambda run: None, 0.8)
+    ctx = run_context([load_run(d)], {"report": ReportConfig(forecast_fraction=0.8)})
+    section = _fit_section(ctx)
     found = re.search(r"R<sup>2</sup> = ([0-9.]+), fitted transition step (\d+)", section)
     assert found, section
     assert float(found[1]) > 0.99
