@@ -39,7 +39,7 @@ def saved_fit(run) -> dict | None:
 
 def model_title(model: str) -> str:
     """How figures name a model's fit."""
-    return "Nested-logit fit [reconstruction]" if model == "nested-logit" else f"{model} fit"
+    return "Nested-logit fit [reconstruction]" if model == "nested-logit" else model
 
 
 def fit_overlay(

@@ -37,6 +37,14 @@ def test_model_from_a_file_outside_the_package_is_registered(extra):
     assert load_plugins([str(FIXTURE)])[0] is extra  # loading twice imports once
 
 
+def test_list_models_lists_every_registered_model_plugins_included(extra, capsys):
+    from interp.cli import main
+
+    assert main(["--plugin", str(FIXTURE), "list", "models"]) == 0
+    listed = [line.split()[0] for line in capsys.readouterr().out.splitlines()]
+    assert listed == model_names() and "logistic-step" in listed
+
+
 def test_fit_recovers_the_parameters_of_a_registered_curve_model(step_curve):
     est = DynamicsFit("logistic-step", target="ic_loss").fit(STEPS, step_curve)
     for name, value in TRUTH.items():
