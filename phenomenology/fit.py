@@ -190,6 +190,72 @@ def check_curve(
     DynamicsFit(model, task=dict(task), target=target, aux=tuple(aux), options=options)._build()
 
 
+def _seen_part(df: pd.DataFrame, observed: dict, until, fraction, source: str):
+    """The cut-off (``until``, or ``fraction`` of the observed plateau) and the rows up to it."""
+    cutoff = until
+    if fraction is not None:
+        if not observed["transitioned"]:
+            raise ValueError(
+                f"--fraction needs a curve whose transition is seen ({source}: "
+                f"{observed['reason']}); use --until"
+            )
+        start, onset = observed["plateau_start_step"], observed["onset_step"]
+        cutoff = start + fraction * (onset - start)
+    part = df if cutoff is None else df[df["step"] <= cutoff]
+    if len(part) < MIN_POINTS:
+        raise ValueError(
+            f"{source}: only {len(part)} points with step <= {cutoff:g}; a fit needs at least "
+            f"{MIN_POINTS}"
+        )
+    return cutoff, part
+
+
+def _add_forecast(out: dict, curve, est, problem, *, until, task, model, target, column,
+                  optimizer, method, progress_column):  # fmt: skip
+    """The forecast fields of :func:`fit_curve`'s result: the calibrated forecast of an IC-loss
+    plateau where it applies, else the fitted model's transition, else why there is none.
+    Returns the problem that stops a forecast (None: there is a forecast)."""
+    calibrated = None
+    if problem is None and model == NestedLogitModel.name and target == "ic_loss":
+        calibrated = calibrated_forecast(curve, until=until, task=task, column=column,
+                                         optimizer=optimizer, method=method,
+                                         progress_column=progress_column)  # fmt: skip
+    progress_why = None if calibrated is None else calibrated.detail.get("progress_why")
+    calibrated_ok = calibrated is not None and calibrated.ok
+    if not calibrated_ok and method == "progress" and calibrated is not None:
+        problem = calibrated.reason.removeprefix("cannot forecast: ")  # asked for, it cannot
+    if calibrated_ok:
+        out["forecast"] = "ok"
+        out["forecast_transition_step"] = calibrated.step
+        out["forecast_interval"] = [calibrated.low, calibrated.high]
+        out["forecast_from"] = calibrated.detail.get("method", "template")
+        if out["forecast_from"] == "progress":
+            out["forecast_method"] = (
+                f"calibrated progress forecast (phenomenology.progress): {progress_column} "
+                f"excess reaches its threshold at {calibrated.raw_step:.0f}, x the "
+                f"{optimizer or 'sgd'} calibration; interval from development runs"
+            )
+        else:
+            out["forecast_method"] = (
+                "calibrated template fit (phenomenology.forecast): raw "
+                f"{calibrated.raw_step:.0f} x the {optimizer or 'sgd'} calibration; interval "
+                "split-conformal on development runs"
+                + (f" (progress forecast: {progress_why})" if progress_why else "")
+            )
+        out["forecast_calibration"] = optimizer or "sgd"
+    elif problem is None:
+        out["forecast"] = "ok"
+        out["forecast_transition_step"] = est.transition_step_
+        out["forecast_interval"] = list(est.transition_interval_)
+        out["forecast_method"] = f"the fitted model's transition; interval: {est.interval_method_}"
+        out["forecast_from"] = "fitted model"
+    else:
+        out["forecast"] = f"cannot forecast: {problem}"
+        out["forecast_transition_step"] = None
+        out["forecast_interval"] = None
+    return problem
+
+
 def fit_curve(
     curve: pd.DataFrame,
     *,
@@ -257,21 +323,7 @@ def fit_curve(
     target = target or column
     df = _clean(curve, [column, *aux]).rename(columns={column: target})
     observed = observed_transition(df, column=target)
-    cutoff = until
-    if fraction is not None:
-        if not observed["transitioned"]:
-            raise ValueError(
-                f"--fraction needs a curve whose transition is seen ({source}: "
-                f"{observed['reason']}); use --until"
-            )
-        start, onset = observed["plateau_start_step"], observed["onset_step"]
-        cutoff = start + fraction * (onset - start)
-    part = df if cutoff is None else df[df["step"] <= cutoff]
-    if len(part) < MIN_POINTS:
-        raise ValueError(
-            f"{source}: only {len(part)} points with step <= {cutoff:g}; a fit needs at least "
-            f"{MIN_POINTS}"
-        )
+    cutoff, part = _seen_part(df, observed, until, fraction, source)
     kwargs = {"n_boot": n_boot, "random_state": random_state} | dict(estimator_options or {})
     est = DynamicsFit(model, task=dict(task), target=target, aux=tuple(aux), options=options,
                       **kwargs)  # fmt: skip
@@ -290,44 +342,10 @@ def fit_curve(
     out["n_points_fitted"] = int(len(part))
     out["r2_all"] = est.score(df["step"].to_numpy(dtype=float), df[target].to_numpy(dtype=float))
     out["observed"] = observed
-    calibrated = None
-    if problem is None and model == NestedLogitModel.name and target == "ic_loss":
-        calibrated = calibrated_forecast(curve, until=float(steps[-1]), task=task, column=column,
-                                         optimizer=optimizer, method=method,
-                                         progress_column=progress_column)  # fmt: skip
-    progress_why = None if calibrated is None else calibrated.detail.get("progress_why")
-    calibrated_ok = calibrated is not None and calibrated.ok
-    if not calibrated_ok and method == "progress" and calibrated is not None:
-        problem = calibrated.reason.removeprefix("cannot forecast: ")  # asked for, it cannot
-    if calibrated_ok:
-        out["forecast"] = "ok"
-        out["forecast_transition_step"] = calibrated.step
-        out["forecast_interval"] = [calibrated.low, calibrated.high]
-        out["forecast_from"] = calibrated.detail.get("method", "template")
-        if out["forecast_from"] == "progress":
-            out["forecast_method"] = (
-                f"calibrated progress forecast (phenomenology.progress): {progress_column} "
-                f"excess reaches its threshold at {calibrated.raw_step:.0f}, x the "
-                f"{optimizer or 'sgd'} calibration; interval from development runs"
-            )
-        else:
-            out["forecast_method"] = (
-                "calibrated template fit (phenomenology.forecast): raw "
-                f"{calibrated.raw_step:.0f} x the {optimizer or 'sgd'} calibration; interval "
-                "split-conformal on development runs"
-                + (f" (progress forecast: {progress_why})" if progress_why else "")
-            )
-        out["forecast_calibration"] = optimizer or "sgd"
-    elif problem is None:
-        out["forecast"] = "ok"
-        out["forecast_transition_step"] = est.transition_step_
-        out["forecast_interval"] = list(est.transition_interval_)
-        out["forecast_method"] = f"the fitted model's transition; interval: {est.interval_method_}"
-        out["forecast_from"] = "fitted model"
-    else:
-        out["forecast"] = f"cannot forecast: {problem}"
-        out["forecast_transition_step"] = None
-        out["forecast_interval"] = None
+    problem = _add_forecast(
+        out, curve, est, problem, until=float(steps[-1]), task=task, model=model, target=target,
+        column=column, optimizer=optimizer, method=method, progress_column=progress_column,
+    )  # fmt: skip
     actual = observed["transition_step"]
     if problem is None and actual is not None:
         out["forecast_error"] = out["forecast_transition_step"] - actual

@@ -159,6 +159,33 @@ def batch_loader(batches: Sequence, seed: int) -> torch.utils.data.DataLoader:
     )
 
 
+def _sample_chain(model, loader, evaluate, cfg: LLCConfig, chain: int, init_loss, device, mala):
+    """One SGLD chain through devinterp (its summary dict); raises devinterp's RuntimeError on a
+    NaN loss."""
+    from devinterp.optim.sgld import SGLD
+    from devinterp.slt.sampler import estimate_learning_coeff_with_summary
+
+    return estimate_learning_coeff_with_summary(
+        model,
+        loader,
+        callbacks=[mala],
+        evaluate=evaluate,
+        sampling_method=SGLD,
+        optimizer_kwargs={
+            "lr": cfg.epsilon,
+            "nbeta": cfg.nbeta,
+            "localization": cfg.localization,
+        },
+        num_draws=cfg.draws,
+        num_chains=1,
+        num_burnin_steps=cfg.burnin,
+        init_loss=init_loss,
+        seed=[cfg.seed * 1000 + chain],
+        device=device,
+        verbose=False,
+    )
+
+
 def estimate_llc(
     model: torch.nn.Module,
     batches: Sequence,
@@ -185,9 +212,7 @@ def estimate_llc(
         ImportError: devinterp is missing (the message says how to install it).
     """
     _require_devinterp()
-    from devinterp.optim.sgld import SGLD
     from devinterp.slt.mala import MalaAcceptanceRate
-    from devinterp.slt.sampler import estimate_learning_coeff_with_summary
     from devinterp.utils import get_init_loss_multi_batch
 
     if cfg.nbeta is None:
@@ -205,25 +230,7 @@ def estimate_llc(
                 num_chains=1, num_draws=cfg.draws, nbeta=cfg.nbeta, learning_rate=cfg.epsilon
             )
             try:
-                result = estimate_learning_coeff_with_summary(
-                    model,
-                    loader,
-                    callbacks=[mala],
-                    evaluate=evaluate,
-                    sampling_method=SGLD,
-                    optimizer_kwargs={
-                        "lr": cfg.epsilon,
-                        "nbeta": cfg.nbeta,
-                        "localization": cfg.localization,
-                    },
-                    num_draws=cfg.draws,
-                    num_chains=1,
-                    num_burnin_steps=cfg.burnin,
-                    init_loss=init_loss,
-                    seed=[cfg.seed * 1000 + chain],
-                    device=device,
-                    verbose=False,
-                )
+                result = _sample_chain(model, loader, evaluate, cfg, chain, init_loss, device, mala)
             except RuntimeError as err:  # devinterp's LLCEstimator raises on a NaN loss
                 if "NaN" not in str(err):
                     raise
@@ -248,12 +255,31 @@ def estimate_llc(
     trace = np.stack(traces)
     drift, drifting = _drift(trace, mean)
     acceptance = float(np.nanmean(accept)) if np.isfinite(accept).any() else math.nan
+    problems += _problems(cfg, failed, len(good), mean, acceptance, drift, drifting)
+    return LLCEstimate(
+        llc_mean=mean,
+        llc_std=std,
+        llc_chains=tuple(float(v) for v in chains),
+        init_loss=float(init_loss),
+        mala_acceptance=acceptance,
+        trace_drift=drift,
+        failed_chains=failed,
+        seconds=time.perf_counter() - start,
+        warning="; ".join(problems),
+        trace=trace,
+    )
+
+
+def _problems(cfg, failed: int, n_good: int, mean: float, acceptance: float, drift: float,
+              drifting: bool) -> list[str]:  # fmt: skip
+    """The plain-language warnings of one estimate (empty: its diagnostics look right)."""
+    problems: list[str] = []
     if failed:
         problems.append(
             f"{failed} of {cfg.chains} chains diverged (NaN/inf loss): epsilon={cfg.epsilon:g} "
             "is too large"
         )
-    if len(good) and mean < 0:
+    if n_good and mean < 0:
         problems.append(
             "LLC < 0: SGLD found lower loss than the checkpoint (not at a local minimum, or "
             "localization/nbeta too small)"
@@ -268,18 +294,7 @@ def estimate_llc(
             f"LLC trace still drifting ({drift:.2f} of its value): more burnin/draws or a "
             "larger epsilon"
         )
-    return LLCEstimate(
-        llc_mean=mean,
-        llc_std=std,
-        llc_chains=tuple(float(v) for v in chains),
-        init_loss=float(init_loss),
-        mala_acceptance=acceptance,
-        trace_drift=drift,
-        failed_chains=failed,
-        seconds=time.perf_counter() - start,
-        warning="; ".join(problems),
-        trace=trace,
-    )
+    return problems
 
 
 def _drift(trace: np.ndarray, mean: float) -> tuple[float, bool]:

@@ -130,16 +130,9 @@ def detect_transition(
         head = float(values[0]) if len(values) else float("nan")
         tail = float(values[-1]) if len(values) else float("nan")
         return TransitionResult(
-            False,
-            None,
-            None,
-            head,
-            None,
-            None,
-            tail,
-            float("nan"),
+            False, None, None, head, None, None, tail, float("nan"),
             f"too few points ({len(steps)} < 5) to detect a transition",
-        )
+        )  # fmt: skip
     order = np.argsort(steps)
     steps, values = steps[order], values[order]
     window = smooth_window or max(3, len(steps) // 20)
@@ -239,6 +232,26 @@ def measure_direction(name: str) -> str:
     return "falling" if str(name).endswith("loss") else "rising"
 
 
+def _no_cliff_reason(c, drop: float, need: float, last_step: float, max_width_ratio: float) -> str:
+    """Why a detected cliff does not count as a transition ("" when it does)."""
+    reason = ""
+    if not drop > need:
+        reason = f"drop {drop:.3g} from the plateau <= {need:.3g}"
+    elif c.transition >= last_step:
+        reason = "the steepest drop is at the last point: the curve may still be falling"
+    elif c.plateau_length < 0.2 * c.transition:
+        reason = (
+            f"no plateau before the drop: {c.plateau_length:.0f} steps, under 20% of the "
+            f"transition step {c.transition:.0f}"
+        )
+    elif c.width > max_width_ratio * c.transition:
+        reason = (
+            f"gradual drop: onset-to-end width {c.width:.0f} > {max_width_ratio:g} x the "
+            f"transition step {c.transition:.0f}"
+        )
+    return reason
+
+
 def find_transition(
     steps: Sequence[float],
     values: Sequence[float],
@@ -318,21 +331,7 @@ def find_transition(
     sign = 1.0 if direction == "falling" else -1.0
     drop = c.plateau_loss - c.floor_loss
     need = (0.3 if min_rise is None else min_rise) * abs(c.plateau_loss)
-    reason = ""
-    if not drop > need:
-        reason = f"drop {drop:.3g} from the plateau <= {need:.3g}"
-    elif c.transition >= steps[-1]:
-        reason = "the steepest drop is at the last point: the curve may still be falling"
-    elif c.plateau_length < 0.2 * c.transition:
-        reason = (
-            f"no plateau before the drop: {c.plateau_length:.0f} steps, under 20% of the "
-            f"transition step {c.transition:.0f}"
-        )
-    elif c.width > max_width_ratio * c.transition:
-        reason = (
-            f"gradual drop: onset-to-end width {c.width:.0f} > {max_width_ratio:g} x the "
-            f"transition step {c.transition:.0f}"
-        )
+    reason = _no_cliff_reason(c, drop, need, float(steps[-1]), max_width_ratio)
     return Transition(
         transitioned=not reason,
         step=float(c.transition),

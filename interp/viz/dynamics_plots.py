@@ -132,6 +132,48 @@ def plot_landscape(
     return fig
 
 
+def _mark_forecast_and_observed(fig, forecast_step, observed_step, n_panels: int) -> None:
+    """Vertical lines at the forecast and the observed transition, on every panel of a fit
+    overlay, each named in the legend and labelled on the outer side."""
+    # The forecast and the observed step are often close: distinct colours and dashes, the step in
+    # the legend, and a label on the outer side of each line, so neither hides the other.
+    marks = [
+        (step, label, dash, color)
+        for step, label, dash, color in (
+            (forecast_step, "forecast", "dash", FORECAST_COLOR),
+            (observed_step, "observed", "dot", OBSERVED_COLOR),
+        )
+        if step is not None and np.isfinite(step)
+    ]
+    marks.sort(key=lambda m: m[0])
+    for k, (step, label, dash, color) in enumerate(marks):
+        before = len(fig.layout.shapes)
+        fig.add_vline(
+            x=step,
+            line={"dash": dash, "color": color, "width": 1.5},
+            opacity=0.9,
+            row="all",
+            col="all",
+        )
+        name = f"{label} transition (step {step:.0f})"
+        for j, shape in enumerate(fig.layout.shapes[before:]):
+            shape.update(name=name, legendgroup=label, showlegend=j == 0)
+        left = k == 0 and len(marks) == 2  # the earlier of two: its label to the left
+        fig.add_annotation(
+            x=step,
+            y=0.02,  # near the bottom: curves are mid-way there at a transition
+            xref=f"x{n_panels}" if n_panels > 1 else "x",
+            yref=f"y{n_panels} domain" if n_panels > 1 else "y domain",
+            text=f"{label}<br>{step:.0f}",
+            showarrow=False,
+            xanchor="right" if left else "left",
+            yanchor="bottom",
+            align="right" if left else "left",
+            xshift=-3 if left else 3,
+            font={"color": color, "size": 11},
+        )
+
+
 def plot_fit_overlay(
     metrics: pd.DataFrame,
     predicted: pd.DataFrame,
@@ -204,43 +246,7 @@ def plot_fit_overlay(
                 row=1,
                 col=col,
             )
-    # The forecast and the observed step are often close: distinct colours and dashes, the step in
-    # the legend, and a label on the outer side of each line, so neither hides the other.
-    marks = [
-        (step, label, dash, color)
-        for step, label, dash, color in (
-            (forecast_step, "forecast", "dash", FORECAST_COLOR),
-            (observed_step, "observed", "dot", OBSERVED_COLOR),
-        )
-        if step is not None and np.isfinite(step)
-    ]
-    marks.sort(key=lambda m: m[0])
-    for k, (step, label, dash, color) in enumerate(marks):
-        before = len(fig.layout.shapes)
-        fig.add_vline(
-            x=step,
-            line={"dash": dash, "color": color, "width": 1.5},
-            opacity=0.9,
-            row="all",
-            col="all",
-        )
-        name = f"{label} transition (step {step:.0f})"
-        for j, shape in enumerate(fig.layout.shapes[before:]):
-            shape.update(name=name, legendgroup=label, showlegend=j == 0)
-        left = k == 0 and len(marks) == 2  # the earlier of two: its label to the left
-        fig.add_annotation(
-            x=step,
-            y=0.02,  # near the bottom: curves are mid-way there at a transition
-            xref=f"x{len(panels)}" if len(panels) > 1 else "x",
-            yref=f"y{len(panels)} domain" if len(panels) > 1 else "y domain",
-            text=f"{label}<br>{step:.0f}",
-            showarrow=False,
-            xanchor="right" if left else "left",
-            yanchor="bottom",
-            align="right" if left else "left",
-            xshift=-3 if left else 3,
-            font={"color": color, "size": 11},
-        )
+    _mark_forecast_and_observed(fig, forecast_step, observed_step, len(panels))
     if cutoff_step is not None:
         before = len(fig.layout.shapes)
         fig.add_vrect(
