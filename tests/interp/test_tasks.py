@@ -40,6 +40,7 @@ def trained(tmp_path_factory):
     """A tiny run of the plugin task and the same run of the standard task, both through the CLI."""
     base = tmp_path_factory.mktemp("tasks")
     saved, loaded = dict(TASKS), dict(plugins._LOADED)
+    plugins._LOADED.clear()  # what other tests loaded is not this run's
     try:
         argv = ["--plugin", str(FIXTURE), "train", *TINY, "--set", "task=iw-only"]
         assert main([*argv, "--out", str(base / "iw")]) == 0
