@@ -16,6 +16,7 @@ from interp.cli import build_configs, main
 from interp.config.train_config import TrainConfig
 from interp.data.task import TaskConfig, TaskGenerator
 from interp.experiments.standard import train
+from interp.io import plugins
 from interp.io.plugins import load_plugin, loaded_plugins
 from interp.io.rundir import load_run, read_config
 from interp.model.fast import supports_fast_path
@@ -28,7 +29,6 @@ from interp.model.positional import (
     positional_parameters,
     register_positional,
 )
-from interp.io import plugins
 
 ROOT = Path(__file__).resolve().parents[2]
 ALIBI = ROOT / "tests" / "fixtures" / "alibi.py"

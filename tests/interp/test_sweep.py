@@ -10,9 +10,9 @@ import pandas as pd
 import pytest
 
 from interp.cli import main
+from interp.experiments import sweep
 from interp.experiments.standard import train
 from interp.experiments.sweep import SweepDirectoryError, SweepSpec, run_sweep
-from interp.experiments import sweep
 from interp.train.presets import get_preset
 from interp.train.training import TrainingDiverged
 from interp.viz import export
