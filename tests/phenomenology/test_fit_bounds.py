@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from phenomenology.fit import DynamicsFit, _at_bound
+from phenomenology.estimator import _at_bound
+from phenomenology.fit import DynamicsFit
 from phenomenology.models import register_model, unregister_model
 
 STEPS = np.linspace(0.0, 1000.0, 60)
