@@ -26,7 +26,14 @@ from collections.abc import Iterable
 from pathlib import Path
 from types import ModuleType
 
-__all__ = ["PluginError", "load_plugin", "load_plugins", "loaded_plugins", "recorded_plugins"]
+__all__ = [
+    "PluginError",
+    "load_plugin",
+    "load_plugins",
+    "loaded_plugins",
+    "recorded_plugins",
+    "check_recorded_plugins",
+]
 
 log = logging.getLogger(__name__)
 
@@ -120,3 +127,20 @@ def recorded_plugins(run_dir: str | Path) -> list[str]:
         return []
     plugins = config.get("plugins", [])
     return [str(p) for p in plugins] if isinstance(plugins, list) else []
+
+
+def check_recorded_plugins(run_dir: str | Path) -> None:
+    """Refuse a run trained with plugins that are not loaded now (its ``metrics.csv`` has their
+    columns): one line naming them and how to load them, rather than loading code named in a file.
+
+    Raises:
+        ValueError: a recorded plugin is not loaded.
+    """
+    loaded = set(loaded_plugins())
+    missing = [p for p in recorded_plugins(run_dir) if p not in loaded]
+    if missing:
+        again = " ".join(f"--plugin {p}" for p in missing)
+        raise ValueError(
+            f"{Path(run_dir) / 'config.json'} field plugins: the run was trained with {missing}; "
+            f"resume with {again}"
+        )

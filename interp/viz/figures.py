@@ -38,7 +38,7 @@ import plotly.graph_objects as go
 import torch
 
 from interp.analysis.compare import comparison_figures, group_runs
-from interp.viz.export import export_figure
+from interp.viz.export import export_figure, paper_style
 from interp.viz.plots import (
     plot_attention_maps,
     plot_attention_snapshots,
@@ -52,6 +52,8 @@ from interp.viz.plots import (
 # averaged for the IC-set average pattern: enough to see the picture, small enough to load fast.
 MAX_SLIDER_CHECKPOINTS = 16
 N_AVERAGE_SEQUENCES = 256
+# Print widths (inches) below which the attention snapshots stack their checkpoints vertically.
+_TALL_BELOW_IN = 5.0
 
 
 def run_note(run) -> str | None:
@@ -328,6 +330,7 @@ def write_standard_figures(
     attention_run: int = 0,
     max_slider_checkpoints: int = MAX_SLIDER_CHECKPOINTS,
     n_average: int = N_AVERAGE_SEQUENCES,
+    width: str | Real | None = None,
 ) -> list[Path]:
     """Write the standard figure set for some runs (see the module docstring for the list).
 
@@ -339,6 +342,9 @@ def write_standard_figures(
         attention_run: index of the run whose attention maps are drawn.
         max_slider_checkpoints: most checkpoints on an attention slider.
         n_average: IC sequences averaged for the average attention maps.
+        width: the print width of every static figure: ``"single"`` (3.5 in), ``"double"``
+            (7 in) or inches (:func:`interp.viz.export.paper_style`); text stays at 7 pt or
+            more. None: each figure's own (double, or single for the one-panel ones).
 
     Returns:
         Every path written (figures and CSVs).
@@ -351,6 +357,8 @@ def write_standard_figures(
 
     if not run_dirs:
         raise ValueError("run_dirs is empty: pass at least one run directory")
+    # an invalid width fails before any work
+    tall = width is not None and paper_style(width).width_in < _TALL_BELOW_IN
     out = Path(out_dir)
     runs = [load_run(d) for d in run_dirs]
     names = _run_names(runs)
@@ -365,12 +373,12 @@ def write_standard_figures(
     groups = group_runs(runs)
     if len(groups) > 1:  # different configs: side by side, never averaged together
         for stem, fig in comparison_figures(groups, note=note).items():
-            written += export_figure(fig, out / stem, formats, style="double")
+            written += export_figure(fig, out / stem, formats, style=width or "double")
     else:
         fig = plot_training_dynamics(metrics, found or None, note=note, chance=1.0 / L)
-        written += export_figure(fig, out / "training_dynamics", formats, style="double")
+        written += export_figure(fig, out / "training_dynamics", formats, style=width or "double")
         fig = plot_progress_measures(metrics, found or None, note=note)
-        written += export_figure(fig, out / "progress_measures", formats, style="single")
+        written += export_figure(fig, out / "progress_measures", formats, style=width or "single")
 
     run = runs[attention_run]
     if run.checkpoint_steps:
@@ -411,29 +419,32 @@ def write_standard_figures(
                 title=f"Attention across training, {what}",
                 note=note_a,
                 captions=_accuracy_captions(run.metrics, key_steps),
+                tall=tall,  # a journal column: checkpoints down, layers across
             )
             static = [f for f in formats if f != "html"] or ["html"]
             written += export_figure(
-                fig, out / f"attention_snapshots{suffix}", static, style="double"
+                fig, out / f"attention_snapshots{suffix}", static, style=width or "double"
             )
 
     for name, run in zip(names, runs, strict=True):
         fig = _fit_overlay(run, run.metrics, run_note(run))
         if fig is not None:
             safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
-            written += export_figure(fig, out / f"fit_overlay_{safe}", formats, style="double")
+            written += export_figure(
+                fig, out / f"fit_overlay_{safe}", formats, style=width or "double"
+            )
     from interp.viz.llc_plots import llc_figure_for_run
 
     for name, run, transition in zip(names, runs, transitions, strict=True):
         fig = llc_figure_for_run(run, transition, run_note(run))  # runs with an llc.csv
         if fig is not None:
             safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
-            written += export_figure(fig, out / f"llc_{safe}", formats, style="double")
+            written += export_figure(fig, out / f"llc_{safe}", formats, style=width or "double")
     from interp.viz.quanta_plots import quanta_figures_for_run
 
     for name, run, transition in zip(names, runs, transitions, strict=True):
         safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
         for stem, fig in quanta_figures_for_run(run, transition, run_note(run)).items():
-            style = "double" if stem == "quanta" else "single"
+            style = width or ("double" if stem == "quanta" else "single")
             written += export_figure(fig, out / f"{stem}_{safe}", formats, style=style)
     return written
