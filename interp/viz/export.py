@@ -20,6 +20,7 @@ import math
 import os
 import shutil
 import struct
+import textwrap
 import threading
 import zlib
 from collections.abc import Sequence
@@ -172,12 +173,14 @@ def apply_paper_style(fig: go.Figure, style: str | PaperStyle) -> go.Figure:
     if style.width_in < _NARROW_IN:  # a wide figure in a column: panels not squashed flat
         aspect = max(aspect, _NARROW_MIN_ASPECT)
     font_px = style.font_pt * _PX_PER_PT
+    title_px = style.title_pt * _PX_PER_PT
+    title = _wrap_title(out.layout.title.text, style.width_px - 20, title_px)
     out.update_layout(
         template="simple_white",
         width=style.width_px,
         height=style.width_px * aspect + _legend_height(out, style, font_px),
         font={"family": "Arial, Helvetica, sans-serif", "size": font_px, "color": "black"},
-        title={"font": {"size": style.title_pt * _PX_PER_PT}},
+        title={"font": {"size": title_px}},
         # Below the panels, laid out in rows: a column-wide figure has no room at the side.
         legend={
             "font": {"size": font_px * 0.9},
@@ -195,11 +198,14 @@ def apply_paper_style(fig: go.Figure, style: str | PaperStyle) -> go.Figure:
         margin={
             "l": 50,
             "r": 15,
-            "t": (70 if "<br>" in (out.layout.title.text or "") else 45)
+            "t": (70 if "<br>" in (title or "") else 45)
+            + round(title_px * 1.2 * max(0, (title or "").count("<br>") - 1))
             + (round(font_px * 2.0) if _two_line_panel_titles(out) else 0),
             "b": 40,
         },
     )
+    if title:
+        out.layout.title.text = title
     # Subplot titles are annotations; make them print-sized too.
     out.update_annotations(font_size=font_px)
     _raise_small_fonts(out, style.min_font_pt * _PX_PER_PT)
@@ -302,6 +308,22 @@ def _thin_crowded_ticks(fig: go.Figure, min_px: float) -> None:
         every = max(1, math.ceil(len(axis.ticktext) * size * 1.15 / max(length, 1.0)))
         if every > 1:
             axis.ticktext = [t if i % every == 0 else "" for i, t in enumerate(axis.ticktext)]
+
+
+def _wrap_title(text: str | None, width_px: float, size_px: float) -> str | None:
+    """A title whose lines fit ``width_px``: each ``<br>``-separated line (a ``<sup>`` line at
+    plotly's 70% size) broken at spaces where it would run past the figure's edges."""
+    if not text:
+        return text
+    lines = []
+    for line in text.split("<br>"):
+        sup = line.startswith("<sup>") and line.endswith("</sup>")
+        plain = line[5:-6] if sup else line
+        chars = max(10, int(width_px / (0.52 * size_px * (0.7 if sup else 1.0))))
+        parts = textwrap.wrap(plain, chars, break_long_words=False) if "<" not in plain else []
+        parts = parts or [plain]
+        lines += [f"<sup>{p}</sup>" if sup else p for p in parts]
+    return "<br>".join(lines)
 
 
 def _two_line_panel_titles(fig: go.Figure) -> bool:

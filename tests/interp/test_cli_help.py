@@ -140,3 +140,26 @@ def test_the_command_line_is_small_modules_of_small_functions():
                 assert node.end_lineno - node.lineno + 1 <= 100, (path.name, node.name)
     for module in command_modules():
         assert {"NAME", "HELP", "EPILOG", "add_arguments", "run"} <= set(dir(module)), module
+
+
+def test_the_contributing_guide_command_is_one_module(tmp_path, monkeypatch, capsys):
+    """docs/contributing.md's "Add a command" example, as written, becomes a working command."""
+    import sys
+    import types
+
+    import interp.cli.commands as commands
+    from tests.interp.tiny_runs import tiny_run
+
+    page = (ROOT / "docs" / "contributing.md").read_text()
+    section = page.split("## Add a command", 1)[1].split("\n## ", 1)[0]
+    code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    module = types.ModuleType("interp.cli.commands.summary")
+    exec(compile(code, "summary.py", "exec"), module.__dict__)
+    monkeypatch.setitem(sys.modules, "interp.cli.commands.summary", module)
+    monkeypatch.setattr(commands, "COMMANDS", (*commands.COMMANDS, "summary"))
+    run = tiny_run(tmp_path / "run", steps=20)
+    assert cli.main(["summary", str(run)]) == 0
+    out = capsys.readouterr().out.split()
+    assert out[0] == str(run) and 0 <= float(out[1]) <= 1
+    assert "summary" in _subparsers(make_parser())
+    assert "(default: ic_acc)" in _subparsers(make_parser())["summary"].format_help()
