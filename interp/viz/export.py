@@ -175,10 +175,12 @@ def apply_paper_style(fig: go.Figure, style: str | PaperStyle) -> go.Figure:
     font_px = style.font_pt * _PX_PER_PT
     title_px = style.title_pt * _PX_PER_PT
     title = _wrap_title(out.layout.title.text, style.width_px - 20, title_px)
+    top = _top_margin(out, title, title_px, font_px)
     out.update_layout(
         template="simple_white",
         width=style.width_px,
-        height=style.width_px * aspect + _legend_height(out, style, font_px),
+        # the panels keep their height when a wrapped title needs more room above them
+        height=style.width_px * aspect + _legend_height(out, style, font_px) + max(0, top - 70),
         font={"family": "Arial, Helvetica, sans-serif", "size": font_px, "color": "black"},
         title={"font": {"size": title_px}},
         # Below the panels, laid out in rows: a column-wide figure has no room at the side.
@@ -198,9 +200,7 @@ def apply_paper_style(fig: go.Figure, style: str | PaperStyle) -> go.Figure:
         margin={
             "l": 50,
             "r": 15,
-            "t": (70 if "<br>" in (title or "") else 45)
-            + round(title_px * 1.2 * max(0, (title or "").count("<br>") - 1))
-            + (round(font_px * 2.0) if _two_line_panel_titles(out) else 0),
+            "t": top,
             "b": 40,
         },
     )
@@ -324,6 +324,21 @@ def _wrap_title(text: str | None, width_px: float, size_px: float) -> str | None
         parts = parts or [plain]
         lines += [f"<sup>{p}</sup>" if sup else p for p in parts]
     return "<br>".join(lines)
+
+
+_LINE = 1.3  # line height / font size
+
+
+def _top_margin(fig: go.Figure, title: str | None, title_px: float, font_px: float) -> int:
+    """Room above the panels for the title's lines and the panel titles (one or two lines).
+
+    Plotly puts the title's first baseline at the middle of the top margin and further lines
+    below it, so the margin is twice what lies below that baseline: the other title lines, a
+    gap, and the panel titles."""
+    extra_lines = (title or "").count("<br>") if title else 0
+    panel_lines = 2 if _two_line_panel_titles(fig) else 1
+    below = extra_lines * _LINE * title_px + 0.15 * title_px + 4 + panel_lines * _LINE * font_px
+    return round(max(2 * below, 1.5 * title_px + 4))
 
 
 def _two_line_panel_titles(fig: go.Figure) -> bool:

@@ -390,11 +390,11 @@ def plot_run_comparison(
     for j, column in enumerate(columns, start=1):
         # Only the first panel names its axis (the panel titles say what each shows): a y-axis
         # title between narrow print panels would sit inside the panel to its left.
-        title = ("loss" if column.endswith("loss") else "value") if j == 1 else None
+        y_title = ("loss" if column.endswith("loss") else "value") if j == 1 else None
         if column.endswith("loss"):
-            fig.update_yaxes(title_text=title, row=1, col=j)
+            fig.update_yaxes(title_text=y_title, row=1, col=j)
         else:
-            fig.update_yaxes(title_text=title, range=[-0.02, 1.02], row=1, col=j)
+            fig.update_yaxes(title_text=y_title, range=[-0.02, 1.02], row=1, col=j)
     fig.update_xaxes(title_text="training step", tickformat="~s")
     fig.update_layout(title=_title(title, note), width=420 * len(columns) + 200, height=420)
     return fig

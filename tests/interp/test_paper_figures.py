@@ -155,3 +155,47 @@ def test_figures_width_is_checked_before_any_work(tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "--width" in err[0] and "'wide' is invalid" in err[0]
     assert not (tmp_path / "f").exists()
+
+
+def test_comparison_panels_keep_axis_titles_out_of_their_neighbours():
+    import pandas as pd
+
+    m = {
+        name: pd.DataFrame(
+            {"step": [0, 100, 200], "train_loss": [3, 2, 1], "ic_acc": [0.1, a, 0.9]}
+        )
+        for name, a in (("a", 0.5), ("b", 0.4))
+    }
+    fig = plots.plot_run_comparison(m, ["train_loss", "ic_acc"], title="Training dynamics")
+    assert fig.layout.title.text == "Training dynamics"
+    # only the first panel names its axis; the panel titles say what the others show
+    assert fig.layout.yaxis.title.text == "loss" and fig.layout.yaxis2.title.text is None
+    gap = fig.layout.xaxis2.domain[0] - fig.layout.xaxis.domain[1]
+    assert gap >= 0.08
+
+
+def test_transition_lines_stop_below_the_panel_titles():
+    import pandas as pd
+
+    metrics = pd.DataFrame({"step": [0, 1, 2], "train_loss": [3, 2, 1], "ic_acc": [0.1, 0.5, 0.9]})
+    fig = plots.plot_training_dynamics(metrics, transition_step=1)
+    lines = [s for s in fig.layout.shapes if s.x0 == s.x1 == 1]
+    assert lines and all(s.yref.endswith("domain") and s.y1 < 1 for s in lines)
+
+
+def test_a_long_title_wraps_to_the_width():
+    note = "adam lr 0.001 (paper: SGD lr 0.01); adam lr 0.003 (paper: SGD lr 0.01); compared"
+    fig = go.Figure(go.Scatter(x=[0, 1], y=[0, 1]))
+    fig.update_layout(title=f"Attention across training, average over 256 IC sequences<br>"
+                      f"<sup>{note}</sup>", width=900, height=400)  # fmt: skip
+    single = export.apply_paper_style(fig, "single").layout
+    double = export.apply_paper_style(fig, "double").layout
+    assert double.title.text == fig.layout.title.text  # fits 7 in
+    lines = [
+        x.removeprefix("<sup>").removesuffix("</sup>") for x in single.title.text.split("<br>")
+    ]
+    # 3.5 in holds ~45 characters of the title and ~65 of the smaller note
+    assert len(lines) == 4 and len(lines[0]) <= 45 and all(len(x) <= 65 for x in lines[2:])
+    assert " ".join(lines[:2]) == "Attention across training, average over 256 IC sequences"
+    assert " ".join(lines[2:]) == note
+    assert single.margin.t > double.margin.t
