@@ -234,14 +234,17 @@ def field_docs(cls) -> dict[str, str]:
 @dataclasses.dataclass(frozen=True)
 class SettableField:
     """One ``--set`` key: ``key`` (as typed), ``group`` (``task``, ``model`` or ``train``),
-    ``type`` (as annotated), ``default`` (the dataclass default; a preset may change it) and
-    ``doc`` (from the class's ``Attributes:`` docstring; empty if it has none)."""
+    ``type`` (as annotated), ``default`` (the dataclass default; a preset may change it), ``doc``
+    (from the class's ``Attributes:`` docstring; empty if it has none) and ``owner`` (the
+    dataclass that declares it: ``TaskConfig``, or ``RopeConfig, with positional=rope`` for an
+    encoding's parameter)."""
 
     key: str
     group: str
     type: str
     default: Any
     doc: str
+    owner: str = ""
 
 
 def _type_name(annotation) -> str:
@@ -268,18 +271,18 @@ def settable_fields() -> list[SettableField]:
             if group == "model" and f.name in DERIVED_MODEL_FIELDS:
                 continue
             default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
-            out.append(
-                SettableField(f.name, group, _type_name(f.type), default, docs.get(f.name, ""))
-            )
+            doc = docs.get(f.name, "")
+            out.append(SettableField(f.name, group, _type_name(f.type), default, doc, cls.__name__))
     for enc_name, enc in POSITIONAL_ENCODINGS.items():
         if enc.config_class is None:
             continue
         docs = field_docs(enc.config_class)
         for f in dataclasses.fields(enc.config_class):
             default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
-            doc = docs.get(f.name, "")
-            doc = f"{doc} (with positional={enc_name})" if doc else f"with positional={enc_name}"
             out.append(
-                SettableField(f"{enc_name}_{f.name}", "model", _type_name(f.type), default, doc)
-            )
+                SettableField(
+                    f"{enc_name}_{f.name}", "model", _type_name(f.type), default,
+                    docs.get(f.name, ""), f"{enc.config_class.__name__}, with positional={enc_name}",
+                )
+            )  # fmt: skip
     return out

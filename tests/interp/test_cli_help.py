@@ -76,7 +76,8 @@ def test_train_help_lists_every_set_key_with_type_default_and_meaning():
         assert re.search(rf"^    {re.escape(f.key)} +{re.escape(f.type)} = ", text, re.M), f.key
         assert f.doc, f"{f.group}.{f.key} has no entry in its class's Attributes docstring"
     assert "K                   int = 512: number of classes; must be a multiple of L." in text
-    assert "rope_base" in text and "(with positional=rope)" in text
+    assert "  model (RopeConfig, with positional=rope):\n    rope_base " in text
+    assert {f.owner for f in fields} >= {"TaskConfig", "ModelConfig", "TrainConfig"}
     assert not MARKUP.search(text)
     # the keys shown are exactly the keys --set accepts
     with pytest.raises(ValueError, match="allowed keys are") as err:

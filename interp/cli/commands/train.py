@@ -32,12 +32,11 @@ def set_keys_text(width: int | None = None) -> str:
         "--set keys (KEY=VALUE, repeatable; a key may be prefixed task., model. or train.; the",
         "defaults are the config classes'; a preset changes some: `induction-cliff presets`):",
     ]
-    group = None
+    owner = None
     for f in fields:
-        if f.group != group:
-            group = f.group
-            cls = {"task": "TaskConfig", "model": "ModelConfig", "train": "TrainConfig"}[group]
-            lines.append(f"\n  {group} ({cls}):")
+        if f.owner != owner:
+            owner = f.owner
+            lines.append(f"\n  {f.group} ({owner}):")
         head = f"    {f.key:<{key_w}s}  {f.type} = {f.default!r}: "
         doc = plain(f.doc) or "(undocumented)"
         lines.append(textwrap.fill(doc, width, initial_indent=head, subsequent_indent=" " * 8))
