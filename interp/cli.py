@@ -793,6 +793,12 @@ def _cmd_reproduce(args) -> int:
                 continue
             for path in render(e, out, figures=not args.no_figures):
                 print(f"wrote {path}")
+        if args.name == "all":
+            from interp.experiments import results_index
+            from interp.io.atomic import write_text_atomic
+
+            write_text_atomic(out / "README.md", results_index(out))
+            print(f"wrote {out / 'README.md'}")
         return 0
     if args.name == "all":
         raise ValueError("reproduce all is only for --render-only; name one experiment")

@@ -40,6 +40,7 @@ __all__ = [
     "Tier",
     "check_rows",
     "experiments_table",
+    "results_index",
     "get_experiment",
     "read_rows",
     "register_experiment",
@@ -80,7 +81,7 @@ def _load_builtin() -> None:
 _load_builtin()
 
 
-def experiments_table(results_dir=None) -> str:
+def experiments_table(results_dir=None, prefix: str = "docs/results/") -> str:
     """The markdown table of the experiments that have data (question, headline result computed
     from the CSV, link to the page): what README.md includes, checked by a test."""
     from pathlib import Path
@@ -96,5 +97,21 @@ def experiments_table(results_dir=None) -> str:
             continue
         rows = read_rows(csv, e.meta)
         headline = e.headline(rows) if e.headline else ""
-        lines.append(f"| [{name}](docs/results/{name}.md) | {e.question} | {headline} |")
+        lines.append(f"| [{name}]({prefix}{name}.md) | {e.question} | {headline} |")
     return "\n".join(lines)
+
+
+INDEX_HEAD = """# Results
+
+One page per declared experiment (`interp/experiments/`), rendered from its CSV by
+`induction-cliff reproduce NAME --render-only`; `induction-cliff reproduce NAME --tier quick|full`
+reruns it. Each page says its tier, commit, defaults version, command and wall time, and marks
+rows transcribed from runs that are no longer kept. This index is written by `induction-cliff
+reproduce all --render-only`.
+
+"""
+
+
+def results_index(results_dir=None) -> str:
+    """``docs/results/README.md``: the experiments table, linked from inside the folder."""
+    return INDEX_HEAD + experiments_table(results_dir, prefix="") + "\n"

@@ -106,12 +106,14 @@ class Tier:
         cost: the estimated cost in words ("about 20 s on 2 cores").
         cost_s: the same in seconds, for ``list experiments``.
         note: the budget and every deviation of this tier beyond the experiment's own.
+        params: settings of the analysis for this tier (what the experiment's analysis reads).
     """
 
     sweeps: tuple[Sweep, ...] = ()
     cost: str = ""
     cost_s: float = math.nan
     note: str = ""
+    params: Mapping[str, object] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, kw_only=True)

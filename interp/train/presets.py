@@ -185,7 +185,7 @@ def _quanta_preset() -> Preset:
 
 
 def _encoding_presets() -> list[Preset]:
-    """The positional-encoding and attention-scaling experiments (issue 15; the README has their
+    """The positional-encoding and attention-scaling experiments (docs/results has their
     measured runs).
 
     ``pe-rope-bias``: does RoPE form the previous-token head once its attention has a content-free
