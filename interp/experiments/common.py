@@ -130,3 +130,44 @@ def std_columns(*fields: str, extra: Sequence = ()) -> tuple:
         Column(key="iw_acc", header="final IW", fmt="{:.3f}"),
         *extra,
     )
+
+
+def line_figure(rows: pd.DataFrame, x: str, ys: Sequence[str], *, title: str, by: str | None = None,
+                where: dict | None = None, log_x: bool = False):  # fmt: skip
+    """A figure of the rows: each of ``ys`` against ``x`` (one line per value of ``by``)."""
+    import plotly.graph_objects as go
+
+    sel = select(rows, **(where or {}))
+    fig = go.Figure()
+    groups = sel.groupby(by, sort=False) if by else [(None, sel)]
+    for key, g in groups:
+        g = g.assign(_x=pd.to_numeric(g[x], errors="coerce")).sort_values("_x")
+        for y in ys:
+            name = y if key is None else (str(key) if len(ys) == 1 else f"{y}, {key}")
+            vals = pd.to_numeric(g[y], errors="coerce")
+            fig.add_trace(go.Scatter(x=g["_x"], y=vals, mode="lines+markers", name=name))
+    fig.update_layout(title=title, width=700, height=420, template="plotly_white")
+    fig.update_xaxes(title=x, type="log" if log_x else "linear")
+    return fig
+
+
+def heatmap_figure(rows: pd.DataFrame, x: str, y: str, zs: Sequence[str], *, title: str,
+                   where: dict | None = None):  # fmt: skip
+    """Heatmaps of ``zs`` over the grid ``x`` by ``y`` (side by side)."""
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
+    sel = select(rows, **(where or {}))
+    fig = make_subplots(rows=1, cols=len(zs), subplot_titles=list(zs))
+    for i, z in enumerate(zs):
+        grid = sel.pivot_table(index=y, columns=x, values=z, aggfunc="mean")
+        fig.add_trace(
+            go.Heatmap(z=grid.to_numpy(), x=[str(c) for c in grid.columns],
+                       y=[str(r) for r in grid.index], zmin=0, zmax=1, colorscale="Viridis",
+                       showscale=i == len(zs) - 1, texttemplate="%{z:.2f}"),  # fmt: skip
+            row=1, col=i + 1,
+        )  # fmt: skip
+        fig.update_xaxes(title=x, row=1, col=i + 1)
+        fig.update_yaxes(title=y, row=1, col=i + 1)
+    fig.update_layout(title=title, width=900, height=420, template="plotly_white")
+    return fig

@@ -1,7 +1,7 @@
 """Fig 2, alpha: Zipf-distributed class frequencies."""
 
 from interp.experiments import register_experiment
-from interp.experiments.common import values
+from interp.experiments.common import line_figure, values
 from interp.experiments.core import Column, Experiment, PaperValue, Sweep, Tier
 
 EXPERIMENT = register_experiment(
@@ -71,6 +71,12 @@ EXPERIMENT = register_experiment(
             "an induction head, and IC accuracy falls as alpha grows."
         ),
         headline=lambda r: "IW rises with alpha; no induction head in this budget",
+        figure=lambda r: line_figure(
+            r,
+            "alpha",
+            ("ic_acc", "ic2_acc", "iw_acc"),
+            title="Final accuracy against alpha, SGD lr 0.03, 6000 steps (a deviation)",
+        ),
         sort=("alpha",),
     )
 )

@@ -1,7 +1,7 @@
 """Fig 2, eps: within-class noise."""
 
 from interp.experiments import register_experiment
-from interp.experiments.common import values
+from interp.experiments.common import line_figure, values
 from interp.experiments.core import Column, Experiment, PaperValue, Sweep, Tier
 
 EXPERIMENT = register_experiment(
@@ -70,6 +70,12 @@ EXPERIMENT = register_experiment(
             "formed; the paper's rise is a statement about where training ends."
         ),
         headline=lambda r: "IW falls with eps; IC stays at the first stage in this budget",
+        figure=lambda r: line_figure(
+            r,
+            "eps",
+            ("ic_acc", "iw_acc"),
+            title="Final accuracy against eps, SGD lr 0.03, 6000 steps (a deviation)",
+        ),
         sort=("eps",),
     )
 )

@@ -1,7 +1,7 @@
 """Fig 2, K x B: in-context learning rises with burstiness and the number of classes."""
 
 from interp.experiments import register_experiment
-from interp.experiments.common import select
+from interp.experiments.common import heatmap_figure, select
 from interp.experiments.core import Column, Experiment, PaperValue, Sweep, Tier
 
 
@@ -113,6 +113,14 @@ EXPERIMENT = register_experiment(
             "IC rises with B and K, IW falls, along "
             + _trend(r, "ic_acc", "B", True).split(" (")[0]
             + " rows"
+        ),
+        figure=lambda r: heatmap_figure(
+            r,
+            "B",
+            "K",
+            ("ic_acc", "iw_acc"),
+            where={"sweep": "sgd"},
+            title="Final IC and IW accuracy, SGD lr 0.03, 6000 steps (a deviation)",
         ),
         sort=("sweep", "K", "B", "seed"),
     )

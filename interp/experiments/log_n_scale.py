@@ -1,8 +1,27 @@
 """The entropy-invariant log-n attention scale, used: does it help length generalisation?"""
 
 from interp.experiments import register_experiment
-from interp.experiments.common import with_lengths
+from interp.experiments.common import line_figure, with_lengths
 from interp.experiments.core import Column, Experiment, Sweep, Tier
+
+
+def _length_figure(rows):
+    """IC accuracy against the context's pairs for seed 0, the longest-trained run of each
+    encoding and scale, one line each."""
+    import pandas as pd
+
+    seed0 = rows[pd.to_numeric(rows["seed"], errors="coerce") == 0]
+    longest = seed0.sort_values("steps").groupby(["positional", "attn_scale"], sort=False).tail(1)
+    long = []
+    for _, r in longest.iterrows():
+        for n in (8, 16, 32, 64):
+            long.append({"N": n, "IC accuracy": r.get(f"ic_acc_n{n}"),
+                         "run": f"{r['positional']} / {r['attn_scale']} ({r['steps']} steps)"})  # fmt: skip
+    fig = line_figure(pd.DataFrame(long), "N", ("IC accuracy",), by="run", log_x=True,
+                      title="IC accuracy at longer contexts (trained at N = 8; seed 0)")  # fmt: skip
+    fig.update_xaxes(tickvals=[8, 16, 32, 64])
+    return fig
+
 
 _QUICK = {"steps": 600, "eval_every": 25, "num_threads": 1, "N_max": 16}
 
@@ -69,6 +88,7 @@ EXPERIMENT = register_experiment(
         headline=lambda r: (
             "log_n beats sqrt at length; unscaled one-hot stays best; CoPE + log_n best on one seed"
         ),
+        figure=lambda r: _length_figure(r),
         sort=("positional", "attn_scale", "seed", "steps"),
     )
 )

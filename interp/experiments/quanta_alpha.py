@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 
 from interp.experiments import register_experiment
-from interp.experiments.common import mean_sd
+from interp.experiments.common import line_figure, mean_sd
 from interp.experiments.core import Column, Experiment, PaperValue, Sweep, Tier, sweep_rows
 
 _QUICK = {"steps": 600, "eval_every": 25, "num_threads": 1, "per_class_iw": 4, "p_B": 0.5,
@@ -108,6 +108,13 @@ EXPERIMENT = register_experiment(
             "a sum of sharp steps, but slope "
             + mean_sd(r, "slope", "{:.2f}", alpha=1)
             + " at alpha = 1"
+        ),
+        figure=lambda r: line_figure(
+            r,
+            "alpha",
+            ("slope", "alpha"),
+            by="seed",
+            title="Slope of t_k on frequency rank against the predicted alpha",
         ),
         sort=("alpha", "seed"),
     )

@@ -148,3 +148,18 @@ def test_the_project_speaks_of_itself_only():
     out = subprocess.run(["grep", "-rniE", "session|issue [0-9]|this session", *paths],
                          capture_output=True, text=True, cwd=ROOT)  # fmt: skip
     assert out.stdout == "", out.stdout[:2000]
+
+
+def test_every_declared_figure_is_drawn_from_the_committed_csv():
+    import plotly.graph_objects as go
+
+    drawn = 0
+    for name, e in EXPERIMENTS.items():
+        csv = RESULTS_DIR / f"{name}.csv"
+        if e.figure is None or not csv.exists():
+            continue
+        fig = e.figure(read_rows(csv, e.meta))
+        assert isinstance(fig, go.Figure) and len(fig.data) >= 1, name
+        assert f"![{e.title}]({name}.png)" in (RESULTS_DIR / f"{name}.md").read_text()
+        drawn += 1
+    assert drawn >= 5
