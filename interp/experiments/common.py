@@ -88,16 +88,18 @@ def with_transitions(columns: Sequence[str]):
 
 def with_lengths(n_pairs: Sequence[int], n: int | None = None):
     """An analysis: the sweep summary plus IC accuracy and the query row's entropy and N_eff at
-    each length (``ic_acc_n{N}``, ``entropy_n{N}``, ``neff_n{N}``; :func:`evaluate_lengths`)."""
+    each length (``ic_acc_n{N}``, ``entropy_n{N}``, ``neff_n{N}``; :func:`evaluate_lengths`);
+    a tier's ``params["n_pairs"]`` replaces the lengths."""
 
     def analyse(experiment: Experiment, tier: str, dirs: Sequence[Path]) -> pd.DataFrame:
         from interp.analysis.length import evaluate_lengths
 
         rows = sweep_rows(experiment, tier, dirs)
         names = [s.name for s in experiment.tiers[tier].sweeps]
+        lengths = experiment.tiers[tier].params.get("n_pairs", n_pairs)
         extra: dict[str, list] = {}
         for sweep, point in zip(rows["sweep"], rows["point"]):
-            df = evaluate_lengths(dirs[names.index(sweep)] / point, n_pairs, n=n, sets=("ic",))
+            df = evaluate_lengths(dirs[names.index(sweep)] / point, lengths, n=n, sets=("ic",))
             for _, r in df.iterrows():
                 k = int(r["n_pairs"])
                 for src, dst in (("ic_acc", "ic_acc"), ("l2_query_entropy", "entropy"),

@@ -54,6 +54,7 @@ __all__ = [
 TIERS = ("quick", "full")
 META = ("source", "tier", "commit", "format_version", "date", "wall_s", "machine", "command")
 SOURCES = ("run", "transcribed")
+RUN_LOG = ("point", "wall_s", "commit", "date", "machine")
 REPO_ROOT = Path(__file__).resolve().parents[2]
 RESULTS_DIR = REPO_ROOT / "docs" / "results"
 
@@ -525,8 +526,9 @@ def reproduce(
     """Train what is missing of ``tier``, analyse, write ``out/NAME.csv`` and render the page.
 
     Runs go to ``runs/NAME/TIER-SWEEP/`` (sweep folders: a second call skips finished runs and
-    resumes interrupted ones). Rows the analysis gives get the provenance columns; the wall time
-    of a run trained in an earlier call is read from ``runs/NAME/TIER-SWEEP.wall.csv``.
+    resumes interrupted ones). Rows the analysis gives get the provenance columns: a run's commit,
+    date, machine and wall time are those of the call that trained it (kept in
+    ``runs/NAME/TIER-SWEEP.runs.csv``), its format version that of its ``config.json``.
 
     Returns:
         The rows (as written) and the files written.
@@ -538,19 +540,19 @@ def reproduce(
         raise ValueError(f"--tier {tier!r} is invalid: allowed values are {list(TIERS)}")
     t = experiment.tiers[tier]
     base = Path(runs) / experiment.name
-    dirs, walls = [], {}
+    dirs, trained_by = [], {}
     for sweep in t.sweeps:
-        spec = sweep.spec()
-        spec.points()  # every point validated before anything trains
-    device = "cpu"
+        sweep.spec().points()  # every point of every sweep validated before anything trains
+    device = next((str(s.overrides["device"]) for s in t.sweeps if "device" in s.overrides), "cpu")
+    now = {
+        "commit": _commit(),
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"),
+        "machine": _machine(device),
+    }
     for sweep in t.sweeps:
         d = base / f"{tier}-{sweep.name}"
-        wall_file = base / f"{tier}-{sweep.name}.wall.csv"
-        known = (
-            pd.read_csv(wall_file)
-            if wall_file.exists()
-            else pd.DataFrame(columns=["point", "wall_s"])
-        )
+        log_file = base / f"{tier}-{sweep.name}.runs.csv"  # when, where and how long each trained
+        known = pd.read_csv(log_file) if log_file.exists() else pd.DataFrame(columns=RUN_LOG)
         log(f"{experiment.name} [{tier}] {sweep.command()} -> {d}")
         before = _done_points(d)
         t0 = time.perf_counter()
@@ -565,30 +567,34 @@ def reproduce(
             )
         trained = [p for p in summary["point"] if p not in before]
         if trained:
-            share = wall / len(trained)
-            known = pd.concat(
-                [known[~known["point"].isin(trained)],
-                 pd.DataFrame({"point": trained, "wall_s": share})], ignore_index=True)  # fmt: skip
+            fresh = pd.DataFrame([{"point": p, "wall_s": wall / len(trained), **now}
+                                  for p in trained])  # fmt: skip
+            known = pd.concat([known[~known["point"].isin(trained)], fresh], ignore_index=True)
             base.mkdir(parents=True, exist_ok=True)
-            write_text_atomic(wall_file, known.to_csv(index=False))
-        walls.update({(sweep.name, p): w for p, w in zip(known["point"], known["wall_s"])})
-        dev = str(sweep.overrides.get("device", "cpu"))
-        device = dev if dev != "cpu" else device
+            write_text_atomic(log_file, known.to_csv(index=False))
+        for _, k in known.iterrows():
+            trained_by[(sweep.name, k["point"])] = {c: k[c] for c in RUN_LOG if c != "point"}
         dirs.append(d)
     t0 = time.perf_counter()
-    rows = experiment.analyse(experiment, tier, dirs)
+    rows = experiment.analyse(experiment, tier, dirs).copy()
     analysis_wall = time.perf_counter() - t0
-    rows = rows.copy()
+    names = [s.name for s in t.sweeps]
     if "point" in rows.columns and "sweep" in rows.columns:
-        rows["wall_s"] = [walls.get((s, p), math.nan) for s, p in zip(rows["sweep"], rows["point"])]
-    elif "wall_s" not in rows.columns:
-        rows["wall_s"] = analysis_wall / max(len(rows), 1)
+        # a run's provenance is that of its training, which may predate this call
+        unknown = {"wall_s": math.nan, "commit": "not recorded", "date": "", "machine": ""}
+        made = [trained_by.get((s, p), unknown) for s, p in zip(rows["sweep"], rows["point"])]
+        for col in ("wall_s", "commit", "date", "machine"):
+            rows[col] = [m[col] for m in made]
+        rows["format_version"] = [
+            _run_version(dirs[names.index(s)] / p) for s, p in zip(rows["sweep"], rows["point"])
+        ]
+    else:
+        rows["wall_s"] = rows["wall_s"] if "wall_s" in rows else analysis_wall / max(len(rows), 1)
+        for col, value in now.items():
+            rows[col] = value
+        rows["format_version"] = current_format_version()
     rows["source"] = "run"
     rows["tier"] = tier
-    rows["commit"] = _commit()
-    rows["format_version"] = current_format_version()
-    rows["date"] = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
-    rows["machine"] = _machine(device)
     rows["command"] = command or f"induction-cliff reproduce {experiment.name} --tier {tier}"
     keys = [k for k in experiment.sort if k in rows.columns]
     if keys:  # numbers in order, words (a reference such as L=N) after them
@@ -600,6 +606,13 @@ def reproduce(
     write_text_atomic(csv, rows.to_csv(index=False))
     written = [csv, *render(experiment, out, figures=figures)]
     return read_rows(csv, experiment.meta), written
+
+
+def _run_version(run_dir: Path) -> int:
+    """The format version a run's ``config.json`` was written with (before any migration)."""
+    import json
+
+    return int(json.loads((run_dir / "config.json").read_text()).get("format_version", 1))
 
 
 def _sort_key(column: pd.Series) -> pd.Series:

@@ -23,7 +23,7 @@ def _length_figure(rows):
     return fig
 
 
-_QUICK = {"steps": 600, "eval_every": 25, "num_threads": 1, "N_max": 16}
+_QUICK = {"steps": 600, "eval_every": 25, "num_threads": 1, "N_max": 8}
 
 EXPERIMENT = register_experiment(
     Experiment(
@@ -42,7 +42,9 @@ EXPERIMENT = register_experiment(
                 ),  # fmt: skip
                 cost="about 40 s on one core",
                 cost_s=40,
-                note="the `tiny` preset (N_max 16), no scale against log_n, 600 steps.",
+                note="the `tiny` preset (N_max 8), no scale against log_n, 600 steps, evaluated "
+                "at N = 4 and 8.",
+                params={"n_pairs": (4, 8)},
             ),
             "full": Tier(
                 sweeps=(
