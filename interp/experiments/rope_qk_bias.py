@@ -5,6 +5,23 @@ from interp.experiments import register_experiment
 from interp.experiments.common import with_transitions
 from interp.experiments.core import Column, Experiment, Sweep, Tier
 
+_TRANSITIONS = with_transitions(("ila1", "ic_acc", "tila2"))
+
+
+def _analyse(experiment, tier, dirs):
+    """The transitions of ILA1, IC accuracy and TILA2, and each run's arm in words."""
+    rows = _TRANSITIONS(experiment, tier, dirs)
+    arms = []
+    for _, r in rows.iterrows():
+        parts = ["RoPE"]
+        for field in ("qk_bias", "rope_constant_dim"):
+            if str(r.get(field, "")).lower() == "true":
+                parts.append(field)
+        arms.append(" + ".join(parts) if len(parts) > 1 else "plain RoPE")
+    rows["arm"] = arms
+    return rows
+
+
 _QUICK = {"steps": 600, "eval_every": 25, "num_threads": 1, "positional": "rope", "d_head": 8}
 
 EXPERIMENT = register_experiment(
@@ -16,7 +33,7 @@ EXPERIMENT = register_experiment(
             "a RoPE network form the previous-token head and then the induction head, with Adam "
             "and with the paper's plain SGD?"
         ),
-        analyse=with_transitions(("ila1", "ic_acc", "tila2")),
+        analyse=_analyse,
         tiers={
             "quick": Tier(
                 sweeps=(
