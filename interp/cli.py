@@ -805,17 +805,23 @@ def _cmd_reproduce(args) -> int:
     e = experiments[0]
     out = Path(args.out or ("docs/results" if args.tier == "full" else "runs/results"))
     line = f"induction-cliff reproduce {e.name} --tier {args.tier}"
-    rows, written = reproduce(
-        e,
-        tier=args.tier,
-        out=out,
-        runs=args.runs,
-        backend=args.backend,
-        workers=args.workers,
-        figures=not args.no_figures,
-        command=line,
-        log=lambda text: print(text, file=sys.stderr),
-    )
+    from interp.train.sweep import SweepDirectoryError
+
+    try:
+        rows, written = reproduce(
+            e,
+            tier=args.tier,
+            out=out,
+            runs=args.runs,
+            backend=args.backend,
+            workers=args.workers,
+            figures=not args.no_figures,
+            command=line,
+            log=lambda text: print(text, file=sys.stderr),
+        )
+    except (SweepDirectoryError, RuntimeError) as err:  # a sweep folder in the way, a failed run
+        print(f"error: {_one_line(err)}", file=sys.stderr)
+        return 3
     for path in written:
         print(f"wrote {path}")
     failed = 0

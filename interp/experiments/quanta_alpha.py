@@ -18,7 +18,7 @@ _QUICK = {"steps": 600, "eval_every": 25, "num_threads": 1, "per_class_iw": 4, "
 def analyse_quanta(experiment: Experiment, tier: str, dirs: Sequence[Path]) -> pd.DataFrame:
     """The sweep summary plus, per run, the quanta analysis (``induction-cliff quanta``)."""
     from interp.analysis.quanta import analyse_run, fit_rank_exponent
-    from interp.io.rundir import load_run
+    from interp.io.rundir import load_run, read_metrics
 
     rows = sweep_rows(experiment, tier, dirs)
     names = [s.name for s in experiment.tiers[tier].sweeps]
@@ -29,12 +29,18 @@ def analyse_quanta(experiment: Experiment, tier: str, dirs: Sequence[Path]) -> p
         tail = fit_rank_exponent(q.t_k[late], q.ranks[late], n_boot=200)
         t = q.transition_step
         before = int((q.t_k.to_numpy() < t).sum()) if t is not None else float("nan")
+        m = read_metrics(dirs[names.index(sweep)] / point / "metrics.csv").frame
+        around = ""
+        if t is not None:  # IW accuracy just before the jump, just after it, and later
+            at = [m.iloc[(m["step"] - (t + dt)).abs().argmin()] for dt in (-200, 100, 400)]
+            around = ", ".join(f"{r['iw_acc']:.3f} at {int(r['step'])}" for r in at)
         got = {
             "classes_learned": q.n_learned, "K": q.K, "alpha": q.alpha,
             "slope": q.fit.slope, "slope_low": q.fit.low, "slope_high": q.fit.high,
             "slope_rank32": tail.slope, "rms_exact": q.decomposition.rms_exact,
             "rms_steps": q.decomposition.rms_steps,
             "icl_jump": t if t is not None else float("nan"), "classes_before_jump": before,
+            "iw_around_jump": around,
         }  # fmt: skip
         for k, v in got.items():
             extra.setdefault(k, []).append(float("nan") if v is None else v)
