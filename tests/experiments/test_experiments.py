@@ -163,3 +163,17 @@ def test_every_declared_figure_is_drawn_from_the_committed_csv():
         assert f"![{e.title}]({name}.png)" in (RESULTS_DIR / f"{name}.md").read_text()
         drawn += 1
     assert drawn >= 5
+
+
+def test_a_folder_in_the_way_is_refused_before_anything_trains(tmp_path):
+    (tmp_path / "runs" / "demo" / "quick-main").mkdir(parents=True)
+    (tmp_path / "runs" / "demo" / "quick-main" / "notes.txt").write_text("mine")
+    cmd = [sys.executable, "-m", "interp.cli", "reproduce", "demo", "--runs",
+           str(tmp_path / "runs"), "--out", str(tmp_path / "out")]  # fmt: skip
+    out = subprocess.run(cmd, capture_output=True, text=True)
+    assert out.returncode == 3 and "is not a sweep folder" in out.stderr
+    assert out.stderr.strip().splitlines()[-1].startswith("error: ")
+    assert not (tmp_path / "out").exists()
+    assert sorted(p.name for p in (tmp_path / "runs" / "demo" / "quick-main").iterdir()) == [
+        "notes.txt"
+    ]
