@@ -21,8 +21,8 @@ EXPERIMENT = register_experiment(
             ),
             "full": Tier(
                 sweeps=(Sweep(preset="demo", overrides={"num_threads": 1}),),
-                cost="about 3-4 min on one core",
-                cost_s=220,
+                cost="about 1-4 min on one core",
+                cost_s=120,
                 note="the `demo` preset (what `bash scripts/demo.sh` trains), seed 0.",
             ),
         },

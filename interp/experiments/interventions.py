@@ -44,8 +44,8 @@ EXPERIMENT = register_experiment(
                         overrides={"num_threads": 1},
                     ),  # fmt: skip
                 ),
-                cost="about 10 min on one core",
-                cost_s=600,
+                cost="about 15 min on one core (the interventions use the hooked forward)",
+                cost_s=900,
                 note="the `demo` preset with and without each intervention, seed 0.",
             ),
         },
