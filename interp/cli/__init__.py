@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
+from pathlib import Path
 
 from interp.cli._base import make_parser
 from interp.train.overrides import build_configs, parse_overrides
@@ -41,6 +42,36 @@ def _take_plugins(argv: list[str]) -> tuple[list[str], list[str]]:
         else:
             rest.append(token)
     return plugins, rest
+
+
+def _check_runs_plugins(args) -> None:
+    """Every command that opens a run (``RUN_DIR`` arguments, a fit's run-directory ``PATH``,
+    ``train --resume --out``) first checks that the plugins the run was trained with are loaded:
+    its metrics have their columns, its task or model may come from one."""
+    named = [getattr(args, "run_dir", None)]
+    named += [*(getattr(args, "run_dirs", None) or []), *(getattr(args, "paths", None) or [])]
+    for path in named:
+        if isinstance(path, str) and (Path(path) / "config.json").is_file():
+            _check_recorded_plugins(path, "rerun with")
+    out = getattr(args, "out", None)
+    if getattr(args, "resume", False) and out and (Path(out) / "config.json").is_file():
+        _check_recorded_plugins(out)
+
+
+def _check_recorded_plugins(run_dir: str, what: str = "resume with") -> None:
+    """A run trained with plugins is opened (or resumed) only with them loaded again; say which,
+    rather than load code named in a file."""
+    from interp.io.plugins import loaded_plugins
+    from interp.io.rundir import recorded_plugins
+
+    loaded = set(loaded_plugins())
+    missing = [p for p in recorded_plugins(run_dir) if p not in loaded]
+    if missing:
+        again = " ".join(f"--plugin {p}" for p in missing)
+        raise ValueError(
+            f"{Path(run_dir) / 'config.json'} field plugins: the run was trained with {missing}; "
+            f"{what} {again}"
+        )
 
 
 def _one_line(err: BaseException) -> str:
@@ -82,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     """
     try:
         plugins, argv = _take_plugins(sys.argv[1:] if argv is None else list(argv))
-        from interp.train.plugins import load_plugins
+        from interp.io.plugins import load_plugins
 
         load_plugins(plugins)  # before parsing: registries they extend are read from here on
     except ValueError as err:
@@ -95,6 +126,7 @@ def main(argv: list[str] | None = None) -> int:
     from interp.train.training import TrainingDiverged, TrainingInterrupted
 
     try:
+        _check_runs_plugins(args)
         return args.func(args)
     except TrainingInterrupted as err:
         return 128 + err.signum

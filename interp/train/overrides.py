@@ -137,9 +137,16 @@ def build_configs(preset_name: str, overrides: dict[str, str], seed: int | None)
         model_f["positional_config"] = preset.model["positional_config"]
     if seed is not None:
         train_f["seed"] = seed
+    from interp.config.train_config import TrainConfig
     from interp.data.task import TaskConfig
-    from interp.train.train_config import TrainConfig
+    from interp.data.tasks import get_task
 
+    spec = get_task(task_f.get("task", "standard"))  # one line naming the registered tasks
+    if spec.config is not TaskConfig:
+        raise ValueError(
+            f"--set task={spec.name!r} is invalid here: its config is {spec.config.__name__}, not "
+            f"TaskConfig; this command trains the network on TaskConfig tasks only"
+        )
     task = TaskConfig(**task_f)
     return task, ModelConfig.from_task(task, **model_f), TrainConfig(**train_f), preset
 
@@ -259,10 +266,10 @@ def settable_fields() -> list[SettableField]:
     """Every key ``--set`` accepts (:func:`build_configs`), in declaration order: the fields of
     ``TaskConfig``, ``ModelConfig`` (less the ones that follow the task) and ``TrainConfig``, then
     the registered positional encodings' parameters in their flat spelling (``rope_base``)."""
+    from interp.config.train_config import TrainConfig
     from interp.data.task import TaskConfig
     from interp.model.network import ModelConfig
     from interp.model.positional import POSITIONAL_ENCODINGS
-    from interp.train.train_config import TrainConfig
 
     out = []
     for group, cls in (("task", TaskConfig), ("model", ModelConfig), ("train", TrainConfig)):

@@ -27,6 +27,7 @@ COMMANDS = (
     "sweep",
     "sweep_summary",
     "llc",
+    "reproduce",
     "presets",
     "listing",
 )

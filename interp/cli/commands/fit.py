@@ -160,8 +160,8 @@ def _check_figure_args(args, until, fraction) -> None:
 
 
 def _write_forecast_figure(args, src, result: dict) -> None:
+    from interp.viz.dynamics_plots import forecast_figure
     from interp.viz.export import export_figure
-    from phenomenology.forecast import forecast_figure
     from phenomenology.sources import display_source
 
     curve = src.curve.rename(columns={result["column"]: "ic_loss"})

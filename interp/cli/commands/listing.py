@@ -7,6 +7,7 @@ HELP = "list a registry (with the plugins given by --plugin)"
 EPILOG = """\
 examples:
   induction-cliff list measures
+  induction-cliff list experiments --markdown
   induction-cliff --plugin my_measure.py list measures
 """
 
@@ -36,21 +37,43 @@ def _positional() -> list[str]:
     return list(POSITIONAL_ENCODINGS)
 
 
-def _dynamics_models() -> dict[str, object]:
-    """The dynamics models ``induction-cliff fit`` can fit (``phenomenology.MODELS`` where it
-    exists)."""
-    import phenomenology
-
-    registry = getattr(phenomenology, "MODELS", None)
-    if registry is not None:
-        return dict(registry)
-    from phenomenology.fit import NestedLogitFit
-
-    return {"nested-logit": NestedLogitFit}
-
-
 def _models() -> list[str]:
-    return [f"{name:14s} {_first_line(obj)}" for name, obj in _dynamics_models().items()]
+    """Every registered dynamics model (:mod:`phenomenology.models`), plugins' included."""
+    from phenomenology.models import get_model, model_names
+
+    lines = []
+    for name in model_names():
+        cls = get_model(name)
+        lines.append(f"{name:14s} {cls.description or _first_line(cls)}")
+    return lines
+
+
+def _tasks() -> list[str]:
+    """Every registered task (:mod:`interp.data.tasks`), plugins' included."""
+    from interp.data.tasks import TASKS
+
+    width = max(map(len, TASKS))
+    lines = []
+    for name, t in TASKS.items():
+        applies = "every measure" if t.measures is None else (", ".join(t.measures) or "none")
+        lines.append(f"{name:{width}s} {t.description}")
+        lines.append(
+            f"{'':{width}s}   config {t.config.__name__}, layout {t.layout}, sets "
+            f"{', '.join(t.eval_sets)}; measures: {applies}; from {t.source}"
+        )
+    return lines
+
+
+def _experiments() -> list[str]:
+    from interp.experiments import EXPERIMENTS
+
+    width = max(map(len, EXPERIMENTS))
+    lines = []
+    for name, e in EXPERIMENTS.items():
+        costs = ", ".join(f"{t} {tier.cost or '?'}" for t, tier in e.tiers.items())
+        lines.append(f"{name:{width}s} {e.question}")
+        lines.append(f"{'':{width}s}   {costs}")
+    return lines
 
 
 def _interventions() -> list[str]:
@@ -73,16 +96,30 @@ REGISTRIES = {
     "measures": _measures,
     "positional": _positional,
     "models": _models,
+    "tasks": _tasks,
     "presets": _presets,
     "interventions": _interventions,
+    "experiments": _experiments,
 }
 
 
 def add_arguments(p) -> None:
     p.add_argument("registry", choices=tuple(REGISTRIES), metavar="REGISTRY",
                    help=f"one of: {', '.join(REGISTRIES)}")  # fmt: skip
+    p.add_argument(
+        "--markdown",
+        action="store_true",
+        help="experiments: the README's table (question, headline result from each CSV, link)",
+    )
 
 
 def run(args) -> int:
+    if args.markdown:
+        if args.registry != "experiments":
+            raise ValueError("--markdown is for `list experiments` only")
+        from interp.experiments import experiments_table
+
+        print(experiments_table())
+        return 0
     print("\n".join(REGISTRIES[args.registry]()))
     return 0

@@ -111,11 +111,13 @@ def _config(args):
 
 def _calibrate(args, cfg) -> int:
     from interp.analysis.llc import calibrate_llc
+    from interp.viz.llc_plots import write_calibration_traces
 
-    record = calibrate_llc(
+    record, sweep = calibrate_llc(
         args.run_dir, args.calibrate_step, _floats(args.epsilons, "--epsilons"),
         _floats(args.nbetas, "--nbetas"), cfg,
     )  # fmt: skip
+    write_calibration_traces(args.run_dir, sweep, step=record["step"], chosen=record["chosen"])
     for row in record["table"]:
         warn = f"  WARNING: {row['warning']}" if row["warning"] else ""
         print(

@@ -63,9 +63,9 @@ def print_summary(summary, fields) -> None:
 
 def _spec(args):
     """The sweep to run: from --preset (with --grid, --set, --seeds), or the one in --out."""
+    from interp.experiments.sweep import SweepSpec, load_manifest, parse_grid, parse_seeds
     from interp.train.overrides import parse_overrides
     from interp.train.presets import get_preset
-    from interp.train.sweep import SweepSpec, load_manifest, parse_grid, parse_seeds
 
     seeds = parse_seeds(args.seeds) if args.seeds else None
     grid, overrides = parse_grid(args.grid or []), parse_overrides(args.set or [])
@@ -83,8 +83,8 @@ def _spec(args):
 
 
 def run(args) -> int:
-    from interp.train.plugins import loaded_plugins
-    from interp.train.sweep import SweepDirectoryError, run_sweep
+    from interp.experiments.sweep import SweepDirectoryError, run_sweep
+    from interp.io.plugins import loaded_plugins
 
     if loaded_plugins() and args.backend == "ray":
         raise ValueError(

@@ -20,7 +20,7 @@ def add_arguments(p) -> None:
 
 def run(args) -> int:
     from interp.cli.commands.sweep import print_summary
-    from interp.train.sweep import (
+    from interp.experiments.sweep import (
         SweepDirectoryError,
         SweepSpec,
         load_manifest,

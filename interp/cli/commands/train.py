@@ -92,13 +92,10 @@ def _configs(args):
 
 def run(args) -> int:
     from interp.analysis.measures import check_reads
+    from interp.experiments.standard import train
     from interp.model.network import InductionNet
-    from interp.train.plugins import check_recorded_plugins
-    from interp.train.training import train
 
-    task, model_cfg, train_cfg, note = _configs(args)
-    if args.resume and args.out:
-        check_recorded_plugins(args.out)
+    task, model_cfg, train_cfg, note = _configs(args)  # a resumed run's plugins: checked by main
     check_reads(InductionNet(model_cfg, seed=0))  # every measure's hooks exist, before any work
     out = Path(args.out or f"runs/{args.preset or 'demo'}-seed{train_cfg.seed}")
     print(f"run directory: {out}", file=sys.stderr)
