@@ -48,7 +48,7 @@ def test_every_command_has_a_description_an_example_and_its_defaults():
 
 
 def test_positional_arguments_have_the_same_names_everywhere():
-    allowed = {"RUN_DIR", "PATH", "SWEEP_DIR", "REGISTRY"}
+    allowed = {"RUN_DIR", "PATH", "SWEEP_DIR", "REGISTRY", "EXPERIMENT"}
     for name, sub in _subparsers(make_parser()).items():
         for action in sub._actions:
             if not action.option_strings and action.dest != "help":

@@ -18,7 +18,9 @@ examples:
 
 
 def add_arguments(p) -> None:
-    p.add_argument("name", metavar="NAME", help="an experiment (all: every page, --render-only)")
+    p.add_argument(
+        "name", metavar="EXPERIMENT", help="an experiment (all: every page, --render-only)"
+    )
     p.add_argument("--tier", choices=("quick", "full"), default="quick", help="which tier")
     p.add_argument(
         "--backend", default="process", choices=["process", "ray", "serial"], help="as for sweep"
@@ -26,16 +28,16 @@ def add_arguments(p) -> None:
     p.add_argument("--workers", type=int, default=None, help="concurrent runs (as for sweep)")
     p.add_argument(
         "--out", default=None, metavar="PATH",
-        help="folder of NAME.csv and NAME.md (default docs/results for full, runs/results for "
+        help="folder of EXPERIMENT.csv and EXPERIMENT.md (default docs/results for full, runs/results for "
         "quick)",
     )  # fmt: skip
     p.add_argument(
         "--runs", default="runs/experiments", metavar="PATH",
-        help="where the runs go (runs/experiments/NAME/...)",
+        help="where the runs go (runs/experiments/EXPERIMENT/...)",
     )  # fmt: skip
     p.add_argument(
         "--render-only", action="store_true",
-        help="rebuild the page and figure from NAME.csv in --out alone, without training",
+        help="rebuild the page and figure from EXPERIMENT.csv in --out alone, without training",
     )  # fmt: skip
     p.add_argument("--no-figures", action="store_true", help="the page only, no figure")
 
