@@ -90,7 +90,9 @@ def main() -> None:
         sys.exit("bench_protocol: --keep is for one round without --quick or --baseline")
     if args.keep is not None and args.keep.exists():
         sys.exit(f"bench_protocol: --keep {args.keep} exists already; name a new folder")
-    if args.baseline is not None and not (args.baseline / "interp" / "cli.py").is_file():
+    if args.baseline is not None and not any(
+        (args.baseline / "interp" / name).is_file() for name in ("cli.py", "cli/__init__.py")
+    ):
         sys.exit(f"bench_protocol: --baseline {args.baseline} is not a checkout of this toolkit")
     trees = {"this": ROOT} | ({"baseline": args.baseline} if args.baseline else {})
     # per tree, per round: (fixed seconds, marginal model-steps/s)

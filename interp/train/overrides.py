@@ -1,11 +1,32 @@
-"""Configs from a preset and ``--set key=value`` overrides, as the CLI and sweeps build them."""
+"""Configs from a preset and ``--set key=value`` overrides, as the CLI and sweeps build them.
+
+:func:`settable_fields` lists every ``--set`` key with its type, default and meaning, read from the
+config dataclasses and their ``Attributes:`` docstrings, so ``induction-cliff train --help`` cannot
+drift from the configs.
+"""
 
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import math
+import re
+from pathlib import Path
+from typing import Any
 
-__all__ = ["parse_overrides", "build_configs", "convert_value"]
+__all__ = [
+    "parse_overrides",
+    "build_configs",
+    "convert_value",
+    "resumed_configs",
+    "field_docs",
+    "settable_fields",
+    "SettableField",
+    "DERIVED_MODEL_FIELDS",
+]
+
+# ModelConfig fields that follow the task (``ModelConfig.from_task``) and cannot be set.
+DERIVED_MODEL_FIELDS = ("D", "L", "n_positions", "n_ctx_train", "positional_config")
 
 
 def _convert(value: str, current, none_allowed: bool = True):
@@ -70,7 +91,7 @@ def build_configs(preset_name: str, overrides: dict[str, str], seed: int | None)
     preset = get_preset(preset_name)
     task_f = {f.name: getattr(preset.task, f.name) for f in dataclasses.fields(preset.task)}
     train_f = {f.name: getattr(preset.train, f.name) for f in dataclasses.fields(preset.train)}
-    derived = {"D", "L", "n_positions", "n_ctx_train", "positional_config"}
+    derived = set(DERIVED_MODEL_FIELDS)
     model_defaults = ModelConfig()
     model_f = {
         f.name: preset.model.get(f.name, getattr(model_defaults, f.name))
@@ -131,3 +152,144 @@ def build_configs(preset_name: str, overrides: dict[str, str], seed: int | None)
 
 
 convert_value = _convert
+
+
+def resumed_configs(run_dir: str | Path, overrides: dict[str, str], seed: int | None):
+    """The configs to resume the run in ``run_dir`` with: the stored ones, with ``overrides``
+    (``--set``) allowed only on the fields a resumption may change, and ``seed`` only if it is the
+    stored seed.
+
+    Returns:
+        ``(task, model_config, train_config)``.
+
+    Raises:
+        ValueError: a key that is unknown or may not change, or another seed (one line naming the
+            field and ``config.json``).
+    """
+    from interp.io.rundir import RESUMABLE_TRAIN_FIELDS, load_run
+
+    out = Path(run_dir)
+    run = load_run(out)
+    if run.kind != "induction_net":
+        raise ValueError(
+            f"{out} is a {run.kind} run; `induction-cliff train` resumes network runs only"
+        )
+    where = out / "config.json"
+    if seed is not None and seed != run.train_config.seed:
+        raise ValueError(
+            f"--seed {seed} contradicts train.seed={run.train_config.seed} in {where}; a "
+            "resumed run keeps its seed (choose another --out for a new seed)"
+        )
+    changes = {}
+    stored = {
+        "task": dataclasses.asdict(run.task),
+        "model": run.model_config.to_dict(),
+        "train": dataclasses.asdict(run.train_config),
+    }
+    for key, value in overrides.items():
+        group, _, name = key.rpartition(".")
+        groups = [group] if group else [g for g in stored if name in stored[g]]
+        if not groups or groups[0] not in stored or name not in stored[groups[0]]:
+            raise ValueError(f"--set key {key!r} is unknown")
+        current = stored[groups[0]][name]
+        try:
+            new = _convert(value, current)
+        except (ValueError, OverflowError) as err:
+            raise ValueError(f"--set {key}={value!r} is invalid: {err}") from None
+        if new == current:
+            continue
+        if groups[0] != "train" or name not in RESUMABLE_TRAIN_FIELDS:
+            raise ValueError(
+                f"--set {key}={value} contradicts {groups[0]}.{name}={current!r} in {where}; only "
+                f"{', '.join(RESUMABLE_TRAIN_FIELDS)} may change when resuming"
+            )
+        changes[name] = new
+    return run.task, run.model_config, dataclasses.replace(run.train_config, **changes)
+
+
+_ATTRIBUTE = re.compile(r"^(\s+)([A-Za-z_][A-Za-z0-9_]*)\s*(?:\([^)]*\))?:\s?(.*)$")
+
+
+def field_docs(cls) -> dict[str, str]:
+    """Each field's description from a class docstring's Google-style ``Attributes:`` section.
+
+    ``"    K: number of classes; must be a multiple of L.\n        Paper: 512."`` gives
+    ``{"K": "number of classes; must be a multiple of L. Paper: 512."}`` (continuation lines
+    joined with single spaces; markup is kept).
+    """
+    doc = inspect.getdoc(cls) or ""
+    docs: dict[str, list[str]] = {}
+    current = None
+    indent = None
+    inside = False
+    for line in doc.splitlines():
+        if not inside:
+            inside = line.strip() == "Attributes:"
+            continue
+        if line.strip() and not line.startswith((" ", "\t")):
+            break  # the next section
+        match = _ATTRIBUTE.match(line)
+        if match and (indent is None or len(match.group(1)) == indent):
+            indent = len(match.group(1))
+            current = match.group(2)
+            docs[current] = [match.group(3).strip()]
+        elif current is not None and line.strip():
+            docs[current].append(line.strip())
+    return {name: " ".join(part for part in parts if part) for name, parts in docs.items()}
+
+
+@dataclasses.dataclass(frozen=True)
+class SettableField:
+    """One ``--set`` key: ``key`` (as typed), ``group`` (``task``, ``model`` or ``train``),
+    ``type`` (as annotated), ``default`` (the dataclass default; a preset may change it), ``doc``
+    (from the class's ``Attributes:`` docstring; empty if it has none) and ``owner`` (the
+    dataclass that declares it: ``TaskConfig``, or ``RopeConfig, with positional=rope`` for an
+    encoding's parameter)."""
+
+    key: str
+    group: str
+    type: str
+    default: Any
+    doc: str
+    owner: str = ""
+
+
+def _type_name(annotation) -> str:
+    return (
+        annotation
+        if isinstance(annotation, str)
+        else getattr(annotation, "__name__", str(annotation))
+    )
+
+
+def settable_fields() -> list[SettableField]:
+    """Every key ``--set`` accepts (:func:`build_configs`), in declaration order: the fields of
+    ``TaskConfig``, ``ModelConfig`` (less the ones that follow the task) and ``TrainConfig``, then
+    the registered positional encodings' parameters in their flat spelling (``rope_base``)."""
+    from interp.config.train_config import TrainConfig
+    from interp.data.task import TaskConfig
+    from interp.model.network import ModelConfig
+    from interp.model.positional import POSITIONAL_ENCODINGS
+
+    out = []
+    for group, cls in (("task", TaskConfig), ("model", ModelConfig), ("train", TrainConfig)):
+        docs = field_docs(cls)
+        for f in dataclasses.fields(cls):
+            if group == "model" and f.name in DERIVED_MODEL_FIELDS:
+                continue
+            default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
+            doc = docs.get(f.name, "")
+            out.append(SettableField(f.name, group, _type_name(f.type), default, doc, cls.__name__))
+    for enc_name, enc in POSITIONAL_ENCODINGS.items():
+        if enc.config_class is None:
+            continue
+        docs = field_docs(enc.config_class)
+        for f in dataclasses.fields(enc.config_class):
+            default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
+            out.append(
+                SettableField(
+                    f"{enc_name}_{f.name}", "model", _type_name(f.type), default,
+                    docs.get(f.name, ""), f"{enc.config_class.__name__}, with positional={enc_name}",
+                )
+            )  # fmt: skip
+    return out

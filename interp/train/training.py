@@ -106,7 +106,7 @@ def train(
     *,
     resume: bool = False,
     overwrite: bool = False,
-    progress: bool = True,
+    progress: bool | None = True,
     stop_after: int | None = None,
     kind: str = "induction_net",
     callbacks: Sequence[EvalCallback] = (),
@@ -126,9 +126,10 @@ def train(
             as an uninterrupted run, bit for bit, on the same machine.
         overwrite: delete the run in ``out_dir`` (only the files a run consists of; a directory
             that is not a run is never written into) and start again.
-        progress: show a progress bar with the step, losses and accuracies.
+        progress: show a progress bar with the step, losses and accuracies; ``None`` shows it
+            only when stderr is a terminal (a log file or CI gets none).
         stop_after: stop (as if interrupted, state saved) once this many steps are done; for tests
-            and for splitting a long run over sessions.
+            and for splitting a long run into several invocations.
         kind: the kind of model (:data:`interp.io.rundir.RUN_KINDS`), recorded in ``config.json``;
             ``model_config`` is that kind's config.
         callbacks: what is evaluated at every evaluation (:class:`EvalCallback`); none: only
@@ -677,7 +678,7 @@ def _loop(runs: list[_RunState], step_fn, progress: bool, stop_after: int | None
     bar = tqdm(
         total=cfg.steps,
         initial=first.step,
-        disable=not progress,
+        disable=None if progress is None else not progress,  # None: only on a terminal
         desc="train" if len(runs) == 1 else f"train x{len(runs)}",
         unit="step",
         file=sys.stderr,

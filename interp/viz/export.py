@@ -16,9 +16,13 @@ import asyncio
 import atexit
 import dataclasses
 import logging
+import math
 import os
 import shutil
+import struct
+import textwrap
 import threading
+import zlib
 from collections.abc import Sequence
 from numbers import Real
 from pathlib import Path
@@ -69,9 +73,13 @@ class PaperStyle:
         width_in: figure width in inches (a journal column or the full text width).
         font_pt: base font size in points; tick labels and legends use it.
         title_pt: title font size in points.
-        dpi: resolution of PNG output; vector formats ignore it.
+        dpi: resolution of PNG output (also written into the PNG's ``pHYs`` chunk, so that
+            programs that read it place the figure at ``width_in``); vector formats ignore it.
         aspect: height / width used when the figure does not set its own size.
         colorway: trace colours in order (colour-blind safe).
+        min_font_pt: no text of the styled figure is smaller (tick labels, legends, panel
+            titles, colour bars, text in cells); crowded category tick labels are thinned out
+            instead of shrunk.
     """
 
     width_in: Real
@@ -80,9 +88,10 @@ class PaperStyle:
     dpi: Real = 300.0
     aspect: Real = 0.75
     colorway: tuple[str, ...] = OKABE_ITO
+    min_font_pt: Real = 7.0
 
     def __post_init__(self) -> None:
-        for field in ("width_in", "font_pt", "title_pt", "dpi", "aspect"):
+        for field in ("width_in", "font_pt", "title_pt", "dpi", "aspect", "min_font_pt"):
             if not getattr(self, field) > 0:
                 raise ValueError(f"PaperStyle.{field} must be > 0, got {getattr(self, field)}")
 
@@ -104,38 +113,76 @@ PAPER_STYLES = {
     "double": PaperStyle(width_in=7.0),
 }
 
+# Below this width (inches) a figure's plot area is at least this tall relative to its width.
+_NARROW_IN = 5.0
+_NARROW_MIN_ASPECT = 0.7
+
+# Widths a figure may be asked for, in inches: below 2 in no panel has room for 7 pt text.
+_WIDTH_RANGE_IN = (2.0, 20.0)
+
+
+def paper_style(width: str | Real | PaperStyle) -> PaperStyle:
+    """The print style of a width: ``"single"`` (3.5 in), ``"double"`` (7 in), a number of inches
+    (``5.5`` or ``"5.5"``) or a :class:`PaperStyle` (returned as it is).
+
+    Raises:
+        ValueError: anything else, or a width outside 2-20 in (one line naming the width).
+    """
+    if isinstance(width, PaperStyle):
+        return width
+    if isinstance(width, str) and width.strip().lower() in PAPER_STYLES:
+        return PAPER_STYLES[width.strip().lower()]
+    try:
+        inches = float(width)
+    except (TypeError, ValueError):
+        inches = math.nan
+    low, high = _WIDTH_RANGE_IN
+    if isinstance(width, bool) or not low <= inches <= high:
+        raise ValueError(
+            f"width {width!r} is invalid: single (3.5 in), double (7 in) or a width in inches "
+            f"from {low:g} to {high:g}"
+        )
+    return PaperStyle(width_in=inches)
+
 
 def apply_paper_style(fig: go.Figure, style: str | PaperStyle) -> go.Figure:
     """A copy of ``fig`` sized and typeset for print.
 
     The width becomes the style's column width; the height keeps the figure's own aspect ratio
-    (or the style's, if the figure sets no size). Fonts shrink to print sizes, margins tighten,
+    (or the style's, if the figure sets no size; at least 0.7 below 5 in, so that a wide figure
+    put in a column keeps panels of some height). Fonts shrink to print sizes, margins tighten,
     the background turns white and traces without an explicit colour take the Okabe-Ito palette.
+
+    No text ends up smaller than ``style.min_font_pt`` (7 pt by default): sizes a figure set
+    smaller are raised to it, and category tick labels too crowded at that size are thinned out
+    (every second, third, ... label kept).
 
     Args:
         fig: the figure; it is not modified.
-        style: ``"single"`` (3.5 in), ``"double"`` (7 in) or a :class:`PaperStyle`.
+        style: ``"single"`` (3.5 in), ``"double"`` (7 in), a width in inches or a
+            :class:`PaperStyle` (see :func:`paper_style`).
 
     Returns:
         The styled copy.
     """
-    if isinstance(style, str):
-        if style not in PAPER_STYLES:
-            raise ValueError(
-                f"style must be one of {sorted(PAPER_STYLES)} or a PaperStyle, got {style!r}"
-            )
-        style = PAPER_STYLES[style]
+    style = paper_style(style)
     out = go.Figure(fig)
     width = out.layout.width
     height = out.layout.height
     aspect = height / width if width and height else style.aspect
+    if style.width_in < _NARROW_IN:  # a wide figure in a column: panels not squashed flat
+        aspect = max(aspect, _NARROW_MIN_ASPECT)
     font_px = style.font_pt * _PX_PER_PT
+    title_px = style.title_pt * _PX_PER_PT
+    title = _wrap_title(out.layout.title.text, style.width_px - 20, title_px)
+    top = _top_margin(out, title, title_px, font_px)
     out.update_layout(
         template="simple_white",
         width=style.width_px,
-        height=style.width_px * aspect + _legend_height(out, style, font_px),
+        # the panels keep their height when a wrapped title needs more room above them
+        height=style.width_px * aspect + _legend_height(out, style, font_px) + max(0, top - 70),
         font={"family": "Arial, Helvetica, sans-serif", "size": font_px, "color": "black"},
-        title={"font": {"size": style.title_pt * _PX_PER_PT}},
+        title={"font": {"size": title_px}},
         # Below the panels, laid out in rows: a column-wide figure has no room at the side.
         legend={
             "font": {"size": font_px * 0.9},
@@ -153,14 +200,145 @@ def apply_paper_style(fig: go.Figure, style: str | PaperStyle) -> go.Figure:
         margin={
             "l": 50,
             "r": 15,
-            "t": (70 if "<br>" in (out.layout.title.text or "") else 45)
-            + (round(font_px * 1.3) if _two_line_panel_titles(out) else 0),
+            "t": top,
             "b": 40,
         },
     )
+    if title:
+        out.layout.title.text = title
     # Subplot titles are annotations; make them print-sized too.
     out.update_annotations(font_size=font_px)
+    _raise_small_fonts(out, style.min_font_pt * _PX_PER_PT)
+    _thin_crowded_ticks(out, style.min_font_pt * _PX_PER_PT)
     return out
+
+
+# Where plotly keeps text sizes in a figure: layout parts and per-trace parts, as attribute paths.
+_AXIS_FONTS = ("tickfont", "title.font")
+_TRACE_FONTS = ("textfont", "colorbar.tickfont", "colorbar.title.font")
+
+
+def _get_path(obj, path: str):
+    for name in path.split("."):
+        obj = getattr(obj, name, None)
+        if obj is None:
+            return None
+    return obj
+
+
+def _axes(fig: go.Figure) -> list:
+    return [fig.layout[k] for k in fig.layout if k.startswith(("xaxis", "yaxis"))]
+
+
+def _font_sizes(fig: go.Figure) -> list[float]:
+    """The size in CSS px of every text element a static export prints: explicit sizes, and
+    the base font (``layout.font.size``, plotly's 12 px if unset) where an element inherits."""
+    base = fig.layout.font.size or 12.0
+    sizes = [base]
+    title = fig.layout.title
+    if title.text:
+        sizes.append(title.font.size or base * 1.4)
+    if fig.layout.showlegend is not False and fig.data:
+        sizes.append(fig.layout.legend.font.size or base)
+    sizes += [a.font.size or base for a in fig.layout.annotations if a.text]
+    for axis in _axes(fig):
+        if axis.showticklabels is not False and axis.visible is not False:
+            sizes.append(axis.tickfont.size or base)
+        if axis.title.text:
+            sizes.append(axis.title.font.size or base)
+    for trace in fig.data:
+        if getattr(trace, "text", None) is not None or getattr(trace, "texttemplate", None):
+            sizes.append(_get_path(trace, "textfont.size") or base)
+        if trace.type in ("heatmap", "contour") and trace.showscale is not False:
+            sizes.append(_get_path(trace, "colorbar.tickfont.size") or base)
+    for slider in fig.layout.sliders:
+        sizes.append(slider.font.size or base)
+        sizes.append(slider.currentvalue.font.size or base)
+    return [float(s) for s in sizes]
+
+
+def smallest_font_pt(fig: go.Figure, width_in: Real | None = None) -> float:
+    """The smallest text of a figure in points when it is printed ``width_in`` inches wide
+    (default: its layout width at 96 px per inch, the size :func:`apply_paper_style` sets).
+
+    Walks the title, legend, annotations (panel titles), axes' tick labels and titles, text in
+    cells, colour bars and sliders, with the base font where an element sets no size.
+    """
+    px_per_in = _PX_PER_IN if width_in is None else (fig.layout.width or 700) / width_in
+    return min(_font_sizes(fig)) * 72.0 / px_per_in
+
+
+def _raise_small_fonts(fig: go.Figure, min_px: float) -> None:
+    """Every explicit text size below ``min_px`` raised to it (the base font included)."""
+    if (fig.layout.font.size or 12.0) < min_px:
+        fig.layout.font.size = min_px
+    for part in (fig.layout.legend, fig.layout.title, *fig.layout.annotations):
+        if part.font.size is not None and part.font.size < min_px:
+            part.font.size = min_px
+    for axis in _axes(fig):
+        for path in _AXIS_FONTS:
+            font = _get_path(axis, path)
+            if font is not None and font.size is not None and font.size < min_px:
+                font.size = min_px
+    for trace in fig.data:
+        for path in _TRACE_FONTS:
+            font = _get_path(trace, path)
+            if font is not None and getattr(font, "size", None) is not None and font.size < min_px:
+                font.size = min_px
+    fig.update_layout(uniformtext={"minsize": min_px, "mode": "hide"})
+
+
+def _thin_crowded_ticks(fig: go.Figure, min_px: float) -> None:
+    """Category axes that label every token (``tickmode="array"``) keep every k-th label, so
+    that labels at least ``min_px`` high do not overlap at the figure's size."""
+    width = fig.layout.width or 700
+    height = fig.layout.height or 500
+    margin = fig.layout.margin
+    plot_w = width - (margin.l or 80) - (margin.r or 80)
+    plot_h = height - (margin.t or 100) - (margin.b or 80)
+    for key in fig.layout:
+        if not key.startswith(("xaxis", "yaxis")):
+            continue
+        axis = fig.layout[key]
+        if axis.tickmode != "array" or not axis.ticktext or not axis.tickvals:
+            continue
+        domain = axis.domain or (0.0, 1.0)
+        length = (plot_w if key.startswith("xaxis") else plot_h) * (domain[1] - domain[0])
+        size = max(axis.tickfont.size or fig.layout.font.size or 12.0, min_px)
+        every = max(1, math.ceil(len(axis.ticktext) * size * 1.15 / max(length, 1.0)))
+        if every > 1:
+            axis.ticktext = [t if i % every == 0 else "" for i, t in enumerate(axis.ticktext)]
+
+
+def _wrap_title(text: str | None, width_px: float, size_px: float) -> str | None:
+    """A title whose lines fit ``width_px``: each ``<br>``-separated line (a ``<sup>`` line at
+    plotly's 70% size) broken at spaces where it would run past the figure's edges."""
+    if not text:
+        return text
+    lines = []
+    for line in text.split("<br>"):
+        sup = line.startswith("<sup>") and line.endswith("</sup>")
+        plain = line[5:-6] if sup else line
+        chars = max(10, int(width_px / (0.52 * size_px * (0.7 if sup else 1.0))))
+        parts = textwrap.wrap(plain, chars, break_long_words=False) if "<" not in plain else []
+        parts = parts or [plain]
+        lines += [f"<sup>{p}</sup>" if sup else p for p in parts]
+    return "<br>".join(lines)
+
+
+_LINE = 1.3  # line height / font size
+
+
+def _top_margin(fig: go.Figure, title: str | None, title_px: float, font_px: float) -> int:
+    """Room above the panels for the title's lines and the panel titles (one or two lines).
+
+    Plotly puts the title's first baseline at the middle of the top margin and further lines
+    below it, so the margin is twice what lies below that baseline: the other title lines, a
+    gap, and the panel titles."""
+    extra_lines = (title or "").count("<br>") if title else 0
+    panel_lines = 2 if _two_line_panel_titles(fig) else 1
+    below = extra_lines * _LINE * title_px + 0.15 * title_px + 4 + panel_lines * _LINE * font_px
+    return round(max(2 * below, 1.5 * title_px + 4))
 
 
 def _two_line_panel_titles(fig: go.Figure) -> bool:
@@ -353,6 +531,42 @@ def figure_data(fig: go.Figure) -> pd.DataFrame:
     return data
 
 
+def png_with_dpi(png: bytes, dpi: Real) -> bytes:
+    """A PNG with its resolution recorded (a ``pHYs`` chunk in pixels per metre, replacing any
+    there is), so that a figure placed in a document takes its intended size."""
+    signature = b"\x89PNG\r\n\x1a\n"
+    if not png.startswith(signature):
+        raise ValueError("not a PNG file")
+    per_metre = round(float(dpi) / 0.0254)
+    payload = struct.pack(">IIB", per_metre, per_metre, 1)
+    chunk = struct.pack(">I", len(payload)) + b"pHYs" + payload
+    chunk += struct.pack(">I", zlib.crc32(b"pHYs" + payload) & 0xFFFFFFFF)
+    out, pos, inserted = [signature], len(signature), False
+    while pos < len(png):
+        (length,) = struct.unpack(">I", png[pos : pos + 4])
+        kind = png[pos + 4 : pos + 8]
+        end = pos + 12 + length
+        if kind != b"pHYs":
+            out.append(png[pos:end])
+        if kind == b"IHDR" and not inserted:
+            out.append(chunk)
+            inserted = True
+        pos = end
+    return b"".join(out)
+
+
+def png_dpi(png: bytes) -> tuple[float, float] | None:
+    """The resolution a PNG records (``pHYs`` in metres, as dots per inch), or None."""
+    pos = 8
+    while pos < len(png):
+        (length,) = struct.unpack(">I", png[pos : pos + 4])
+        if png[pos + 4 : pos + 8] == b"pHYs":
+            x, y, unit = struct.unpack(">IIB", png[pos + 8 : pos + 17])
+            return (x * 0.0254, y * 0.0254) if unit == 1 else None
+        pos += 12 + length
+    return None
+
+
 def export_figure(
     fig: go.Figure,
     path_stem: str | os.PathLike,
@@ -371,8 +585,9 @@ def export_figure(
         path_stem: output path without extension; missing folders are created.
         formats: any of ``"pdf"``, ``"svg"``, ``"png"`` (through Chromium) and ``"html"``
             (self-contained: plotly.js embedded, no MathJax, opens offline).
-        style: ``"single"``, ``"double"`` or a :class:`PaperStyle` to typeset for print (see
-            :func:`apply_paper_style`); None keeps the figure's own size and fonts.
+        style: ``"single"``, ``"double"``, a width in inches or a :class:`PaperStyle` to
+            typeset for print (see :func:`apply_paper_style`); None keeps the figure's own size
+            and fonts.
         csv: also write ``<path_stem>.csv`` (see :func:`figure_data`).
 
     Returns:
@@ -390,8 +605,8 @@ def export_figure(
     stem = Path(path_stem)
     stem.parent.mkdir(parents=True, exist_ok=True)
     styled = apply_paper_style(fig, style) if style is not None else go.Figure(fig)
-    if isinstance(style, str):
-        style = PAPER_STYLES[style]
+    if style is not None:
+        style = paper_style(style)
 
     static = [f for f in formats if f in STATIC_FORMATS]
     server = _get_server() if static else None  # fail before writing anything
@@ -414,6 +629,9 @@ def export_figure(
                 # A crashed or hung browser is not reused: the next export starts a fresh one.
                 close_export_server()
                 raise
+            if fmt == "png":
+                dpi = style.dpi if style is not None else _PX_PER_IN * scale
+                image = png_with_dpi(image, dpi)
             write_bytes_atomic(path, image)
         written.append(path)
     if csv:

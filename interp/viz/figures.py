@@ -42,7 +42,7 @@ import torch
 from interp.analysis.compare import group_runs
 from interp.analysis.transition import detect_run_transition
 from interp.viz.compare_plots import comparison_figures
-from interp.viz.export import export_figure
+from interp.viz.export import export_figure, paper_style
 from interp.viz.plots import (
     plot_attention_maps,
     plot_attention_snapshots,
@@ -59,6 +59,8 @@ logger = logging.getLogger(__name__)
 # averaged for the IC-set average pattern: enough to see the picture, small enough to load fast.
 MAX_SLIDER_CHECKPOINTS = 16
 N_AVERAGE_SEQUENCES = 256
+# Print widths (inches) below which the attention snapshots stack their checkpoints vertically.
+_TALL_BELOW_IN = 5.0
 
 
 def run_note(run) -> str | None:
@@ -328,6 +330,7 @@ def _attention_figures(ctx: Context) -> list[Drawn]:
             title=f"Attention across training, {what}",
             note=note,
             captions=_accuracy_captions(run.metrics, key_steps),
+            tall=ctx.options.get("tall", False),  # a journal column: checkpoints down
         )
         drawn.append(Drawn(f"attention_snapshots{suffix}", fig, formats=static))
     return drawn
@@ -410,6 +413,7 @@ def write_standard_figures(
     attention_run: int = 0,
     max_slider_checkpoints: int = MAX_SLIDER_CHECKPOINTS,
     n_average: int = N_AVERAGE_SEQUENCES,
+    width: str | float | None = None,
 ) -> list[Path]:
     """Write the figures of every registered section (:mod:`interp.viz.sections`; the built-in
     ones are listed in the module docstring) for some runs.
@@ -422,6 +426,9 @@ def write_standard_figures(
         attention_run: index of the run whose attention maps are drawn.
         max_slider_checkpoints: most checkpoints on an attention slider.
         n_average: IC sequences averaged for the average attention maps.
+        width: the print width of every static figure: ``"single"`` (3.5 in), ``"double"``
+            (7 in) or inches (:func:`interp.viz.export.paper_style`); text stays at 7 pt or
+            more. None: each figure's own (its section's ``style``).
 
     Returns:
         Every path written (figures and CSVs).
@@ -435,11 +442,14 @@ def write_standard_figures(
     if not run_dirs:
         raise ValueError("run_dirs is empty: pass at least one run directory")
     out = Path(out_dir)
+    # an invalid width fails before any work; narrow ones stack the attention snapshots
+    tall = width is not None and paper_style(width).width_in < _TALL_BELOW_IN
     options = {"attention_run": attention_run, "max_slider_checkpoints": max_slider_checkpoints}
-    options |= {"n_average": n_average, "formats": tuple(formats)}
+    options |= {"n_average": n_average, "formats": tuple(formats), "tall": tall}
     ctx = run_context([load_run(d) for d in run_dirs], options)
     written: list[Path] = []
     for section in sections():
         for d in section.figures(ctx):
-            written += export_figure(d.figure, out / d.stem, d.formats or formats, style=d.style)
+            style = width or d.style if d.style is not None else None
+            written += export_figure(d.figure, out / d.stem, d.formats or formats, style=style)
     return written

@@ -208,6 +208,7 @@ def _mark_transitions(fig: go.Figure, steps: Steps, *, label: str = "transition"
     for step in steps:
         fig.add_vline(
             x=step,
+            y1=0.94,  # short of the panel's top, where its title sits
             line={"dash": "dash", "color": _TRANSITION_COLOR, "width": 1},
             opacity=0.9,  # templates such as simple_white default shapes to 0.3
             row="all",
@@ -299,14 +300,21 @@ def plot_training_dynamics(
         A two-panel figure (loss left, accuracy right) sharing the step axis.
     """
     runs = _as_runs(metrics)
-    fig = make_subplots(rows=1, cols=2, subplot_titles=("loss", "accuracy"), shared_xaxes=True)
+    # Room between the panels for the accuracy axis's title and tick labels at print widths.
+    fig = make_subplots(
+        rows=1,
+        cols=2,
+        subplot_titles=("loss", "accuracy"),
+        shared_xaxes=True,
+        horizontal_spacing=0.14,
+    )
     for column in loss_columns:
         _add_seed_curves(fig, runs, column, row=1, col=1)
     for column in acc_columns:
         _add_seed_curves(fig, runs, column, row=1, col=2)
     if chance is not None:
         # A legend entry, not a text annotation: next to the x axis a label collides with the axis
-        # and its tick labels (issue 16).
+        # and its tick labels.
         first = min(float(m["step"].min()) for m in runs.values())
         last = max(float(m["step"].max()) for m in runs.values())
         fig.add_trace(
@@ -357,6 +365,7 @@ def plot_run_comparison(
         rows=1,
         cols=len(columns),
         subplot_titles=[f"{METRIC_LABELS.get(c, c)} {_kind(c)}".strip() for c in columns],
+        horizontal_spacing=0.08,  # room for the tick labels of the panel to the right
     )
     for i, (name, m) in enumerate(runs.items()):
         color = OKABE_ITO[i % (len(OKABE_ITO) - 1)] if i else OKABE_ITO[7]
@@ -387,10 +396,13 @@ def plot_run_comparison(
                 col="all",
             )
     for j, column in enumerate(columns, start=1):
+        # Only the first panel names its axis (the panel titles say what each shows): a y-axis
+        # title between narrow print panels would sit inside the panel to its left.
+        y_title = ("loss" if column.endswith("loss") else "value") if j == 1 else None
         if column.endswith("loss"):
-            fig.update_yaxes(title_text="loss", row=1, col=j)
+            fig.update_yaxes(title_text=y_title, row=1, col=j)
         else:
-            fig.update_yaxes(title_text="value", range=[-0.02, 1.02], row=1, col=j)
+            fig.update_yaxes(title_text=y_title, range=[-0.02, 1.02], row=1, col=j)
     fig.update_xaxes(title_text="training step", tickformat="~s")
     fig.update_layout(title=_title(title, note), width=420 * len(columns) + 200, height=420)
     return fig
@@ -658,8 +670,10 @@ def plot_attention_snapshots(
     title: str = "Attention patterns across training",
     note: str | None = None,
     captions: Sequence[str] | None = None,
+    tall: bool = False,
 ) -> go.Figure:
-    """A static grid of attention maps: one row per layer, one column per checkpoint.
+    """A static grid of attention maps: one row per layer, one column per checkpoint (or, with
+    ``tall``, one row per checkpoint and one column per layer, for a single journal column).
 
     The print companion of :func:`plot_attention_maps`: pass a few key checkpoints that look
     different (e.g. :func:`interp.viz.figures.key_checkpoints`: start, plateau, jump, end). Every
@@ -673,10 +687,11 @@ def plot_attention_snapshots(
         title: figure title.
         note: deviations from the paper's settings, printed under the title.
         captions: a short text per checkpoint (e.g. ``"plateau, IC acc 0.09"``) added to the
-            top row's panel titles.
+            panel titles of its first layer.
+        tall: checkpoints down, layers across (two panels a row: ~1.5 in each at 3.5 in).
 
     Returns:
-        A layer x checkpoint grid of heatmaps sharing one colour scale.
+        A grid of heatmaps sharing one colour scale.
     """
     labels = list(token_labels)
     patterns = _check_patterns(patterns, steps, labels)
@@ -691,36 +706,47 @@ def plot_attention_snapshots(
             text = f"{captions[s]}<br>{text}"
         return text
 
+    # cell (layer, checkpoint) -> (row, col) of the grid
+    rows, cols = (n_step, n_layer) if tall else (n_layer, n_step)
+
+    def cell(layer: int, s: int) -> tuple[int, int]:
+        return (s + 1, layer + 1) if tall else (layer + 1, s + 1)
+
+    titles = [""] * (rows * cols)
+    for layer in range(n_layer):
+        for s in range(n_step):
+            r, c = cell(layer, s)
+            titles[(r - 1) * cols + (c - 1)] = panel_title(layer, s)
     fig = make_subplots(
-        rows=n_layer,
-        cols=n_step,
-        subplot_titles=[panel_title(layer, s) for layer in range(n_layer) for s in range(n_step)],
-        horizontal_spacing=0.04,
-        vertical_spacing=0.16,
+        rows=rows,
+        cols=cols,
+        subplot_titles=titles,
+        horizontal_spacing=0.08 if tall else 0.04,
+        vertical_spacing=0.09 if tall else 0.16,
     )
     for layer in range(n_layer):
         for s, step in enumerate(steps):
+            r, c = cell(layer, s)
             fig.add_trace(
                 _heatmap(
                     patterns[s, layer],
                     categories,
                     name=f"layer {layer + 1}, step {step}",
-                    showscale=layer == 0 and s == n_step - 1,
+                    showscale=(r, c) == (1, cols),
                 ),
-                row=layer + 1,
-                col=s + 1,
+                row=r,
+                col=c,
             )
     # Every panel has the same tokens: label the outer axes only, leaving room for panel titles.
     # Small, vertical key labels: a print panel is ~1.4 in wide for 2N + 1 tokens.
     fig.update_xaxes(showticklabels=False, **_every_token(labels, categories, angle=-90, size=7))
-    fig.update_xaxes(title_text="key", showticklabels=True, row=n_layer)
+    fig.update_xaxes(title_text="key", showticklabels=True, row=rows)
     fig.update_yaxes(
         autorange="reversed", showticklabels=False, **_every_token(labels, categories, size=7)
     )
     fig.update_yaxes(title_text="query", showticklabels=True, col=1)
-    fig.update_layout(
-        title=_title(title, note), width=260 * n_step + 160, height=260 * n_layer + 160
-    )
+    size = (230 * cols + 160, 250 * rows + 120) if tall else (260 * cols + 160, 260 * rows + 160)
+    fig.update_layout(title=_title(title, note), width=size[0], height=size[1])
     return fig
 
 

@@ -87,7 +87,7 @@ def test_bad_browser_path_is_named(tmp_path, monkeypatch):
 def test_unknown_format_and_style(tmp_path):
     with pytest.raises(ValueError, match="unknown formats"):
         export.export_figure(scatter_fig(), tmp_path / "fig", formats=("gif",))
-    with pytest.raises(ValueError, match="style must be one of"):
+    with pytest.raises(ValueError, match="width 'triple' is invalid: single .* double"):
         export.apply_paper_style(scatter_fig(), "triple")
     with pytest.raises(ValueError, match="width_in"):
         export.PaperStyle(width_in=0)

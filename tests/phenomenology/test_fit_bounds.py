@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 
@@ -57,7 +59,7 @@ def test_at_bound_reads_finite_bounds_only():
 
 
 def test_fit_prints_the_pinned_parameter_as_not_estimated(capsys):
-    from interp.cli import _print_fit
+    from interp.cli.commands.fit import _print_fit
 
     result = {
         "task": {"L": 32}, "model": "m", "column": "ic_loss", "params": {"a": 1.0, "b": 40.0},
@@ -65,7 +67,7 @@ def test_fit_prints_the_pinned_parameter_as_not_estimated(capsys):
         "n_points_fitted": 10, "fitted_until": 100.0, "r2_all": 0.9, "forecast": "no",
         "observed": {"transitioned": False, "reason": "r", "method": "cliff"},
     }  # fmt: skip
-    _print_fit(result, {"source": "x", "task_note": "y"})
+    _print_fit(result, SimpleNamespace(source="x", task_note="y"))
     lines = capsys.readouterr().out.splitlines()
     b = next(line for line in lines if line.split()[0] == "b")
     assert b.split()[1:3] == ["40", "-"] and "upper bound: not estimated" in b

@@ -1,0 +1,47 @@
+"""``induction-cliff report``: one self-contained offline HTML page per run or group of runs."""
+
+from __future__ import annotations
+
+import sys
+
+NAME = "report"
+HELP = (
+    "one self-contained offline HTML page: config and deviations, dynamics, transition, fit and "
+    "forecast, attention explorer (runs grouped by config)"
+)
+EPILOG = """\
+examples:
+  induction-cliff report runs/demo                   # writes runs/demo/report.html
+  induction-cliff report runs/fig1d/*/ --out fig1d.html --no-fit
+"""
+
+
+def add_arguments(p) -> None:
+    p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="run directories")
+    p.add_argument(
+        "--out", default=None, metavar="PATH",
+        help="HTML file (default RUN_DIR/report.html; required for several)",
+    )  # fmt: skip
+    p.add_argument(
+        "--no-fit", action="store_true", help="skip the nested-logit fit and forecast (faster)"
+    )
+    p.add_argument("--sequences", type=int, default=3, help="explorer sequences per IC/IC2/IW set")
+
+
+def run(args) -> int:
+    from interp.io.checkpoints import CheckpointError
+    from interp.viz.explorer import ExplorerConfig
+    from interp.viz.report import ReportConfig, ReportInputError, write_report
+
+    if args.sequences < 1:
+        raise ValueError(f"--sequences {args.sequences} is invalid: must be >= 1")
+    config = ReportConfig(fit=not args.no_fit, explorer=ExplorerConfig(n_sequences=args.sequences))
+    try:
+        path = write_report(args.run_dirs, args.out, config)
+    except (ReportInputError, CheckpointError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    print(
+        f"wrote {path} ({path.stat().st_size / 1e6:.1f} MB): open it in a browser (works offline)"
+    )
+    return 0

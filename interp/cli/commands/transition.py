@@ -1,0 +1,33 @@
+"""``induction-cliff transition``: plateau and transition of runs, one row each."""
+
+from __future__ import annotations
+
+NAME = "transition"
+HELP = "plateau and transition report for one or more runs"
+EPILOG = """\
+examples:
+  induction-cliff transition runs/fig1d/*/
+  induction-cliff transition runs/demo --measure tila2 --out transitions.csv
+"""
+
+
+def add_arguments(p) -> None:
+    p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="run directories")
+    p.add_argument(
+        "--measure", default="ic_acc", metavar="COLUMN",
+        help="the metrics.csv column to detect the jump on",
+    )  # fmt: skip
+    p.add_argument("--out", default=None, metavar="PATH", help="also write the report as CSV there")
+
+
+def run(args) -> int:
+    from interp.analysis.transition import transition_report
+
+    report = transition_report(args.run_dirs, measure=args.measure)  # errors: one line, by main
+    print(report.to_string(index=False))
+    if args.out:
+        from interp.io.atomic import write_text_atomic
+
+        write_text_atomic(args.out, report.to_csv(index=False))
+        print(f"wrote {args.out}")
+    return 0
