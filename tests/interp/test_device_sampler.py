@@ -207,5 +207,9 @@ def test_a_config_without_sample_on_reads_as_host_and_a_bad_value_names_the_fiel
     del config["train"]["sample_on"]  # as written before the field existed
     path.write_text(json.dumps(config))
     assert load_run(tmp_path / "old").train_config.sample_on == "host"
+    assert load_run(tmp_path / "old").notes == []  # nothing about the run changes
+    longer = train(SMALL, SMALL_MODEL, _cfg(sample_on="host", steps=40), tmp_path / "old",
+                   resume=True, progress=False)  # fmt: skip
+    assert list(longer["step"]) == [0, 20, 40]  # it resumes under today's config
     with pytest.raises(ValueError, match=r"^TrainConfig.sample_on='gpu' is invalid"):
         TrainConfig(sample_on="gpu")
