@@ -202,7 +202,12 @@ class DeviceSampler:
                 novel_cls = labels_novel + L * j_novel  # index into the batch's pool
             else:
                 novel_cls = torch.arange(n_cls, device=dev).expand_as(labels_novel)
-            which = _burst_order(u_perm, n_cls, cfg.B)  # [S, C, b, N]: class slot of each item
+            if cfg.B == 1 and self.uniform_labels:
+                # One copy per class, and the top-k of i.i.d. keys comes in uniformly random
+                # order already (weighted keys would put heavy labels first: those are shuffled).
+                which = torch.arange(N, device=dev).expand(S, CHUNK, b, N)
+            else:
+                which = _burst_order(u_perm, n_cls, cfg.B)  # [S, C, b, N]: each item's class slot
             q = (u_query * n_cls).long().clamp_(max=n_cls - 1)[..., None]  # [S, C, b, 1]
             slots = torch.cat([which, q], dim=-1)  # items, then the query
             nb = novel[..., None]
