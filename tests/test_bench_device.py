@@ -1,5 +1,5 @@
-"""The device rows of the GPU check, run on the CPU: bench_device's measurement and gpu_check's
-``--dry`` mode (the CPU-side parts of what the GPU machine will run)."""
+"""The device rows of the GPU check, run on the CPU: bench_device's measurement, gpu_check's
+``--dry`` mode (the CPU-side parts of what the GPU machine will run); bench_sampler's."""
 
 import importlib.util
 import math
@@ -52,3 +52,10 @@ def test_gpu_check_dry_runs_the_device_rows_and_a_device_sampled_run_on_the_cpu(
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     assert "end to end at 2 models:" in (tmp_path / "device_rows.txt").read_text()
     assert '"sample_on": "device"' in (tmp_path / "device-train" / "config.json").read_text()
+
+
+def test_bench_sampler_measures_both_samplers_and_the_rest_of_a_step():
+    torch.set_num_threads(1)
+    ms = _load("bench_sampler").measure("tiny", rounds=1, n=2)
+    assert set(ms) == {"host", "device", "step"}
+    assert all(math.isfinite(v) and v > 0 for v in ms.values())
