@@ -62,6 +62,11 @@ class DeviceSampler:
         batch_size: int,
         device: torch.device | str = "cpu",
     ) -> None:
+        if any(not isinstance(g, TaskGenerator) for g in generators):
+            raise ValueError(
+                "TrainConfig.sample_on='device' is invalid for this task: the device sampler "
+                "draws the in-context classification task only (interp.data.task); use 'host'"
+            )
         if not generators or len(generators) != len(seeds):
             raise ValueError("DeviceSampler needs one seed for each of at least one generator")
         cfg = generators[0].config
