@@ -121,6 +121,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     args = make_parser().parse_args(argv)
     _setup_logging()
+    from interp.train.threads import apply_thread_policy
+
+    apply_thread_policy()  # one torch thread; train's num_threads and llc's --threads override it
     from interp.io.checkpoints import CheckpointError
     from interp.io.rundir import RunDirectoryError
     from interp.train.training import TrainingDiverged, TrainingInterrupted

@@ -21,6 +21,7 @@ __all__ = [
     "OPTIMIZERS",
     "WEIGHT_DECAY_FORMS",
     "BACKENDS",
+    "SAMPLE_ON",
     "derive_seed",
     "checkpoint_schedule",
 ]
@@ -32,6 +33,10 @@ OPTIMIZERS = ("sgd", "adam")
 # written before format version 3.
 WEIGHT_DECAY_FORMS = ("multiplicative", "coupled")
 BACKENDS = ("fast", "hooked")
+# Where training batches are drawn: "host", the CPU sampler of interp.data.task (the stream of
+# every run written before the field existed); "device", interp.data.device_sampler on the
+# training device (another stream: runs are not bit-identical to host-sampled ones).
+SAMPLE_ON = ("host", "device")
 
 
 def _is_int(value) -> bool:
@@ -66,7 +71,9 @@ class TrainConfig:
         seed: the run's seed; class means, initial weights, the training stream and the evaluation
             sets each get their own stream derived from it (:func:`derive_seed`).
         device: torch device for training (``cpu`` by default).
-        num_threads: torch CPU threads (``None`` leaves torch's default).
+        num_threads: torch CPU threads of the process (default 1, the fastest for these shapes
+            and robust beside other busy processes: :mod:`interp.train.threads`). ``None`` (what
+            configs written before the default was 1 hold) means the same default.
         intervention: a training-time intervention from :data:`interp.model.interventions.INTERVENTIONS`
             (``None``: plain training).
         backend: ``fast`` computes the training forward with :func:`interp.model.fast.fast_logits` (the
@@ -83,6 +90,14 @@ class TrainConfig:
             "per_class_iw")``) and costs ``K * per_class_iw`` sequences per evaluation. A
             ``config.json`` without the field (written before it existed) reads as 0, which is
             what such a run did.
+        sample_on: where the training batches are drawn. ``host`` (the default): the CPU sampler
+            :meth:`interp.data.task.TaskGenerator.sample`, then moved to ``device``; ``device``:
+            :class:`interp.data.device_sampler.DeviceSampler` on ``device`` itself, many batches
+            per call with the run's own generator there (no host work per step; the stream a
+            GPU run needs, and a cheaper sampler on the CPU). The two draw the same distribution
+            but different streams, so a ``device`` run is not bit-identical to the ``host`` run
+            of its seed; stacked runs (``train_many``) draw what each would draw alone. A
+            ``config.json`` without the field reads as ``host``, which is what such a run did.
     """
 
     optimizer: str = "sgd"
@@ -98,11 +113,12 @@ class TrainConfig:
     checkpoint_on_jump: float | None = 0.02
     seed: int = 0
     device: str = "cpu"
-    num_threads: int | None = None
+    num_threads: int | None = 1
     intervention: str | None = None
     backend: str = "fast"
     live_forecast: bool = True
     per_class_iw: int = 0
+    sample_on: str = "host"
 
     def __post_init__(self) -> None:
         for name in ("lr", "weight_decay", "momentum"):
@@ -169,6 +185,11 @@ class TrainConfig:
             raise ValueError(
                 f"TrainConfig.per_class_iw={self.per_class_iw!r} is invalid: must be an integer "
                 ">= 0 (sequences per class; 0 turns the per-class evaluation off)"
+            )
+        if self.sample_on not in SAMPLE_ON:
+            raise ValueError(
+                f"TrainConfig.sample_on={self.sample_on!r} is invalid: allowed values are "
+                f"{SAMPLE_ON}"
             )
         if self.backend not in BACKENDS:
             raise ValueError(

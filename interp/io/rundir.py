@@ -103,7 +103,7 @@ _LEGACY_TRAIN_DEFAULTS = {"backend": "hooked"}
 # Train fields added within format 3 whose default is what a run without the field did: an absent
 # one is taken as the default, with no migration note (nothing about the run changes), so such a
 # run still loads, compares equal to its own config and resumes.
-_NEUTRAL_TRAIN_DEFAULTS = {"per_class_iw": 0}
+_NEUTRAL_TRAIN_DEFAULTS = {"per_class_iw": 0, "sample_on": "host"}
 # Format 3 made three of the author's forms the defaults; runs of formats 1 and 2 used these.
 _PRE_V3_FORMS = {
     "task": {"novel_pool": (None, "per-sequence novel classes")},
