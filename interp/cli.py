@@ -127,17 +127,22 @@ def _cmd_measures(args) -> int:
         measures_over_checkpoints,
         score_terms_over_checkpoints,
     )
+    from interp.io.outputs import writing
     from interp.io.rundir import load_run
 
     runs = [load_run(d) for d in args.run_dirs]  # every directory checked before any work
     for run in runs:
-        df = measures_over_checkpoints(run, n=args.n)
-        if args.score_terms:
-            import pandas as pd
+        run.require_checkpoints()
+    with writing([run.path for run in runs]):  # locked, links and write access checked
+        for run in runs:
+            df = measures_over_checkpoints(run, n=args.n)
+            if args.score_terms:
+                import pandas as pd
 
-            df = pd.concat([df, score_terms_over_checkpoints(run, n=args.n)], ignore_index=True)
-        path = run.write_output("checkpoint_measures.csv", df)
-        print(f"wrote {path} ({len(df)} rows)")
+                terms = score_terms_over_checkpoints(run, n=args.n)
+                df = pd.concat([df, terms], ignore_index=True)
+            path = run.write_output("checkpoint_measures.csv", df)
+            print(f"wrote {path} ({len(df)} rows)")
     return 0
 
 
@@ -148,8 +153,10 @@ def _cmd_transition(args) -> int:
     print(report.to_string(index=False))
     if args.out:
         from interp.io.atomic import write_text_atomic
+        from interp.io.outputs import writing_into
 
-        write_text_atomic(args.out, report.to_csv(index=False))
+        with writing_into([args.out]):
+            write_text_atomic(args.out, report.to_csv(index=False))
         print(f"wrote {args.out}")
     return 0
 
@@ -227,6 +234,9 @@ def _fit_sources(args, options: dict) -> list[dict]:
             except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as err:
                 first = str(err).strip().splitlines()[0] if str(err).strip() else "empty file"
                 raise ValueError(f"{path}: not a readable CSV ({first})") from None
+            from interp.io.curves import check_curve_rows
+
+            check_curve_rows(curve, [args.column, *(args.aux or ())], str(path))
             task = dict(PAPER_TASK)
             for key, value in task_set.items():
                 task[key] = _parse_number(f"--set {key}", value, integer=key != "L")
@@ -289,7 +299,6 @@ def _fmt(value) -> str:
 
 def _cmd_fit(args) -> int:
     from interp.io.checkpoints import write_json_atomic
-    from phenomenology.fit import fit_curve
 
     if args.until is not None and args.fraction is not None:
         raise ValueError("give --until or --fraction, not both")
@@ -298,8 +307,9 @@ def _cmd_fit(args) -> int:
     if fraction is not None and not 0 < fraction <= 1:
         raise ValueError(f"--fraction={args.fraction} must be in (0, 1]")
     n_boot = _parse_number("--n-boot", args.n_boot, integer=True)
-    if n_boot < 0:
-        raise ValueError(f"--n-boot={args.n_boot} must be >= 0")
+    from interp.train.budget import MAX_BOOTSTRAP, check_count
+
+    check_count("--n-boot", n_boot, 0, MAX_BOOTSTRAP)
     if args.json and len(args.paths) > 1:
         raise ValueError("--json names one file: give one PATH with it")
     if args.json and not Path(args.json).resolve().parent.is_dir():
@@ -313,6 +323,17 @@ def _cmd_fit(args) -> int:
     if args.figure:
         _check_figure_args(args, until, fraction)
     sources = _fit_sources(args, options)
+    from interp.io.outputs import writing_into
+
+    outs = [src["out"] for src in sources] + ([args.figure] if args.figure else [])
+    with writing_into(outs):  # the runs written into are locked until the last write
+        _fit_all(args, sources, until, fraction, options, n_boot, write_json_atomic)
+    return 0
+
+
+def _fit_all(args, sources, until, fraction, options, n_boot, write_json_atomic) -> None:
+    from phenomenology.fit import fit_curve
+
     for src in sources:
         result = fit_curve(
             src["curve"], task=src["task"], model=args.model, column=args.column,
@@ -327,7 +348,6 @@ def _cmd_fit(args) -> int:
         print(f"wrote {src['out']}")
         if args.figure:
             _write_forecast_figure(args, src, result)
-    return 0
 
 
 def _check_figure_args(args, until, fraction) -> None:
@@ -385,9 +405,15 @@ def _cmd_figures(args) -> int:
                 file=sys.stderr,
             )
             return 3
-    paths = write_standard_figures(
-        [Path(p) for p in args.run_dirs], Path(args.out), formats=formats
-    )
+    from interp.io.outputs import writing_into
+    from interp.io.rundir import load_run
+
+    for run_dir in args.run_dirs:
+        load_run(run_dir)  # a clear error before anything is locked or created
+    with writing_into([args.out], folders=True):  # inside a run: under its lock, no links
+        paths = write_standard_figures(
+            [Path(p) for p in args.run_dirs], Path(args.out), formats=formats
+        )
     print(f"wrote {len(paths)} files to {args.out}:")
     for p in paths:
         print(f"  {p}")
@@ -395,13 +421,21 @@ def _cmd_figures(args) -> int:
 
 
 def _cmd_quanta(args) -> int:
-    from interp.analysis.quanta import analyse_run
     from interp.io.rundir import load_run
 
     threshold = _parse_number("--threshold", args.threshold)
     if not 0 < threshold <= 1:
         raise ValueError(f"--threshold={args.threshold} is invalid: must be in (0, 1]")
     run = load_run(args.run_dir)
+    from interp.io.outputs import writing
+
+    with writing(run.path):  # refused while another process writes the run
+        return _quanta(run, threshold)
+
+
+def _quanta(run, threshold) -> int:
+    from interp.analysis.quanta import analyse_run
+
     result = analyse_run(run, threshold)
     fit = result.fit
     frame = result.frame
@@ -441,18 +475,17 @@ def _cmd_quanta(args) -> int:
 
 def _cmd_report(args) -> int:
     from interp.viz.explorer import ExplorerConfig
-    from interp.viz.report import ReportConfig, ReportInputError, write_report
+    from interp.viz.report import ReportConfig, write_report
 
     if args.sequences < 1:
         raise ValueError(f"--sequences {args.sequences} is invalid: must be >= 1")
     config = ReportConfig(fit=not args.no_fit, explorer=ExplorerConfig(n_sequences=args.sequences))
-    from interp.io.checkpoints import CheckpointError
+    from interp.io.outputs import writing_into
+    from interp.viz.report import check_report_inputs
 
-    try:
-        path = write_report(args.run_dirs, args.out, config)
-    except (ReportInputError, CheckpointError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
+    _, out = check_report_inputs(args.run_dirs, args.out)
+    with writing_into([out]):  # RUN_DIR/report.html: under the run's lock
+        path = write_report(args.run_dirs, args.out, config)  # errors: one line, by main
     print(
         f"wrote {path} ({path.stat().st_size / 1e6:.1f} MB): open it in a browser (works offline)"
     )
@@ -460,11 +493,19 @@ def _cmd_report(args) -> int:
 
 
 def _cmd_evaluate(args) -> int:
-    from interp.analysis.length import evaluate_lengths, parse_n_pairs
-    from interp.io.atomic import write_text_atomic
+    from interp.io.outputs import writing_into
     from interp.io.rundir import load_run
 
     load_run(args.run_dir)  # a clear error before any work
+    out = Path(args.out) if args.out else Path(args.run_dir) / "length_eval.csv"
+    with writing_into([out]):  # inside a run: under its lock
+        return _evaluate(args, out)
+
+
+def _evaluate(args, out: Path) -> int:
+    from interp.analysis.length import evaluate_lengths, parse_n_pairs
+    from interp.io.atomic import write_text_atomic
+    from interp.io.rundir import load_run
 
     scale = args.rope_scale if args.rope_scale == "auto" else float(args.rope_scale)
     df = evaluate_lengths(
@@ -476,7 +517,7 @@ def _cmd_evaluate(args) -> int:
         rope_scale=scale,
     )
     if args.out:
-        path = Path(args.out)
+        path = out
         write_text_atomic(path, df.to_csv(index=False))
     else:
         path = load_run(args.run_dir).write_output("length_eval.csv", df)
@@ -487,9 +528,9 @@ def _cmd_evaluate(args) -> int:
 
 
 def _cmd_sweep(args) -> int:
+    from interp.io.errors import RunDirectoryError
     from interp.train.plugins import loaded_plugins
     from interp.train.sweep import (
-        SweepDirectoryError,
         SweepSpec,
         load_manifest,
         parse_grid,
@@ -532,7 +573,9 @@ def _cmd_sweep(args) -> int:
             figures=not args.no_figures,
             formats=tuple(args.formats.split(",")),
         )
-    except (SweepDirectoryError, RuntimeError) as err:
+    except RunDirectoryError:
+        raise  # a sweep folder that cannot be used, or is locked: one line and its code, by main
+    except RuntimeError as err:
         print(f"error: {err}", file=sys.stderr)
         return 3
     except KeyboardInterrupt:
@@ -547,8 +590,8 @@ def _print_summary(summary, fields) -> None:
 
 
 def _cmd_sweep_summary(args) -> int:
+    from interp.io.outputs import writing
     from interp.train.sweep import (
-        SweepDirectoryError,
         SweepSpec,
         load_manifest,
         summarize_sweep,
@@ -556,15 +599,13 @@ def _cmd_sweep_summary(args) -> int:
         write_sweep_figures,
     )
 
-    try:
-        spec = SweepSpec.from_dict(load_manifest(args.sweep_dir)["spec"])
-        summary = summarize_sweep(args.sweep_dir)
-    except SweepDirectoryError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 3
-    paths = write_summary(args.sweep_dir, summary)
-    if not args.no_figures:
-        paths += write_sweep_figures(args.sweep_dir, summary, tuple(args.formats.split(",")))
+    spec = SweepSpec.from_dict(load_manifest(args.sweep_dir)["spec"])
+    with writing(args.sweep_dir):  # refused while the sweep runs
+        summary = summarize_sweep(args.sweep_dir)  # errors: one line and code, by main
+        paths = write_summary(args.sweep_dir, summary)
+        if not args.no_figures:
+            formats = tuple(args.formats.split(","))
+            paths += write_sweep_figures(args.sweep_dir, summary, formats)
     _print_summary(summary, spec.fields)
     for p in paths:
         print(f"wrote {p}")
@@ -615,8 +656,7 @@ def _llc_command(args) -> int:
     try:
         run = load_run(args.run_dir)
     except RunDirectoryError as err:
-        print(f"error: RUN_DIR: {err}", file=sys.stderr)
-        return 2
+        raise RunDirectoryError(f"RUN_DIR: {err}") from None
     if args.threads is not None:
         if args.threads < 1:
             raise ValueError(f"--threads={args.threads} is invalid: an integer >= 1")
@@ -675,9 +715,11 @@ def _llc_command(args) -> int:
         df = llc_over_checkpoints(
             args.run_dir, cfg, steps, overwrite=args.overwrite, on_result=report, workers=workers
         )
-    except ImportError as err:
+    except (
+        ImportError
+    ) as err:  # a tool it needs (devinterp) is missing: as figures without chromium
         print(f"error: {err}", file=sys.stderr)
-        return 2
+        return 3
     flagged = int((df["warning"] != "").sum())
     secs = [v for v in df["seconds"] if isinstance(v, float) and math.isfinite(v)]
     print(
@@ -1107,10 +1149,12 @@ def _setup_logging() -> None:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``induction-cliff`` command.
 
-    Every failure a user can cause ends in one line on stderr and a non-zero exit: 2 for invalid
-    input, 3 for a run or sweep directory that cannot be used (or a diverged run), 1 for anything
-    unexpected (``INDUCTION_CLIFF_TRACEBACK=1`` shows its traceback), 128 + the signal number
-    when SIGINT or SIGTERM stopped training (its state saved).
+    Every failure a user can cause ends in one line on stderr and a non-zero exit, the same code
+    for the same kind of failure from every command (:mod:`interp.io.errors`,
+    ``docs/run-format.md``): 2 invalid arguments or settings, 3 a run, sweep or file that cannot
+    be used (or a diverged run), 4 a run or sweep another process is writing, 5 no space, no write
+    access or not enough memory, 1 anything unexpected (``INDUCTION_CLIFF_TRACEBACK=1`` shows its
+    traceback), 128 + the signal number when SIGINT or SIGTERM stopped training (its state saved).
     """
     try:
         plugins, argv = _take_plugins(sys.argv[1:] if argv is None else list(argv))
@@ -1122,8 +1166,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     args = make_parser().parse_args(argv)
     _setup_logging()
-    from interp.io.checkpoints import CheckpointError
-    from interp.io.rundir import RunDirectoryError
+    from interp.io.errors import EXIT_UNEXPECTED, WriteError, exit_code
     from interp.train.training import TrainingDiverged, TrainingInterrupted
 
     try:
@@ -1132,25 +1175,25 @@ def main(argv: list[str] | None = None) -> int:
         return 128 + err.signum
     except KeyboardInterrupt:
         return 130
-    except (RunDirectoryError, CheckpointError, TrainingDiverged) as err:
+    except TrainingDiverged as err:
         print(f"error: {_one_line(err)}", file=sys.stderr)
-        return 3
-    except (ValueError, OverflowError) as err:
-        print(f"error: {_one_line(err)}", file=sys.stderr)
-        return 2
-    except OSError as err:
-        where = f" {err.filename}" if getattr(err, "filename", None) else ""
-        print(f"error: cannot access{where}: {err.strerror or _one_line(err)}", file=sys.stderr)
         return 3
     except Exception as err:
-        if os.environ.get("INDUCTION_CLIFF_TRACEBACK"):
-            raise
-        print(
-            f"error: {type(err).__name__}: {_one_line(err)} (unexpected; rerun with "
-            "INDUCTION_CLIFF_TRACEBACK=1 for the traceback)",
-            file=sys.stderr,
-        )
-        return 1
+        code = exit_code(err)
+        if code == EXIT_UNEXPECTED:
+            if os.environ.get("INDUCTION_CLIFF_TRACEBACK"):
+                raise
+            print(
+                f"error: {type(err).__name__}: {_one_line(err)} (unexpected; rerun with "
+                "INDUCTION_CLIFF_TRACEBACK=1 for the traceback)",
+                file=sys.stderr,
+            )
+        elif isinstance(err, OSError) and not isinstance(err, WriteError):
+            where = f" {err.filename}" if getattr(err, "filename", None) else ""
+            print(f"error: cannot access{where}: {err.strerror or _one_line(err)}", file=sys.stderr)
+        else:
+            print(f"error: {_one_line(err)}", file=sys.stderr)
+        return code
 
 
 if __name__ == "__main__":

@@ -50,6 +50,7 @@ import pandas as pd
 
 from interp.data.task import TaskConfig
 from interp.io import checkpoints
+from interp.io.paths import check_no_links
 from interp.io.rundir import (
     LOCK_NAME,
     RunDirectoryError,
@@ -507,6 +508,7 @@ def point_dir(out: Path, name, where: str = "point name") -> Path:
     path = out / name
     if path.resolve().parent != out.resolve():
         raise SweepDirectoryError(f"{where}={name!r} resolves outside {out}; refused")
+    check_no_links(out, name)  # a point folder that is a link would take writes elsewhere
     return path
 
 
@@ -576,6 +578,8 @@ def _remove_sweep(out: Path, names: Sequence[str]) -> None:
     point directory that is not a run is left alone), its own files and its figures. Every name
     is checked by :func:`point_dir` first, so nothing outside ``out`` is touched."""
     dirs = [point_dir(out, name) for name in names]  # all checked before anything is deleted
+    for name in (MANIFEST, STATUS, SUMMARY, SUMMARY_OVER_SEEDS, "figures"):
+        check_no_links(out, name)  # a link is refused, never followed nor deleted
     for run_dir in dirs:
         if classify(run_dir) in ("run", "broken"):
             remove_run_files(run_dir)
@@ -983,8 +987,11 @@ def write_sweep_figures(
             note=note or None,
         )
         stem = out / "figures" / f"phase_diagram{suffix}"
+        check_no_links(out, stem.relative_to(out))  # a linked figures/ is refused, not followed
         try:
             written += export_figure(fig, stem, formats)
+        except RunDirectoryError:
+            raise
         except RuntimeError as err:  # no Chromium for static formats: keep the interactive one
             log(f"warning: {err}; writing HTML only")
             written += export_figure(fig, stem, ("html",))
