@@ -531,7 +531,9 @@ def llc_over_checkpoints(
     # Under the run's lock from before llc.csv is read until its last rewrite: a second llc (or
     # any other writer of the run) is refused with the holder's pid, so no estimate is lost.
     with writing(run_dir):
-        return _llc_locked(run, run_dir, cfg, steps, available, version, overwrite, on_result, workers)
+        return _llc_locked(
+            run, run_dir, cfg, steps, available, version, overwrite, on_result, workers
+        )
 
 
 def _llc_locked(run, run_dir, cfg, steps, available, version, overwrite, on_result, workers):

@@ -10,6 +10,7 @@ read-only disk or a missing write permission is refused before the computation s
 
 from __future__ import annotations
 
+import json
 import math
 import os
 from collections.abc import Iterator, Sequence
@@ -24,11 +25,18 @@ from interp.io.atomic import (
     write_json_atomic,
     write_text_atomic,
 )
-from interp.io.errors import RunDirectoryError
+from interp.io.errors import DamagedFileError, RunDirectoryError
 from interp.io.lock import holding
 from interp.io.paths import check_no_links, enclosing_roots
 
-__all__ = ["output_path", "write_output", "writing", "writing_into", "check_not_empty"]
+__all__ = [
+    "output_path",
+    "write_output",
+    "writing",
+    "writing_into",
+    "check_not_empty",
+    "read_json_object",
+]
 
 
 def output_path(run_dir: str | os.PathLike, name: str) -> Path:
@@ -129,3 +137,21 @@ def write_output(
         else:
             write_text_atomic(path, data, root=run_dir)
     return path
+
+
+def read_json_object(path: str | os.PathLike) -> dict:
+    """Read an output that holds a JSON object (``fit.json``, ``quanta.json``, ...).
+
+    Raises:
+        DamagedFileError: not readable, not JSON, or not an object (one line naming the file).
+    """
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError) as err:
+        raise DamagedFileError(f"cannot read {path}: {err}") from None
+    except json.JSONDecodeError as err:
+        raise DamagedFileError(f"{path} is not valid JSON ({err}); rewrite or delete it") from None
+    if not isinstance(data, dict):
+        raise DamagedFileError(f"{path} must hold a JSON object; rewrite or delete it")
+    return data

@@ -471,10 +471,11 @@ class RunWriter:
             cls(path, config)._refuse_foreign(kind)
         if kind != "absent":
             check_run_tree(path)  # a link inside is refused before the lock (and again under it)
-        from interp.train.budget import check_config_memory
+        from interp.train.budget import check_config_memory, check_free_space, disk_estimate
 
         check_config_memory(config)  # before any directory or allocation
         _check_writable(path)
+        check_free_space(path, disk_estimate(config))
         path.mkdir(parents=True, exist_ok=True)
         writer = cls(path, config)
         writer._lock.acquire()

@@ -23,6 +23,8 @@ __all__ = [
     "available_memory",
     "memory_estimate",
     "check_config_memory",
+    "disk_estimate",
+    "check_free_space",
 ]
 
 MAX_STEPS = 10**9  # optimisation steps of a run (the paper's runs: 1e5)
@@ -125,3 +127,53 @@ def check_config_memory(config: Mapping, available: int | None = None) -> None:
         f"{field}={value!r}: the run needs about {_size(total)} of memory ({_size(terms[field])} "
         f"for {name}), but {_size(available)} are available; lower {name}"
     )
+
+
+def disk_estimate(config: Mapping) -> float:
+    """Bytes a run writes (its weight checkpoints, the resume state, the metrics rows), from its
+    ``config.json`` dict; a rough upper estimate, for :func:`check_free_space`."""
+    task, model, train = (config.get(g) or {} for g in ("task", "model", "train"))
+    if not all(isinstance(g, Mapping) for g in (task, model, train)):
+        return 0.0
+    D, n_max, L = _int(task, "D", 63), _int(task, "N_max", 32), _int(task, "L", 32)
+    d_model = _int(model, "d_model", D + 2 * n_max + 1)
+    d_mlp, layers = _int(model, "d_mlp", 128), _int(model, "n_layers", 2)
+    heads = _int(model, "n_heads", 1)
+    d_head = _int(model, "d_head", d_model) or d_model
+    mlp_layers = _int(model, "n_mlp_layers", 3)
+    params = 4 * layers * heads * d_model * d_head + mlp_layers * d_mlp * max(d_model, d_mlp)
+    params += d_mlp * L
+    steps = _int(train, "steps", 100_000)
+    checkpoints = steps // max(_int(train, "checkpoint_every", 5000), 1)
+    checkpoints += _int(train, "n_log_checkpoints", 20) + 2
+    rows = steps // max(_int(train, "eval_every", 500), 1) + 1
+    per_class = _int(train, "per_class_iw", 0) and _int(task, "K", 512)
+    return _FLOAT * params * (checkpoints + 4) + rows * (400 + 12 * per_class)
+
+
+def check_free_space(directory, nbytes: float) -> None:
+    """Refuse when the file system of ``directory`` (or its nearest existing parent) has less
+    than ``nbytes`` free.
+
+    Raises:
+        WriteError: naming the folder and both sizes.
+    """
+    import errno
+    import shutil
+    from pathlib import Path
+
+    from interp.io.errors import WriteError
+
+    probe = Path(directory)
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    try:
+        free = shutil.disk_usage(probe).free
+    except OSError:
+        return
+    if free < nbytes:
+        raise WriteError(
+            errno.ENOSPC,
+            f"cannot write to {probe}: the run writes about {_size(nbytes)}, only {_size(free)} "
+            "are free",
+        )

@@ -26,7 +26,6 @@ paper's settings (optimiser, positional encoding, attention scale).
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Sequence
 from numbers import Real
@@ -281,11 +280,12 @@ def _fit_overlay(run, metrics: pd.DataFrame, note: str | None) -> go.Figure | No
     path = Path(run.path) / "fit.json"
     if not path.exists():
         return None
+    from interp.io.outputs import read_json_object
     from phenomenology.fit import DynamicsFit, read_run
     from phenomenology.models import model_names
     from phenomenology.plots import plot_fit_overlay
 
-    saved = json.loads(path.read_text())
+    saved = read_json_object(path)  # a damaged fit.json: one line naming it
     _, task = read_run(run.path)
     target = saved.get("target", "ic_loss")
     aux = tuple(saved.get("aux", ()))

@@ -33,6 +33,7 @@ import plotly.graph_objects as go
 
 from interp.analysis.compare import RunGroup, comparison_figures, config_fields, group_runs
 from interp.io.errors import RunDirectoryError
+from interp.io.outputs import read_json_object
 from interp.viz.explorer import EXPLORER_JS, ExplorerConfig, explorer_data, explorer_html
 
 __all__ = [
@@ -384,7 +385,6 @@ def _calibrated_forecast(run, note, cutoff: float, fraction: float, observed) ->
 
 
 def _fit_section(runs: list, note_of, fraction: float) -> str:
-    import json
 
     from phenomenology.fit import observed_transition
 
@@ -397,7 +397,7 @@ def _fit_section(runs: list, note_of, fraction: float) -> str:
         name = Path(run.path).name
         parts.append(f"<h3>{html.escape(name)}</h3>")
         path = Path(run.path) / "fit.json"
-        saved = json.loads(path.read_text()) if path.exists() else {}
+        saved = read_json_object(path) if path.exists() else {}
         target = saved.get("target", "ic_loss")
         aux = [a for a in saved.get("aux", ()) if a in run.metrics.columns]
         origin = "settings of the run's fit.json" if saved else "no fit.json: fitted for this page"
