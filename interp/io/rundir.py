@@ -16,8 +16,12 @@ Guarantees:
 - **One writer.** :class:`RunWriter` takes an exclusive lock (``flock`` on ``.lock``) before it
   reads or writes anything; a second writer is refused with the holder's pid and host. A lock left
   by a dead process is taken over with a notice (the kernel drops ``flock`` locks of dead
-  processes, so this cannot take a live writer's lock). Readers need no lock: every file is
-  replaced atomically (:mod:`interp.io.atomic`), so a reader sees an old or a new file, never half.
+  processes, so this cannot take a live writer's lock; :mod:`interp.io.lock`). Every command
+  that writes an output into a run holds the same lock (:mod:`interp.io.outputs`). Readers need
+  no lock: every file is replaced atomically (:mod:`interp.io.atomic`), so a reader sees an old
+  or a new file, never half.
+- **No links.** A symbolic link among a run's files (``checkpoints/`` included) is refused before
+  anything is read to resume, written or deleted (:func:`check_run_tree`, :mod:`interp.io.paths`).
 - **Nothing lost, nothing mixed.** A directory that is not a run is never written into; resuming a
   directory that holds run files but no readable config is refused; ``overwrite`` deletes only the
   files a run consists of (:data:`OWNED_FILES`), never anything else; resuming takes its state

@@ -142,7 +142,7 @@ def test_1_a_link_on_the_way_to_an_output_is_refused(run, tmp_path, capsys):
     assert list(elsewhere.iterdir()) == []  # nothing written, no folder made there
 
 
-def test_1_a_linked_sweep_figures_folder_is_refused(tmp_path, capsys):
+def test_1_6_a_linked_sweep_figures_folder_and_damaged_sweep_files(tmp_path, capsys):
     out = tmp_path / "sweep"
     args = ["sweep", "--preset", "tiny", "--grid", "K=16,32", "--no-figures", "--out", str(out)]
     assert main([*args, "--set", "steps=10", "--set", "eval_every=5", "--set", "n_eval=32"]) == 0
@@ -153,6 +153,16 @@ def test_1_a_linked_sweep_figures_folder_is_refused(tmp_path, capsys):
     assert main(["sweep-summary", str(out), "--formats", "html"]) == 3
     assert "figures is a symbolic link" in one_error_line(capsys)
     assert list(elsewhere.iterdir()) == []
+    # 6. damaged sweep files: summary.csv is rewritten from the runs (never read), a damaged
+    # sweep.json is one line
+    (out / "figures").unlink()
+    (out / "summary.csv").write_text("garbage\n")
+    assert main(["sweep-summary", str(out), "--no-figures"]) == 0
+    assert "ic_acc" in (out / "summary.csv").read_text()
+    capsys.readouterr()
+    (out / "sweep.json").write_text('{"spec": ')
+    assert main(["sweep-summary", str(out), "--no-figures"]) == 3
+    assert "sweep.json is not valid JSON" in one_error_line(capsys)
 
 
 # 2. Every command that writes into a run holds its lock: a second writer is refused.
@@ -366,20 +376,6 @@ def test_6_a_damaged_fit_json_is_one_line(run, tmp_path, capsys):
     (run / "fit.json").write_text('{"model": ')
     assert main(["figures", str(run), "--out", str(tmp_path / "figs"), "--formats", "html"]) == 3
     assert f"{run / 'fit.json'} is not valid JSON" in one_error_line(capsys)
-
-
-def test_6_damaged_sweep_files_are_one_line(tmp_path, capsys):
-    out = tmp_path / "sweep"
-    args = ["sweep", "--preset", "tiny", "--grid", "K=16", "--no-figures", "--out", str(out)]
-    assert main([*args, "--set", "steps=10", "--set", "eval_every=5", "--set", "n_eval=32"]) == 0
-    capsys.readouterr()
-    (out / "summary.csv").write_text("garbage\n")  # rewritten from the runs, never read
-    assert main(["sweep-summary", str(out), "--no-figures"]) == 0
-    assert "ic_acc" in (out / "summary.csv").read_text()
-    capsys.readouterr()
-    (out / "sweep.json").write_text('{"spec": ')
-    assert main(["sweep-summary", str(out), "--no-figures"]) == 3
-    assert "sweep.json is not valid JSON" in one_error_line(capsys)
 
 
 # 6. A real process killed with SIGKILL at a random moment: the rerun equals an uninterrupted one.
