@@ -104,6 +104,13 @@ def _atomic(path: str | os.PathLike, write, root: str | os.PathLike | None = Non
             if isinstance(err, OSError) and not isinstance(err, (UnsafePathError, WriteError)):
                 if err.errno is not None:  # the disk's complaint, said of the destination
                     raise _write_error(err, path) from None
+            if isinstance(err, RuntimeError) and "write" in str(err).lower():
+                # torch.save's stream writer reports a full disk as a RuntimeError
+                full = shutil.disk_usage(path.parent).free < (1 << 20)
+                reason = "No space left on device" if full else str(err).splitlines()[0]
+                raise WriteError(
+                    errno.ENOSPC if full else errno.EIO, f"cannot write {path}: {reason}"
+                ) from None
             raise
         try:
             os.fsync(dir_fd)
