@@ -76,8 +76,8 @@ def _resumed_configs(args, out: Path):
 
 
 def _cmd_train(args) -> int:
+    from interp.experiments.standard import train
     from interp.io.rundir import classify, refuse_broken
-    from interp.train.training import train
 
     if args.resume and args.overwrite:
         raise ValueError("--resume and --overwrite contradict each other: give one of them")
@@ -307,7 +307,7 @@ def _cmd_fit(args) -> int:
     if fraction is not None and not 0 < fraction <= 1:
         raise ValueError(f"--fraction={args.fraction} must be in (0, 1]")
     n_boot = _parse_number("--n-boot", args.n_boot, integer=True)
-    from interp.train.budget import MAX_BOOTSTRAP, check_count
+    from interp.io.budget import MAX_BOOTSTRAP, check_count
 
     check_count("--n-boot", n_boot, 0, MAX_BOOTSTRAP)
     if args.json and len(args.paths) > 1:
@@ -371,8 +371,8 @@ def _check_figure_args(args, until, fraction) -> None:
 
 
 def _write_forecast_figure(args, src: dict, result: dict) -> None:
+    from interp.viz.dynamics_plots import forecast_figure
     from interp.viz.export import export_figure
-    from phenomenology.forecast import forecast_figure
 
     curve = src["curve"].rename(columns={result["column"]: "ic_loss"})
     fig = forecast_figure(
@@ -528,15 +528,15 @@ def _evaluate(args, out: Path) -> int:
 
 
 def _cmd_sweep(args) -> int:
-    from interp.io.errors import RunDirectoryError
-    from interp.train.plugins import loaded_plugins
-    from interp.train.sweep import (
+    from interp.experiments.sweep import (
         SweepSpec,
         load_manifest,
         parse_grid,
         parse_seeds,
         run_sweep,
     )
+    from interp.io.errors import RunDirectoryError
+    from interp.io.plugins import loaded_plugins
 
     if loaded_plugins() and args.backend == "ray":
         raise ValueError(
@@ -590,14 +590,14 @@ def _print_summary(summary, fields) -> None:
 
 
 def _cmd_sweep_summary(args) -> int:
-    from interp.io.outputs import writing
-    from interp.train.sweep import (
+    from interp.experiments.sweep import (
         SweepSpec,
         load_manifest,
         summarize_sweep,
         write_summary,
         write_sweep_figures,
     )
+    from interp.io.outputs import writing
 
     spec = SweepSpec.from_dict(load_manifest(args.sweep_dir)["spec"])
     with writing(args.sweep_dir):  # refused while the sweep runs
@@ -645,7 +645,7 @@ def _llc_command(args) -> int:
         llc_over_checkpoints,
         parse_steps,
     )
-    from interp.train.training import RunDirectoryError, load_run
+    from interp.io.rundir import RunDirectoryError, load_run
 
     def floats(text, name):
         try:
@@ -682,12 +682,17 @@ def _llc_command(args) -> int:
     )
     try:
         if args.calibrate:
-            record = calibrate_llc(
+            from interp.viz.llc_plots import write_calibration_traces
+
+            record, sweep = calibrate_llc(
                 args.run_dir,
                 args.calibrate_step,
                 floats(args.epsilons, "--epsilons"),
                 floats(args.nbetas, "--nbetas"),
                 cfg,
+            )
+            write_calibration_traces(
+                args.run_dir, sweep, step=record["step"], chosen=record["chosen"]
             )
             for row in record["table"]:
                 warn = f"  WARNING: {row['warning']}" if row["warning"] else ""
@@ -742,10 +747,25 @@ def _cmd_presets(args) -> int:
     return 0
 
 
-def _check_recorded_plugins(run_dir: str) -> None:
-    """A run trained with plugins resumes only with them loaded again (its metrics.csv has their
-    columns); say which, rather than load code named in a file."""
-    from interp.train.plugins import loaded_plugins, recorded_plugins
+def _check_runs_plugins(args) -> None:
+    """Every command that opens a run (``RUN_DIR`` arguments, a fit's run-directory ``PATH``)
+    first checks that the plugins the run was trained with are loaded: its metrics have their
+    columns, its task or model may come from one."""
+    named = [getattr(args, "run_dir", None)]
+    named += [*(getattr(args, "run_dirs", None) or []), *(getattr(args, "paths", None) or [])]
+    for path in named:
+        if isinstance(path, str) and (Path(path) / "config.json").is_file():
+            _check_recorded_plugins(path, "rerun with")
+    out = getattr(args, "out", None)
+    if getattr(args, "resume", False) and out and (Path(out) / "config.json").is_file():
+        _check_recorded_plugins(out)
+
+
+def _check_recorded_plugins(run_dir: str, what: str = "resume with") -> None:
+    """A run trained with plugins is opened (or resumed) only with them loaded again; say which,
+    rather than load code named in a file."""
+    from interp.io.plugins import loaded_plugins
+    from interp.io.rundir import recorded_plugins
 
     loaded = set(loaded_plugins())
     missing = [p for p in recorded_plugins(run_dir) if p not in loaded]
@@ -753,7 +773,7 @@ def _check_recorded_plugins(run_dir: str) -> None:
         again = " ".join(f"--plugin {p}" for p in missing)
         raise ValueError(
             f"{Path(run_dir) / 'config.json'} field plugins: the run was trained with {missing}; "
-            f"resume with {again}"
+            f"{what} {again}"
         )
 
 
@@ -780,21 +800,31 @@ def _list_positional() -> list[str]:
     return list(POSITIONAL_ENCODINGS)
 
 
-def _dynamics_models() -> dict[str, object]:
-    """The phenomenological (dynamics) models ``induction-cliff fit`` can fit. Repoint this at
-    the model registry (``phenomenology.MODELS``) once it exists."""
-    import phenomenology
-
-    registry = getattr(phenomenology, "MODELS", None)
-    if registry is not None:
-        return dict(registry)
-    from phenomenology.fit import NestedLogitFit
-
-    return {"nested-logit": NestedLogitFit}
-
-
 def _list_models() -> list[str]:
-    return [f"{name:14s} {_first_line(obj)}" for name, obj in _dynamics_models().items()]
+    """Every registered dynamics model (:mod:`phenomenology.models`), plugins' included."""
+    from phenomenology.models import get_model, model_names
+
+    lines = []
+    for name in model_names():
+        cls = get_model(name)
+        lines.append(f"{name:14s} {cls.description or _first_line(cls)}")
+    return lines
+
+
+def _list_tasks() -> list[str]:
+    """Every registered task (:mod:`interp.data.tasks`), plugins' included."""
+    from interp.data.tasks import TASKS
+
+    width = max(map(len, TASKS))
+    lines = []
+    for name, t in TASKS.items():
+        applies = "every measure" if t.measures is None else (", ".join(t.measures) or "none")
+        lines.append(f"{name:{width}s} {t.description}")
+        lines.append(
+            f"{'':{width}s}   config {t.config.__name__}, layout {t.layout}, sets "
+            f"{', '.join(t.eval_sets)}; measures: {applies}; from {t.source}"
+        )
+    return lines
 
 
 def _list_interventions() -> list[str]:
@@ -817,13 +847,14 @@ def _cmd_list(args) -> int:
         "measures": _list_measures,
         "positional": _list_positional,
         "models": _list_models,
+        "tasks": _list_tasks,
         "interventions": _list_interventions,
     }[args.registry]()
     print("\n".join(lines))
     return 0
 
 
-LIST_REGISTRIES = ("measures", "positional", "models", "presets", "interventions")
+LIST_REGISTRIES = ("measures", "positional", "models", "tasks", "presets", "interventions")
 
 
 class _OneLineErrors(argparse.ArgumentParser):
@@ -1158,7 +1189,7 @@ def main(argv: list[str] | None = None) -> int:
     """
     try:
         plugins, argv = _take_plugins(sys.argv[1:] if argv is None else list(argv))
-        from interp.train.plugins import load_plugins
+        from interp.io.plugins import load_plugins
 
         load_plugins(plugins)  # before parsing: registries they extend are read from here on
     except ValueError as err:
@@ -1170,6 +1201,7 @@ def main(argv: list[str] | None = None) -> int:
     from interp.train.training import TrainingDiverged, TrainingInterrupted
 
     try:
+        _check_runs_plugins(args)
         return args.func(args)
     except TrainingInterrupted as err:
         return 128 + err.signum

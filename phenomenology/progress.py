@@ -143,7 +143,7 @@ def progress_forecast(
         None and ``reason`` "cannot forecast: ..." when there is none.
     """
     from interp.analysis.transition import find_transition
-    from phenomenology.fit import MIN_POINTS
+    from phenomenology.curves import MIN_POINTS
 
     df = pd.DataFrame({"step": np.asarray(steps, float), "y": np.asarray(values, float)})
     df = df.dropna().sort_values("step").drop_duplicates("step")

@@ -22,6 +22,7 @@ from interp.io.atomic import (
     write_text_atomic,
     write_with_atomic,
 )
+from interp.io.errors import CheckpointError
 
 __all__ = [
     "RESUME_NAME",
@@ -41,10 +42,6 @@ __all__ = [
 
 RESUME_NAME = "resume.pt"
 STEP_RE = re.compile(r"^step_(\d{8})\.safetensors$")
-
-
-class CheckpointError(RuntimeError):
-    """A checkpoint file is missing, truncated or corrupted."""
 
 
 def weights_path(directory: Path, step: int) -> Path:

@@ -16,6 +16,7 @@ __all__ = [
     "EXIT_RESOURCES",
     "RunDirectoryError",
     "RunLockedError",
+    "CheckpointError",
     "UnsafePathError",
     "DamagedFileError",
     "WriteError",
@@ -32,6 +33,10 @@ EXIT_RESOURCES = 5  # the machine cannot do it: no space, read-only, no permissi
 
 class RunDirectoryError(RuntimeError):
     """A run directory cannot be used as asked (the message is one line naming file and field)."""
+
+
+class CheckpointError(RuntimeError):
+    """A checkpoint file is missing, truncated or corrupted (or does not fit the model)."""
 
 
 class RunLockedError(RunDirectoryError):
@@ -63,8 +68,6 @@ class ResourceError(ValueError):
 
 def exit_code(err: BaseException) -> int:
     """The exit code of a failure (see the module docstring); 1 for anything unexpected."""
-    from interp.io.checkpoints import CheckpointError
-
     if isinstance(err, RunLockedError):
         return EXIT_BUSY
     if isinstance(err, (ResourceError, WriteError)):

@@ -56,7 +56,7 @@ def writing(run_dirs: str | os.PathLike | Sequence[str | os.PathLike]) -> Iterat
         UnsafePathError: a link inside one of them.
         WriteError: one cannot be written (read-only, permission).
     """
-    from interp.io.rundir import check_run_tree
+    from interp.io.layout import check_run_tree
 
     if isinstance(run_dirs, (str, os.PathLike)):
         run_dirs = [run_dirs]

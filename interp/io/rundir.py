@@ -48,7 +48,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from interp.config.train_config import TrainConfig, derive_seed
 from interp.data.task import TaskConfig, TaskGenerator
+from interp.data.tasks import get_task, make_generator
 from interp.io import checkpoints
 from interp.io.atomic import clean_temp_files, write_json_atomic, write_text_atomic
 from interp.io.errors import RunDirectoryError, RunLockedError, UnsafePathError, WriteError
@@ -65,7 +67,6 @@ from interp.io.lock import LOCK_NAME, RunLock
 from interp.io.metrics import PER_CLASS_IW_NAME, MetricsFile, read_metrics, read_per_class_iw
 from interp.io.outputs import output_path, write_output
 from interp.io.paths import open_directory
-from interp.train.train_config import TrainConfig, derive_seed
 
 __all__ = [
     "FORMAT_VERSION",
@@ -160,7 +161,7 @@ def configs_dict(task: TaskConfig, model, train: TrainConfig, kind: str = "induc
     """What ``config.json`` holds for these configs."""
     model_dict = model.to_dict() if hasattr(model, "to_dict") else dataclasses.asdict(model)
     model_dict = {k: v for k, v in model_dict.items() if k != "kind"}
-    from interp.train.plugins import loaded_plugins
+    from interp.io.plugins import loaded_plugins
 
     # The plugins loaded (--plugin) are recorded: their measures are columns of metrics.csv.
     plugins = loaded_plugins()
@@ -357,7 +358,12 @@ def read_config(path: str | os.PathLike) -> tuple[dict, list[str]]:
 
 def parse_configs(config: dict, path: Path):
     """The ``(task, model_config, train_config)`` objects of a validated config dict."""
-    task = build_config(TaskConfig, config["task"], f"{path}: task")
+    task_dict = config["task"] if isinstance(config["task"], Mapping) else {}
+    try:
+        task_class = get_task(task_dict.get("task", "standard")).config
+    except ValueError as err:
+        raise RunDirectoryError(f"{path}: task: {err}") from None
+    task = build_config(task_class, config["task"], f"{path}: task")
     model = build_config(
         RUN_KINDS[config["kind"]].config_class(), config["model"], f"{path}: model"
     )
@@ -475,7 +481,7 @@ class RunWriter:
             cls(path, config)._refuse_foreign(kind)
         if kind != "absent":
             check_run_tree(path)  # a link inside is refused before the lock (and again under it)
-        from interp.train.budget import check_config_memory, check_free_space, disk_estimate
+        from interp.io.budget import check_config_memory, check_free_space, disk_estimate
 
         check_config_memory(config)  # before any directory or allocation
         _check_writable(path)
@@ -665,7 +671,7 @@ class Run:
     def generator(self) -> TaskGenerator:
         """The run's task generator (same class means and label vectors)."""
         if self._generator is None:
-            self._generator = TaskGenerator(
+            self._generator = make_generator(
                 self.task, seed=derive_seed(self.train_config.seed, "task")
             )
         return self._generator
@@ -742,3 +748,14 @@ def load_run(path: str | os.PathLike) -> Run:
         metrics_problem=metrics.problem,
         notes=notes,
     )
+
+
+def recorded_plugins(run_dir: str | os.PathLike) -> list[str]:
+    """The plugins a run directory's ``config.json`` records (``[]`` for none or no readable
+    config)."""
+    try:
+        config, _ = read_config(Path(run_dir) / "config.json")
+    except RunDirectoryError:
+        return []
+    plugins = config.get("plugins", [])
+    return [str(p) for p in plugins] if isinstance(plugins, list) else []

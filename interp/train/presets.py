@@ -1,8 +1,8 @@
-"""Named settings for the CLI and notebooks: the paper's runs, its Fig 2 sweeps and a fast demo.
+"""Named settings for the CLI and notebooks (:mod:`interp.experiments.notebook_setting`): the paper's runs, its Fig 2 sweeps and a fast demo.
 
 Each preset is a ``(TaskConfig, model overrides, TrainConfig)`` triple. Deviations from the paper's
 settings are said in the preset's ``note`` and recorded in ``config.json`` through the configs.
-Sweep presets (``fig2-*``, ``quanta-alpha``) add a grid and seeds for ``induction-cliff sweep`` (:mod:`interp.train.sweep`);
+Sweep presets (``fig2-*``, ``quanta-alpha``) add a grid and seeds for ``induction-cliff sweep`` (:mod:`interp.experiments.sweep`);
 their configs are the base that every point of the grid modifies.
 """
 
@@ -10,19 +10,14 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import os
 from dataclasses import dataclass, field
-from pathlib import Path
 
+from interp.config.train_config import TrainConfig
 from interp.data.task import TaskConfig
-from interp.train.training import TrainConfig
 
 logger = logging.getLogger(__name__)
 
-# The checkout this package runs from (an editable install): where scripts/demo.sh puts runs/demo.
-_REPO_ROOT = Path(__file__).resolve().parents[1]
-
-__all__ = ["Preset", "PRESETS", "get_preset", "NotebookSetting", "notebook_setting"]
+__all__ = ["Preset", "PRESETS", "get_preset"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -37,7 +32,7 @@ class Preset:
         note: what the preset reproduces, and how it deviates from the paper.
         grid: for a sweep preset, the grid that ``induction-cliff sweep`` runs: config field
             (addressed as ``--set`` addresses it) -> values; the points are the Cartesian product
-            (see :class:`interp.train.sweep.SweepSpec`). Empty for a preset of one run.
+            (see :class:`interp.experiments.sweep.SweepSpec`). Empty for a preset of one run.
         seeds: the seeds a sweep of this preset runs unless told otherwise.
     """
 
@@ -312,99 +307,3 @@ def get_preset(name: str) -> Preset:
     if name not in PRESETS:
         raise ValueError(f"preset={name!r} is invalid: allowed values are {sorted(PRESETS)}")
     return PRESETS[name]
-
-
-@dataclass(frozen=True, kw_only=True)
-class NotebookSetting:
-    """The preset, configs and run folder a notebook works with.
-
-    Attributes:
-        small: whether ``INDUCTION_CLIFF_SMALL`` asked for the small (CI) setting.
-        preset: ``tiny`` (small) or ``demo``.
-        train: the preset's train config (700 steps, evaluations every 25, when small: the tiny
-            preset's transition comes after ~500 steps).
-        model: the model config of the preset's task.
-        runs: folder of the notebook runs (``INDUCTION_CLIFF_RUNS``, default ``../runs/notebooks``).
-        demo_run: a finished run of the same setting to reuse instead of training seed 0 again
-            (``INDUCTION_CLIFF_DEMO_RUN``, default the ``runs/demo`` that ``scripts/demo.sh``
-            trains; not used in the small setting).
-    """
-
-    small: bool
-    preset: Preset
-    train: TrainConfig
-    model: object
-    runs: Path
-    demo_run: Path | None = None
-
-    def ensure_run(self, seed: int = 0, intervention: str | None = None) -> Path:
-        """Train the run (or resume or reuse it if it is there) and return its directory.
-
-        Seed 0 without intervention is :attr:`demo_run` when that is a finished run of exactly
-        this setting; nothing is written into it. Training shows no progress bar (a notebook
-        would keep every update as output).
-        """
-        from interp.train.training import train
-
-        cfg = dataclasses.replace(self.train, seed=seed, intervention=intervention)
-        if self.demo_run is not None and seed == 0 and intervention is None:
-            if _finished_run_of(self.demo_run, self.preset.task, self.model, cfg):
-                logger.info("reusing the finished run %s", self.demo_run)
-                return self.demo_run
-        name = f"{self.preset.name}-seed{seed}" + (f"-{intervention}" if intervention else "")
-        train(self.preset.task, self.model, cfg, self.runs / name, resume=True, progress=False)
-        return self.runs / name
-
-
-# Train-config fields that do not change what a run computes (where and how fast it ran).
-_EXECUTION_FIELDS = ("device", "num_threads", "backend")
-
-
-def _finished_run_of(path: Path, task: TaskConfig, model, train_cfg: TrainConfig) -> bool:
-    """Whether ``path`` holds a run of this task, model and training, trained to the end."""
-    from interp.train.training import load_run
-
-    if not (Path(path) / "config.json").is_file():
-        return False
-    try:
-        run = load_run(path)
-    except (OSError, ValueError, KeyError, TypeError) as err:
-        logger.info("not reusing %s: %s", path, err)
-        return False
-    ignore = {name: getattr(train_cfg, name) for name in _EXECUTION_FIELDS}
-    same = (
-        run.task == task
-        and run.model_config == model
-        and dataclasses.replace(run.train_config, **ignore) == train_cfg
-    )
-    done = len(run.metrics) > 0 and int(run.metrics["step"].iloc[-1]) >= train_cfg.steps
-    if not (same and done):
-        logger.info("not reusing %s: another setting, or not trained to the end", path)
-    return same and done
-
-
-def notebook_setting() -> NotebookSetting:
-    """What the notebooks run: the ``demo`` preset, or ``tiny`` when ``INDUCTION_CLIFF_SMALL`` is
-    set (CI), with runs under ``INDUCTION_CLIFF_RUNS``. The small setting uses one torch thread.
-    The demo setting reuses ``runs/demo`` (or ``INDUCTION_CLIFF_DEMO_RUN``) for seed 0."""
-    import torch
-
-    from interp.model.network import ModelConfig
-
-    small = os.environ.get("INDUCTION_CLIFF_SMALL", "0") not in ("", "0")
-    if small:
-        torch.set_num_threads(1)
-    preset = get_preset("tiny" if small else "demo")
-    train_cfg = (
-        dataclasses.replace(preset.train, steps=700, eval_every=25) if small else preset.train
-    )
-    return NotebookSetting(
-        small=small,
-        preset=preset,
-        train=train_cfg,
-        model=ModelConfig.from_task(preset.task, **preset.model),
-        runs=Path(os.environ.get("INDUCTION_CLIFF_RUNS", "../runs/notebooks")),
-        demo_run=None
-        if small
-        else Path(os.environ.get("INDUCTION_CLIFF_DEMO_RUN", _REPO_ROOT / "runs" / "demo")),
-    )

@@ -4,8 +4,9 @@ import dataclasses
 
 import pytest
 
-from interp.train.presets import NotebookSetting, get_preset
-from interp.train.training import train
+from interp.experiments.notebook_setting import NotebookSetting
+from interp.experiments.standard import train
+from interp.train.presets import get_preset
 
 
 @pytest.fixture(scope="module")

@@ -24,9 +24,9 @@ from safetensors.torch import load_file, save_file
 from interp.cli import main
 from interp.data.task import TaskConfig
 from interp.io import atomic, rundir
+from interp.io.budget import check_config_memory
 from interp.io.errors import ResourceError, UnsafePathError, WriteError
 from interp.model.network import ModelConfig
-from interp.train.budget import check_config_memory
 from interp.train.training import TrainConfig, train
 
 pytestmark = pytest.mark.faults

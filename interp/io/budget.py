@@ -14,6 +14,7 @@ import math
 import os
 from collections.abc import Mapping
 
+from interp.config.train_config import MAX_STEPS
 from interp.io.errors import ResourceError
 
 __all__ = [
@@ -27,7 +28,6 @@ __all__ = [
     "check_free_space",
 ]
 
-MAX_STEPS = 10**9  # optimisation steps of a run (the paper's runs: 1e5)
 MAX_BOOTSTRAP = 100_000  # bootstrap replicates of an interval
 _FLOAT = 4  # bytes of a float32
 # A training step keeps about this many tensors of the residual stream's size per layer (inputs,

@@ -1,0 +1,117 @@
+"""What the notebooks run: a preset's configs, the folder of their runs, and the training (the
+standard run of :mod:`interp.experiments.standard`) or reuse of a finished run."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from interp.config.train_config import TrainConfig
+from interp.data.task import TaskConfig
+from interp.train.presets import Preset, get_preset
+
+__all__ = ["NotebookSetting", "notebook_setting"]
+
+logger = logging.getLogger(__name__)
+
+# The checkout this package runs from (an editable install): where scripts/demo.sh puts runs/demo.
+_REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+@dataclass(frozen=True, kw_only=True)
+class NotebookSetting:
+    """The preset, configs and run folder a notebook works with.
+
+    Attributes:
+        small: whether ``INDUCTION_CLIFF_SMALL`` asked for the small (CI) setting.
+        preset: ``tiny`` (small) or ``demo``.
+        train: the preset's train config (700 steps, evaluations every 25, when small: the tiny
+            preset's transition comes after ~500 steps).
+        model: the model config of the preset's task.
+        runs: folder of the notebook runs (``INDUCTION_CLIFF_RUNS``, default ``../runs/notebooks``).
+        demo_run: a finished run of the same setting to reuse instead of training seed 0 again
+            (``INDUCTION_CLIFF_DEMO_RUN``, default the ``runs/demo`` that ``scripts/demo.sh``
+            trains; not used in the small setting).
+    """
+
+    small: bool
+    preset: Preset
+    train: TrainConfig
+    model: object
+    runs: Path
+    demo_run: Path | None = None
+
+    def ensure_run(self, seed: int = 0, intervention: str | None = None) -> Path:
+        """Train the run (or resume or reuse it if it is there) and return its directory.
+
+        Seed 0 without intervention is :attr:`demo_run` when that is a finished run of exactly
+        this setting; nothing is written into it. Training shows no progress bar (a notebook
+        would keep every update as output).
+        """
+        from interp.experiments.standard import train
+
+        cfg = dataclasses.replace(self.train, seed=seed, intervention=intervention)
+        if self.demo_run is not None and seed == 0 and intervention is None:
+            if _finished_run_of(self.demo_run, self.preset.task, self.model, cfg):
+                logger.info("reusing the finished run %s", self.demo_run)
+                return self.demo_run
+        name = f"{self.preset.name}-seed{seed}" + (f"-{intervention}" if intervention else "")
+        train(self.preset.task, self.model, cfg, self.runs / name, resume=True, progress=False)
+        return self.runs / name
+
+
+# Train-config fields that do not change what a run computes (where and how fast it ran).
+_EXECUTION_FIELDS = ("device", "num_threads", "backend")
+
+
+def _finished_run_of(path: Path, task: TaskConfig, model, train_cfg: TrainConfig) -> bool:
+    """Whether ``path`` holds a run of this task, model and training, trained to the end."""
+    from interp.io.rundir import load_run
+
+    if not (Path(path) / "config.json").is_file():
+        return False
+    try:
+        run = load_run(path)
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        logger.info("not reusing %s: %s", path, err)
+        return False
+    ignore = {name: getattr(train_cfg, name) for name in _EXECUTION_FIELDS}
+    same = (
+        run.task == task
+        and run.model_config == model
+        and dataclasses.replace(run.train_config, **ignore) == train_cfg
+    )
+    done = len(run.metrics) > 0 and int(run.metrics["step"].iloc[-1]) >= train_cfg.steps
+    if not (same and done):
+        logger.info("not reusing %s: another setting, or not trained to the end", path)
+    return same and done
+
+
+def notebook_setting() -> NotebookSetting:
+    """What the notebooks run: the ``demo`` preset, or ``tiny`` when ``INDUCTION_CLIFF_SMALL`` is
+    set (CI), with runs under ``INDUCTION_CLIFF_RUNS``. The small setting uses one torch thread.
+    The demo setting reuses ``runs/demo`` (or ``INDUCTION_CLIFF_DEMO_RUN``) for seed 0."""
+    import torch
+
+    from interp.model.network import ModelConfig
+
+    small = os.environ.get("INDUCTION_CLIFF_SMALL", "0") not in ("", "0")
+    if small:
+        torch.set_num_threads(1)
+    preset = get_preset("tiny" if small else "demo")
+    train_cfg = (
+        dataclasses.replace(preset.train, steps=700, eval_every=25) if small else preset.train
+    )
+    return NotebookSetting(
+        small=small,
+        preset=preset,
+        train=train_cfg,
+        model=ModelConfig.from_task(preset.task, **preset.model),
+        runs=Path(os.environ.get("INDUCTION_CLIFF_RUNS", "../runs/notebooks")),
+        demo_run=None
+        if small
+        else Path(os.environ.get("INDUCTION_CLIFF_DEMO_RUN", _REPO_ROOT / "runs" / "demo")),
+    )
