@@ -840,21 +840,101 @@ def _first_line(obj) -> str:
     return ((getattr(obj, "__doc__", None) or "").strip().splitlines() or [""])[0]
 
 
+def _list_experiments() -> list[str]:
+    from interp.experiments import EXPERIMENTS
+
+    width = max(map(len, EXPERIMENTS))
+    lines = []
+    for name, e in EXPERIMENTS.items():
+        costs = ", ".join(f"{t} {tier.cost or '?'}" for t, tier in e.tiers.items())
+        lines.append(f"{name:{width}s} {e.question}")
+        lines.append(f"{'':{width}s}   {costs}")
+    return lines
+
+
+def _cmd_reproduce(args) -> int:
+    from interp.experiments import EXPERIMENTS, check_rows, get_experiment, render, reproduce
+
+    names = sorted(EXPERIMENTS) if args.name == "all" and args.render_only else [args.name]
+    experiments = [get_experiment(n) for n in names]  # an unknown name fails before any work
+    if args.render_only:
+        out = Path(args.out or "docs/results")
+        for e in experiments:
+            if args.name == "all" and not (out / f"{e.name}.csv").exists():
+                print(f"skipped {e.name}: no {out / (e.name + '.csv')}", file=sys.stderr)
+                continue
+            for path in render(e, out, figures=not args.no_figures):
+                print(f"wrote {path}")
+        if args.name == "all":
+            from interp.experiments import results_index
+            from interp.io.atomic import write_text_atomic
+
+            write_text_atomic(out / "README.md", results_index(out))
+            print(f"wrote {out / 'README.md'}")
+        return 0
+    if args.name == "all":
+        raise ValueError("reproduce all is only for --render-only; name one experiment")
+    e = experiments[0]
+    out = Path(args.out or ("docs/results" if args.tier == "full" else "runs/results"))
+    line = f"induction-cliff reproduce {e.name} --tier {args.tier}"
+    from interp.experiments.sweep import SweepDirectoryError
+
+    try:
+        rows, written = reproduce(
+            e,
+            tier=args.tier,
+            out=out,
+            runs=args.runs,
+            backend=args.backend,
+            workers=args.workers,
+            figures=not args.no_figures,
+            command=line,
+            log=lambda text: print(text, file=sys.stderr),
+        )
+    except (SweepDirectoryError, RuntimeError) as err:  # a sweep folder in the way, a failed run
+        print(f"error: {_one_line(err)}", file=sys.stderr)
+        return 3
+    for path in written:
+        print(f"wrote {path}")
+    failed = 0
+    if args.tier == "quick":
+        for ok, text in check_rows(e, rows):
+            print(f"{'ok  ' if ok else 'FAIL'} {text}")
+            failed += not ok
+    return 1 if failed else 0
+
+
 def _cmd_list(args) -> int:
     if args.registry == "presets":
         return _cmd_presets(args)
+    if args.markdown:
+        if args.registry != "experiments":
+            raise ValueError("--markdown is for `list experiments` only")
+        from interp.experiments import experiments_table
+
+        print(experiments_table())
+        return 0
     lines = {
         "measures": _list_measures,
         "positional": _list_positional,
         "models": _list_models,
         "tasks": _list_tasks,
         "interventions": _list_interventions,
+        "experiments": _list_experiments,
     }[args.registry]()
     print("\n".join(lines))
     return 0
 
 
-LIST_REGISTRIES = ("measures", "positional", "models", "tasks", "presets", "interventions")
+LIST_REGISTRIES = (
+    "measures",
+    "positional",
+    "models",
+    "tasks",
+    "presets",
+    "interventions",
+    "experiments",
+)
 
 
 class _OneLineErrors(argparse.ArgumentParser):
@@ -1120,11 +1200,44 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("--nbetas", default=None, help="default: m/log m times 0.3, 1, 3")
     p.set_defaults(func=_cmd_llc)
 
+    p = sub.add_parser(
+        "reproduce",
+        help="run a declared experiment's tier (training what is missing), write its CSV and "
+        "page (induction-cliff list experiments)",
+    )
+    p.add_argument("name", metavar="NAME", help="an experiment (all: every page, --render-only)")
+    p.add_argument("--tier", choices=("quick", "full"), default="quick")
+    p.add_argument(
+        "--backend", default="process", choices=["process", "ray", "serial"], help="as for sweep"
+    )
+    p.add_argument("--workers", type=int, default=None, help="concurrent runs (as for sweep)")
+    p.add_argument(
+        "--out",
+        default=None,
+        help="folder of NAME.csv and NAME.md (default docs/results for full, runs/results for "
+        "quick)",
+    )
+    p.add_argument(
+        "--runs", default="runs/experiments", help="where the runs go (runs/experiments/NAME/...)"
+    )
+    p.add_argument(
+        "--render-only",
+        action="store_true",
+        help="rebuild the page and figure from NAME.csv in --out alone, without training",
+    )
+    p.add_argument("--no-figures", action="store_true", help="the page only, no figure")
+    p.set_defaults(func=_cmd_reproduce)
+
     p = sub.add_parser("presets", help="list the presets with their deviations from the paper")
     p.set_defaults(func=_cmd_presets)
 
     p = sub.add_parser("list", help="list a registry (with the plugins given by --plugin)")
     p.add_argument("registry", choices=LIST_REGISTRIES)
+    p.add_argument(
+        "--markdown",
+        action="store_true",
+        help="experiments: the README's table (question, headline result from each CSV, link)",
+    )
     p.set_defaults(func=_cmd_list)
     return parser
 

@@ -15,7 +15,7 @@ The IC loss hides this growth under its own drift; the attention shows the circu
    raw on development runs (:data:`PROGRESS_CALIBRATIONS`).
 
 Measured (``benchmarks/forecast_validation.py --method progress``), plain SGD, one-hot positions:
-see :data:`PROGRESS_CALIBRATIONS` and the README. It needs a curve of the attention measure, so a
+see :data:`PROGRESS_CALIBRATIONS` and docs/results/forecast-validation.md. It needs a curve of the attention measure, so a
 run directory of this toolkit (or a CSV with such a column); a bare loss curve gets the template
 forecaster. Only plain SGD is calibrated: on the Adam runs at hand (mixed encodings and scales)
 the ratio observed / raw ranged 0.6-2.0, too wide to calibrate.

@@ -154,11 +154,19 @@ def stage_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
 
 
 def folder_graph(graph: dict[str, set[str]], root: Path | None = None) -> dict[str, set[str]]:
-    """The import graph between package folders (``interp/train``, ``phenomenology``, ...)."""
+    """The import graph between the stages' package folders (``interp/train``, ``phenomenology``,
+    ...). A subpackage counts as its stage folder: ``interp/experiments/catalog`` (the declared
+    experiments, which the registry of ``interp/experiments`` loads and which register into it) is
+    part of ``interp/experiments``."""
     root = ROOT if root is None else root
 
     def folder(module: str) -> str:
-        return module if (root / Path(*module.split("."))).is_dir() else module.rpartition(".")[0]
+        parts = module.split(".")
+        for depth in (2, 1):
+            top = parts[:depth]
+            if len(parts) >= depth and (root / Path(*top)).is_dir():
+                return ".".join(top)
+        return parts[0]
 
     out: dict[str, set[str]] = {}
     for module, targets in graph.items():

@@ -180,13 +180,13 @@ def _quanta_preset() -> Preset:
 
 
 def _encoding_presets() -> list[Preset]:
-    """The positional-encoding and attention-scaling experiments (issue 15; the README has their
+    """The positional-encoding and attention-scaling experiments (docs/results has their
     measured runs).
 
     ``pe-rope-bias``: does RoPE form the previous-token head once its attention has a content-free
     positional term? Plain RoPE, RoPE with query/key biases, RoPE with a residual dimension that is
     1 at every token (the control: the same term through a constant input), and both. On the demo
-    task with the demo's optimiser (the setting of the README's measured runs), and ``-sgd``: the
+    task with the demo's optimiser (the setting of docs/results/rope-qk-bias.md), and ``-sgd``: the
     paper's plain SGD at lr 0.03.
 
     ``pe-attn-scale``: does a log-n attention scale keep the query row's attention at longer
@@ -260,7 +260,7 @@ PRESETS: dict[str, Preset] = {
                 "Reddy 2024 Fig 1d: K=512, B=2, plain SGD lr 0.01, batch 128, 1e5 steps. p_C=0.8 "
                 "is a GUESS (the paper does not state p_C for this figure; p_B=1 is its default): "
                 "with p_C=0 IC accuracy climbs gradually with no jump (measured to 1.05e5 "
-                "lr-0.01-equivalent steps), with p_C=0.25, 0.5 or 0.8 it jumps abruptly (README)."
+                "lr-0.01-equivalent steps), with p_C=0.25, 0.5 or 0.8 it jumps abruptly (docs/results/fig1d.md)."
             ),
         ),
         Preset(

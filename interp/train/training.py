@@ -128,7 +128,7 @@ def train(
             that is not a run is never written into) and start again.
         progress: show a progress bar with the step, losses and accuracies.
         stop_after: stop (as if interrupted, state saved) once this many steps are done; for tests
-            and for splitting a long run over sessions.
+            and for splitting a long run into several invocations.
         kind: the kind of model (:data:`interp.io.rundir.RUN_KINDS`), recorded in ``config.json``;
             ``model_config`` is that kind's config.
         callbacks: what is evaluated at every evaluation (:class:`EvalCallback`); none: only

@@ -306,7 +306,7 @@ def plot_training_dynamics(
         _add_seed_curves(fig, runs, column, row=1, col=2)
     if chance is not None:
         # A legend entry, not a text annotation: next to the x axis a label collides with the axis
-        # and its tick labels (issue 16).
+        # and its tick labels.
         first = min(float(m["step"].min()) for m in runs.values())
         last = max(float(m["step"].max()) for m in runs.values())
         fig.add_trace(
