@@ -22,12 +22,13 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from interp.cli import main
+from interp.config.train_config import TrainConfig
 from interp.data.task import TaskConfig
+from interp.experiments.standard import train
 from interp.io import atomic, rundir
 from interp.io.budget import check_config_memory
 from interp.io.errors import ResourceError, UnsafePathError, WriteError
 from interp.model.network import ModelConfig
-from interp.train.training import TrainConfig, train
 
 pytestmark = pytest.mark.faults
 
