@@ -16,6 +16,8 @@ import torch
 
 from interp.model.interventions import INTERVENTIONS
 
+MAX_STEPS = 10**9  # optimisation steps of a run, and its schedule's counts (the paper: 1e5)
+
 __all__ = [
     "TrainConfig",
     "OPTIMIZERS",
@@ -171,6 +173,23 @@ class TrainConfig:
             value = getattr(self, name)
             if not (math.isfinite(value) and value >= 0):
                 raise ValueError(f"TrainConfig.{name}={value!r} is invalid: must be >= 0")
+        if self.momentum >= 1:
+            raise ValueError(
+                f"TrainConfig.momentum={self.momentum!r} is invalid: must be in [0, 1) (at 1 or "
+                "more the velocity never decays)"
+            )
+        if self.weight_decay_form == "multiplicative" and self.weight_decay >= 1:
+            raise ValueError(
+                f"TrainConfig.weight_decay={self.weight_decay!r} is invalid: the multiplicative "
+                "form multiplies every weight by 1 - weight_decay each step, so it must be in "
+                "[0, 1)"
+            )
+        for name in ("steps", "eval_every", "checkpoint_every", "n_log_checkpoints"):
+            if getattr(self, name) > MAX_STEPS:
+                raise ValueError(
+                    f"TrainConfig.{name}={getattr(self, name)!r} is invalid: must be <= "
+                    f"{MAX_STEPS:.0e} (the paper trains 1e5 steps)"
+                )
         if self.num_threads is not None and not (
             _is_int(self.num_threads) and self.num_threads >= 1
         ):
