@@ -174,6 +174,7 @@ def explorer_data(run, config: ExplorerConfig | None = None) -> dict:
     Raises:
         ValueError: the run has no checkpoints, or a requested step has none.
     """
+    from interp.analysis.hooked import probed
     from interp.analysis.probes import cache_patterns
 
     config = config or ExplorerConfig()
@@ -202,7 +203,7 @@ def explorer_data(run, config: ExplorerConfig | None = None) -> dict:
     for step in steps:
         model = run.load_model(step)
         model.eval()
-        n_layers = model.cfg.n_layers
+        n_layers = probed(model).n_layers
         for name, batch in batches.items():
             _, patterns = cache_patterns(model, batch)
             # [layer][batch, head, q, k] -> head 0 (the paper's networks have one head per layer)
