@@ -15,6 +15,7 @@ Examples::
     induction-cliff sweep --preset paper-fig1d --seeds 0-5 --out runs/fig1d --backend ray
     induction-cliff --plugin my_measure.py train --preset tiny --out runs/t   # a new measure
     induction-cliff list measures                               # also positional, models, ...
+    induction-cliff import trained.pt runs/imported --preset demo   # weights trained elsewhere
 """
 
 from __future__ import annotations
@@ -455,6 +456,30 @@ def _cmd_report(args) -> int:
         return 2
     print(
         f"wrote {path} ({path.stat().st_size / 1e6:.1f} MB): open it in a browser (works offline)"
+    )
+    return 0
+
+
+def _cmd_import(args) -> int:
+    from interp.io.importer import import_weights
+    from interp.io.rundir import load_run
+
+    task, model_cfg, train_cfg, _ = build_configs(
+        args.preset, parse_overrides(args.set or []), args.seed
+    )
+    out = import_weights(
+        args.weights,
+        args.run_dir,
+        task=task,
+        model=model_cfg,
+        train=train_cfg,
+        step=args.step,
+        overwrite=args.overwrite,
+    )
+    row = load_run(out).metrics.iloc[-1]
+    print(
+        f"imported {args.weights} at step {args.step}: IC acc {row['ic_acc']:.3f}  IC2 acc "
+        f"{row['ic2_acc']:.3f}  IW acc {row['iw_acc']:.3f}  -> {out}"
     )
     return 0
 
@@ -939,6 +964,27 @@ def make_parser() -> argparse.ArgumentParser:
         "--sequences", type=int, default=3, help="explorer sequences per IC/IC2/IW set (default 3)"
     )
     p.set_defaults(func=_cmd_report)
+
+    p = sub.add_parser(
+        "import",
+        help="turn a state dict of this network trained elsewhere into a run directory",
+        description="Check every tensor of PATH (torch.save of the network's state_dict, or a "
+        "checkpoint dict holding one) against the network the preset and --set build, then "
+        "write RUN_DIR: config.json, the weights as the checkpoint of --step and one evaluation "
+        "in metrics.csv. A tensor that is missing, extra or of another shape is refused with one "
+        "line naming it, before anything is written.",
+        epilog="example: induction-cliff import trained.pt runs/imported --preset demo --step 3500",
+    )
+    p.add_argument("weights", metavar="PATH", help="the state dict file (torch.save)")
+    p.add_argument("run_dir", metavar="RUN_DIR", help="the run directory to write")
+    p.add_argument("--preset", default="demo", help="the setting the weights belong to (demo)")
+    p.add_argument(
+        "--set", action="append", metavar="KEY=VALUE", help="override a config field (repeatable)"
+    )
+    p.add_argument("--seed", type=int, default=None, help="the run's seed (its evaluation sets)")
+    p.add_argument("--step", type=int, default=0, help="training step of the weights (0)")
+    p.add_argument("--overwrite", action="store_true", help="replace a run in RUN_DIR")
+    p.set_defaults(func=_cmd_import)
 
     p = sub.add_parser(
         "evaluate",
