@@ -29,7 +29,7 @@ EXPECTED = [
     "04_paper_figures.py",
     "05_positional_encodings.py",
 ]
-TOOLS = ["jupytext", "nbclient", "ipykernel"]
+TOOLS = ["jupytext", "nbclient", "ipykernel", "ipywidgets"]  # ipywidgets: the explorer (01)
 KERNEL = "induction-cliff-test"
 CELL_TIMEOUT_S = 600
 MAX_NOTEBOOK_BYTES = 1_000_000
