@@ -968,14 +968,14 @@ def make_parser() -> argparse.ArgumentParser:
     p = sub.add_parser(
         "import",
         help="turn a state dict of this network trained elsewhere into a run directory",
-        description="Check every tensor of PATH (torch.save of the network's state_dict, or a "
-        "checkpoint dict holding one) against the network the preset and --set build, then "
+        description="Check every tensor of PATH (the network's state_dict as .safetensors or "
+        "torch.save, or a checkpoint dict holding one) against the network the preset and --set build, then "
         "write RUN_DIR: config.json, the weights as the checkpoint of --step and one evaluation "
         "in metrics.csv. A tensor that is missing, extra or of another shape is refused with one "
         "line naming it, before anything is written.",
         epilog="example: induction-cliff import trained.pt runs/imported --preset demo --step 3500",
     )
-    p.add_argument("weights", metavar="PATH", help="the state dict file (torch.save)")
+    p.add_argument("weights", metavar="PATH", help="the state dict (.safetensors or torch.save)")
     p.add_argument("run_dir", metavar="RUN_DIR", help="the run directory to write")
     p.add_argument("--preset", default="demo", help="the setting the weights belong to (demo)")
     p.add_argument(

@@ -1,8 +1,8 @@
 """Bring weights of this architecture trained elsewhere into a run directory.
 
 A state dict of :class:`~interp.model.network.InductionNet` (``torch.save(model.state_dict())``
-in any training code that builds the same network, or a checkpoint dict holding one under
-``state_dict``, ``model_state_dict`` or ``model``) becomes a run directory that every command
+in any training code that builds the same network, a checkpoint dict holding one under
+``state_dict``, ``model_state_dict`` or ``model``, or a ``.safetensors`` file) becomes a run directory that every command
 reads: ``config.json`` (the task, the model and the training said to have produced it),
 ``checkpoints/`` with the weights at ``step``, and ``metrics.csv`` with one evaluation of them
 (accuracy and loss on the run's IC, IC2 and IW sets and every registered progress measure),
@@ -37,19 +37,25 @@ class StateDictError(ValueError):
 
 
 def read_state_dict(path: str | os.PathLike) -> dict[str, torch.Tensor]:
-    """The state dict in ``path`` (tensors only; a checkpoint dict is unwrapped).
+    """The state dict in ``path``: a ``.safetensors`` file, or a ``torch.save`` file (tensors
+    only, read with ``weights_only``; a checkpoint dict is unwrapped).
 
     Raises:
-        StateDictError: the file is not a ``torch.save`` file of tensors.
+        StateDictError: the file is not a state dict file.
     """
     path = Path(path)
     if not path.is_file():
         raise StateDictError(f"{path} is not a file")
     try:
-        data = torch.load(path, map_location="cpu", weights_only=True)
+        if path.suffix == ".safetensors":  # this toolkit's own checkpoints, and many hubs'
+            from safetensors.torch import load_file
+
+            data = load_file(path, device="cpu")
+        else:
+            data = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as err:  # noqa: BLE001 - any unreadable file is the same user error
         first = (str(err).strip().splitlines() or [type(err).__name__])[0]
-        raise StateDictError(f"{path} is not a torch state dict: {first}") from None
+        raise StateDictError(f"{path} is not a state dict file: {first}") from None
     if isinstance(data, Mapping):
         for key in _WRAPPERS:
             if isinstance(data.get(key), Mapping) and not isinstance(data.get(key), torch.Tensor):
@@ -116,7 +122,7 @@ def import_weights(
     """Write a run directory holding ``source``'s weights (see the module docstring).
 
     Args:
-        source: a ``torch.save`` file of the state dict, or the state dict.
+        source: a ``.safetensors`` or ``torch.save`` file of the state dict, or the state dict.
         out: the run directory to create (an existing run only with ``overwrite``).
         task: the task the weights were trained on (its evaluation sets are the run's).
         model: the :class:`~interp.model.network.ModelConfig` (default: the paper's network for

@@ -86,3 +86,23 @@ def test_the_command_imports_and_summarises(weights, tmp_path, capsys):
     assert (
         main(["import", str(path), str(tmp_path / "run"), "--preset", "tiny", "--overwrite"]) == 0
     )
+
+
+def test_a_safetensors_checkpoint_of_a_run_imports_to_the_same_network(tmp_path):
+    """A run's own checkpoint (safetensors) brought in as weights from elsewhere: the imported
+    run's network computes what the original computes."""
+    from safetensors.torch import save_file
+
+    net = InductionNet(MODEL, seed=5)
+    save_file(net.state_dict(), tmp_path / "w.safetensors")
+    run = load_run(
+        import_weights(tmp_path / "w.safetensors", tmp_path / "run", task=TINY.task, model=MODEL)
+    )
+    batch = run.eval_sets()["ic"]
+    with torch.no_grad():
+        torch.testing.assert_close(
+            run.load_model()(batch.tokens, batch.positions), net(batch.tokens, batch.positions)
+        )
+    (tmp_path / "junk.pt").write_bytes(b"not a checkpoint")
+    with pytest.raises(StateDictError, match="junk.pt is not a state dict file"):
+        import_weights(tmp_path / "junk.pt", tmp_path / "run2", task=TINY.task)
