@@ -171,6 +171,8 @@ def test_notebook_runs(path, runs_dir, jupyter_path, monkeypatch):
     ]
     assert not errors
     assert _progress_outputs(notebook) == []
+    if path.name == "03_fit_minimal_model.py":  # the fit goes beside the notebook runs
+        assert (runs_dir / "fits" / "tiny-seed0.json").is_file()
     size = len(nbformat.writes(notebook).encode())
     assert size < MAX_NOTEBOOK_BYTES, f"{path.name} executed is {size} bytes"
     figures = [
