@@ -541,10 +541,16 @@ class AttentionExplorer:
         for w in (self.step, self.sequence, self.layer):
             w.observe(self._on_change, names="value")
         self.set_name.observe(self._on_set, names="value")
+        # Rows wrap rather than overflow: in a window narrower than the two figures the measures
+        # go below the heatmap instead of being clipped.
+        wrap = {"flex_flow": "row wrap"}
         self.widget = widgets.VBox(
             [
-                widgets.HBox([self.step, self.set_name, self.sequence, self.layer]),
-                widgets.HBox([self._heat_out, self._meas_out]),
+                widgets.HBox(
+                    [self.step, self.set_name, self.sequence, self.layer],
+                    layout=widgets.Layout(**wrap),
+                ),
+                widgets.HBox([self._heat_out, self._meas_out], layout=widgets.Layout(**wrap)),
             ]
         )
         self._redraw()

@@ -36,3 +36,11 @@ def test_the_html_report_draws_the_same_sizes():
     meas_w, meas_h = explorer.MEASURES_SIZE
     assert f"width: {heat_w}, height: {heat_h}" in js
     assert f"width: {meas_w}, height: {meas_h}" in js
+
+
+def test_the_widget_rows_wrap_instead_of_overflowing():
+    import pytest
+
+    pytest.importorskip("ipywidgets")
+    widget = explorer.AttentionExplorer(None, data=_data()).widget
+    assert [row.layout.flex_flow for row in widget.children] == ["row wrap", "row wrap"]
