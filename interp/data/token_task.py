@@ -163,7 +163,14 @@ class TokenTaskBatch(Batch):
     """
 
     tokens: Int[Tensor, "batch pos"]
-    n_labels: int = 0
+    n_labels: int
+
+    def __post_init__(self) -> None:
+        if not _positive_int(self.n_labels):
+            raise ValueError(
+                f"TokenTaskBatch.n_labels={self.n_labels!r} is invalid: the number of labels L, "
+                "a positive integer"
+            )
 
     def _with(self, **fields) -> TokenTaskBatch:
         return TokenTaskBatch(**{**self._tensors(), **fields, "n_labels": self.n_labels})
