@@ -27,8 +27,8 @@ import torch
 import torch.nn.functional as F
 
 from interp.analysis.llc import LLCConfig, estimate_llc, network_loss, run_batches
+from interp.io.rundir import load_run
 from interp.model.fast import fast_logits
-from interp.train.training import load_run
 
 
 def main() -> None:

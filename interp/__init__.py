@@ -25,7 +25,7 @@ _LAZY = {
     "TaskConfig": "interp.data.task",
     "ModelConfig": "interp.model.network",
     "InductionNet": "interp.model.network",
-    "TrainConfig": "interp.train.train_config",
+    "TrainConfig": "interp.config.train_config",
     "load_run": "interp.io.rundir",
     "MEASURES": "interp.analysis.measures",
     "get_measure": "interp.analysis.measures",

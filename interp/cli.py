@@ -77,8 +77,8 @@ def _resumed_configs(args, out: Path):
 
 
 def _cmd_train(args) -> int:
+    from interp.experiments.standard import train
     from interp.io.rundir import classify, refuse_broken
-    from interp.train.training import train
 
     if args.resume and args.overwrite:
         raise ValueError("--resume and --overwrite contradict each other: give one of them")
@@ -352,8 +352,8 @@ def _check_figure_args(args, until, fraction) -> None:
 
 
 def _write_forecast_figure(args, src: dict, result: dict) -> None:
+    from interp.viz.dynamics_plots import forecast_figure
     from interp.viz.export import export_figure
-    from phenomenology.forecast import forecast_figure
 
     curve = src["curve"].rename(columns={result["column"]: "ic_loss"})
     fig = forecast_figure(
@@ -512,8 +512,7 @@ def _cmd_evaluate(args) -> int:
 
 
 def _cmd_sweep(args) -> int:
-    from interp.train.plugins import loaded_plugins
-    from interp.train.sweep import (
+    from interp.experiments.sweep import (
         SweepDirectoryError,
         SweepSpec,
         load_manifest,
@@ -521,6 +520,7 @@ def _cmd_sweep(args) -> int:
         parse_seeds,
         run_sweep,
     )
+    from interp.io.plugins import loaded_plugins
 
     if loaded_plugins() and args.backend == "ray":
         raise ValueError(
@@ -572,7 +572,7 @@ def _print_summary(summary, fields) -> None:
 
 
 def _cmd_sweep_summary(args) -> int:
-    from interp.train.sweep import (
+    from interp.experiments.sweep import (
         SweepDirectoryError,
         SweepSpec,
         load_manifest,
@@ -629,7 +629,7 @@ def _llc_command(args) -> int:
         llc_over_checkpoints,
         parse_steps,
     )
-    from interp.train.training import RunDirectoryError, load_run
+    from interp.io.rundir import RunDirectoryError, load_run
 
     def floats(text, name):
         try:
@@ -667,12 +667,17 @@ def _llc_command(args) -> int:
     )
     try:
         if args.calibrate:
-            record = calibrate_llc(
+            from interp.viz.llc_plots import write_calibration_traces
+
+            record, sweep = calibrate_llc(
                 args.run_dir,
                 args.calibrate_step,
                 floats(args.epsilons, "--epsilons"),
                 floats(args.nbetas, "--nbetas"),
                 cfg,
+            )
+            write_calibration_traces(
+                args.run_dir, sweep, step=record["step"], chosen=record["chosen"]
             )
             for row in record["table"]:
                 warn = f"  WARNING: {row['warning']}" if row["warning"] else ""
@@ -725,10 +730,25 @@ def _cmd_presets(args) -> int:
     return 0
 
 
-def _check_recorded_plugins(run_dir: str) -> None:
-    """A run trained with plugins resumes only with them loaded again (its metrics.csv has their
-    columns); say which, rather than load code named in a file."""
-    from interp.train.plugins import loaded_plugins, recorded_plugins
+def _check_runs_plugins(args) -> None:
+    """Every command that opens a run (``RUN_DIR`` arguments, a fit's run-directory ``PATH``)
+    first checks that the plugins the run was trained with are loaded: its metrics have their
+    columns, its task or model may come from one."""
+    named = [getattr(args, "run_dir", None)]
+    named += [*(getattr(args, "run_dirs", None) or []), *(getattr(args, "paths", None) or [])]
+    for path in named:
+        if isinstance(path, str) and (Path(path) / "config.json").is_file():
+            _check_recorded_plugins(path, "rerun with")
+    out = getattr(args, "out", None)
+    if getattr(args, "resume", False) and out and (Path(out) / "config.json").is_file():
+        _check_recorded_plugins(out)
+
+
+def _check_recorded_plugins(run_dir: str, what: str = "resume with") -> None:
+    """A run trained with plugins is opened (or resumed) only with them loaded again; say which,
+    rather than load code named in a file."""
+    from interp.io.plugins import loaded_plugins
+    from interp.io.rundir import recorded_plugins
 
     loaded = set(loaded_plugins())
     missing = [p for p in recorded_plugins(run_dir) if p not in loaded]
@@ -736,7 +756,7 @@ def _check_recorded_plugins(run_dir: str) -> None:
         again = " ".join(f"--plugin {p}" for p in missing)
         raise ValueError(
             f"{Path(run_dir) / 'config.json'} field plugins: the run was trained with {missing}; "
-            f"resume with {again}"
+            f"{what} {again}"
         )
 
 
@@ -763,21 +783,31 @@ def _list_positional() -> list[str]:
     return list(POSITIONAL_ENCODINGS)
 
 
-def _dynamics_models() -> dict[str, object]:
-    """The phenomenological (dynamics) models ``induction-cliff fit`` can fit. Repoint this at
-    the model registry (``phenomenology.MODELS``) once it exists."""
-    import phenomenology
-
-    registry = getattr(phenomenology, "MODELS", None)
-    if registry is not None:
-        return dict(registry)
-    from phenomenology.fit import NestedLogitFit
-
-    return {"nested-logit": NestedLogitFit}
-
-
 def _list_models() -> list[str]:
-    return [f"{name:14s} {_first_line(obj)}" for name, obj in _dynamics_models().items()]
+    """Every registered dynamics model (:mod:`phenomenology.models`), plugins' included."""
+    from phenomenology.models import get_model, model_names
+
+    lines = []
+    for name in model_names():
+        cls = get_model(name)
+        lines.append(f"{name:14s} {cls.description or _first_line(cls)}")
+    return lines
+
+
+def _list_tasks() -> list[str]:
+    """Every registered task (:mod:`interp.data.tasks`), plugins' included."""
+    from interp.data.tasks import TASKS
+
+    width = max(map(len, TASKS))
+    lines = []
+    for name, t in TASKS.items():
+        applies = "every measure" if t.measures is None else (", ".join(t.measures) or "none")
+        lines.append(f"{name:{width}s} {t.description}")
+        lines.append(
+            f"{'':{width}s}   config {t.config.__name__}, layout {t.layout}, sets "
+            f"{', '.join(t.eval_sets)}; measures: {applies}; from {t.source}"
+        )
+    return lines
 
 
 def _list_interventions() -> list[str]:
@@ -793,20 +823,101 @@ def _first_line(obj) -> str:
     return ((getattr(obj, "__doc__", None) or "").strip().splitlines() or [""])[0]
 
 
+def _list_experiments() -> list[str]:
+    from interp.experiments import EXPERIMENTS
+
+    width = max(map(len, EXPERIMENTS))
+    lines = []
+    for name, e in EXPERIMENTS.items():
+        costs = ", ".join(f"{t} {tier.cost or '?'}" for t, tier in e.tiers.items())
+        lines.append(f"{name:{width}s} {e.question}")
+        lines.append(f"{'':{width}s}   {costs}")
+    return lines
+
+
+def _cmd_reproduce(args) -> int:
+    from interp.experiments import EXPERIMENTS, check_rows, get_experiment, render, reproduce
+
+    names = sorted(EXPERIMENTS) if args.name == "all" and args.render_only else [args.name]
+    experiments = [get_experiment(n) for n in names]  # an unknown name fails before any work
+    if args.render_only:
+        out = Path(args.out or "docs/results")
+        for e in experiments:
+            if args.name == "all" and not (out / f"{e.name}.csv").exists():
+                print(f"skipped {e.name}: no {out / (e.name + '.csv')}", file=sys.stderr)
+                continue
+            for path in render(e, out, figures=not args.no_figures):
+                print(f"wrote {path}")
+        if args.name == "all":
+            from interp.experiments import results_index
+            from interp.io.atomic import write_text_atomic
+
+            write_text_atomic(out / "README.md", results_index(out))
+            print(f"wrote {out / 'README.md'}")
+        return 0
+    if args.name == "all":
+        raise ValueError("reproduce all is only for --render-only; name one experiment")
+    e = experiments[0]
+    out = Path(args.out or ("docs/results" if args.tier == "full" else "runs/results"))
+    line = f"induction-cliff reproduce {e.name} --tier {args.tier}"
+    from interp.experiments.sweep import SweepDirectoryError
+
+    try:
+        rows, written = reproduce(
+            e,
+            tier=args.tier,
+            out=out,
+            runs=args.runs,
+            backend=args.backend,
+            workers=args.workers,
+            figures=not args.no_figures,
+            command=line,
+            log=lambda text: print(text, file=sys.stderr),
+        )
+    except (SweepDirectoryError, RuntimeError) as err:  # a sweep folder in the way, a failed run
+        print(f"error: {_one_line(err)}", file=sys.stderr)
+        return 3
+    for path in written:
+        print(f"wrote {path}")
+    failed = 0
+    if args.tier == "quick":
+        for ok, text in check_rows(e, rows):
+            print(f"{'ok  ' if ok else 'FAIL'} {text}")
+            failed += not ok
+    return 1 if failed else 0
+
+
 def _cmd_list(args) -> int:
     if args.registry == "presets":
         return _cmd_presets(args)
+    if args.markdown:
+        if args.registry != "experiments":
+            raise ValueError("--markdown is for `list experiments` only")
+        from interp.experiments import experiments_table
+
+        print(experiments_table())
+        return 0
     lines = {
         "measures": _list_measures,
         "positional": _list_positional,
         "models": _list_models,
+        "tasks": _list_tasks,
         "interventions": _list_interventions,
+        "experiments": _list_experiments,
     }[args.registry]()
     print("\n".join(lines))
     return 0
 
 
-LIST_REGISTRIES = ("measures", "positional", "models", "presets", "interventions")
+LIST_REGISTRIES = (
+    "measures",
+    "positional",
+    "models",
+    "tasks",
+    "presets",
+    "interventions",
+    "experiments",
+)
 
 
 class _OneLineErrors(argparse.ArgumentParser):
@@ -1093,11 +1204,44 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("--nbetas", default=None, help="default: m/log m times 0.3, 1, 3")
     p.set_defaults(func=_cmd_llc)
 
+    p = sub.add_parser(
+        "reproduce",
+        help="run a declared experiment's tier (training what is missing), write its CSV and "
+        "page (induction-cliff list experiments)",
+    )
+    p.add_argument("name", metavar="NAME", help="an experiment (all: every page, --render-only)")
+    p.add_argument("--tier", choices=("quick", "full"), default="quick")
+    p.add_argument(
+        "--backend", default="process", choices=["process", "ray", "serial"], help="as for sweep"
+    )
+    p.add_argument("--workers", type=int, default=None, help="concurrent runs (as for sweep)")
+    p.add_argument(
+        "--out",
+        default=None,
+        help="folder of NAME.csv and NAME.md (default docs/results for full, runs/results for "
+        "quick)",
+    )
+    p.add_argument(
+        "--runs", default="runs/experiments", help="where the runs go (runs/experiments/NAME/...)"
+    )
+    p.add_argument(
+        "--render-only",
+        action="store_true",
+        help="rebuild the page and figure from NAME.csv in --out alone, without training",
+    )
+    p.add_argument("--no-figures", action="store_true", help="the page only, no figure")
+    p.set_defaults(func=_cmd_reproduce)
+
     p = sub.add_parser("presets", help="list the presets with their deviations from the paper")
     p.set_defaults(func=_cmd_presets)
 
     p = sub.add_parser("list", help="list a registry (with the plugins given by --plugin)")
     p.add_argument("registry", choices=LIST_REGISTRIES)
+    p.add_argument(
+        "--markdown",
+        action="store_true",
+        help="experiments: the README's table (question, headline result from each CSV, link)",
+    )
     p.set_defaults(func=_cmd_list)
     return parser
 
@@ -1160,7 +1304,7 @@ def main(argv: list[str] | None = None) -> int:
     """
     try:
         plugins, argv = _take_plugins(sys.argv[1:] if argv is None else list(argv))
-        from interp.train.plugins import load_plugins
+        from interp.io.plugins import load_plugins
 
         load_plugins(plugins)  # before parsing: registries they extend are read from here on
     except ValueError as err:
@@ -1173,6 +1317,7 @@ def main(argv: list[str] | None = None) -> int:
     from interp.train.training import TrainingDiverged, TrainingInterrupted
 
     try:
+        _check_runs_plugins(args)
         return args.func(args)
     except TrainingInterrupted as err:
         return 128 + err.signum

@@ -18,17 +18,13 @@ import pandas as pd
 import torch
 
 from interp.analysis.evaluation import accuracy_and_loss
+from interp.analysis.transition import detect_run_transition
+from interp.experiments.notebook_setting import notebook_setting
+from interp.io.rundir import load_run
 from interp.viz.explorer import AttentionExplorer, ExplorerConfig
-from interp.viz.figures import (
-    attention_patterns,
-    detect_run_transition,
-    run_note,
-    select_checkpoints,
-)
+from interp.viz.figures import attention_patterns, run_note, select_checkpoints
 from interp.viz.notebook import show_static_images
 from interp.viz.plots import plot_attention_maps, token_hover, token_labels
-from interp.train.presets import notebook_setting
-from interp.train.training import load_run
 
 show_static_images()  # interactive figures, each with a PNG beside it
 

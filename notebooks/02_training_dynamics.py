@@ -11,12 +11,12 @@
 # %%
 
 
-from interp.viz.figures import detect_run_transition, run_note
+from interp.analysis.transition import detect_run_transition, event_order, transition_report
+from interp.experiments.notebook_setting import notebook_setting
+from interp.io.rundir import load_run
+from interp.viz.figures import run_note
 from interp.viz.notebook import show_static_images
 from interp.viz.plots import plot_progress_measures, plot_run_comparison, plot_training_dynamics
-from interp.train.presets import notebook_setting
-from interp.train.training import load_run
-from interp.analysis.transition import event_order, transition_report
 
 show_static_images()  # interactive figures, each with a PNG beside it
 

@@ -13,14 +13,14 @@
 
 import numpy as np
 
+from interp.experiments.notebook_setting import notebook_setting
 from interp.io.atomic import write_json_atomic
+from interp.io.rundir import load_run
+from interp.viz.dynamics_plots import plot_fit_overlay, plot_landscape
 from interp.viz.figures import run_note
 from interp.viz.notebook import show_static_images
-from interp.train.presets import notebook_setting
-from interp.train.training import load_run
 from phenomenology.fit import NestedLogitFit, fit_run, forecast_transition, read_run
 from phenomenology.landscape import gradient_flow, landscape_grid
-from phenomenology.plots import plot_fit_overlay, plot_landscape
 
 show_static_images()  # interactive figures, each with a PNG beside it
 

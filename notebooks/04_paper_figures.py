@@ -15,15 +15,15 @@ from dataclasses import replace
 
 from IPython.display import Image
 
+from interp.experiments.notebook_setting import notebook_setting
+from interp.experiments.standard import train
+from interp.model.network import ModelConfig
+from interp.viz.dynamics_plots import plot_landscape
 from interp.viz.export import export_figure, find_chromium
 from interp.viz.figures import summarize_runs, write_standard_figures
-from interp.model.network import ModelConfig
 from interp.viz.notebook import show_static_images
 from interp.viz.plots import plot_phase_diagram
-from interp.train.presets import notebook_setting
-from interp.train.training import train
 from phenomenology.landscape import gradient_flow, landscape_grid
-from phenomenology.plots import plot_landscape
 
 show_static_images()  # interactive figures, each with a PNG beside it
 

@@ -25,13 +25,15 @@ from pathlib import Path
 import pandas as pd
 import torch
 
-from interp.data.cope_tasks import FlipFlop, SelectiveCopy, compare_encodings
 from interp.analysis.length import encoding_table
+from interp.data.cope_tasks import FlipFlop, SelectiveCopy
+from interp.experiments.standard import train
 from interp.model.network import ModelConfig
-from interp.viz.notebook import show_static_images
 from interp.model.positional import UntrainedPositionWarning, rotary_frequency_report
-from interp.train.presets import get_preset, runs_root
-from interp.train.training import train
+from interp.experiments.notebook_setting import runs_root
+from interp.train.presets import get_preset
+from interp.train.token_training import compare_encodings
+from interp.viz.notebook import show_static_images
 
 show_static_images()  # interactive figures, each with a PNG beside it
 

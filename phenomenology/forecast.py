@@ -242,7 +242,7 @@ def forecast_curve(
         calibration: ``{"k", "k_low", "k_high"}`` (default: the calibration of ``optimizer``).
         optimizer: ``sgd`` or ``adam``, the optimiser that trained the curve, which picks the
             calibration from :data:`CALIBRATIONS` (default: SGD, the paper's).
-        check_plateau: refuse curves with no plateau (see :func:`phenomenology.fit.plateau_problem`)
+        check_plateau: refuse curves with no plateau (see :func:`phenomenology.curves.plateau_problem`)
             or whose transition is already seen.
 
     Returns:
@@ -250,7 +250,7 @@ def forecast_curve(
         nothing to forecast from.
     """
     from interp.analysis.transition import find_transition
-    from phenomenology.fit import MIN_POINTS, plateau_problem
+    from phenomenology.curves import MIN_POINTS, plateau_problem
 
     cal = calibration_for(optimizer) if calibration is None else dict(calibration)
     df = pd.DataFrame({"step": np.asarray(steps, float), "y": np.asarray(values, float)})
@@ -291,112 +291,6 @@ def forecast_curve(
     )
 
 
-# ---- the live forecast during training ---------------------------------------------------------
-
-FORECAST_COLUMNS = ("forecast_step", "forecast_low", "forecast_high")
-"""The ``metrics.csv`` columns of the live forecast (empty when there is none)."""
-
-LIVE_MAX_POINTS = 80
-"""The live forecast fits at most this many evaluations (evenly thinned; the first and last kept),
-so its cost per evaluation stays flat over a long run."""
-
-
-def thin(n: int, max_points: int = LIVE_MAX_POINTS) -> np.ndarray:
-    """Indices of at most ``max_points`` of ``n`` points, evenly spread, first and last kept."""
-    if n <= max_points:
-        return np.arange(n)
-    return np.unique(np.round(np.linspace(0, n - 1, max_points)).astype(int))
-
-
-def live_every(steps: int, eval_every: int, fits: int = 25) -> int:
-    """Fit the live forecast at every ``k``-th evaluation, ``k`` such that a run has about
-    ``fits`` fits (the evaluations between carry the last forecast forward)."""
-    return max(1, math.ceil((steps // eval_every + 1) / fits))
-
-
-def live_forecast(
-    rows,
-    task: Mapping[str, float],
-    *,
-    column: str = "ic_loss",
-    every: int = 1,
-    optimizer: str | None = None,
-    progress_column: str = "tila2",
-) -> dict:
-    """The forecast columns for the newest of ``rows`` (the metrics rows so far, dicts).
-
-    Where the rows have ``progress_column`` and the optimiser a progress calibration, the forecast
-    is the progress forecast (:mod:`phenomenology.progress`) once ``column`` shows a plateau;
-    otherwise (or when it cannot forecast) the template forecast of ``column``.
-
-    A deterministic function of the rows (a resumed run writes the same values as an uninterrupted
-    one): NaN in all three columns before a forecast is possible (too few points, no plateau yet)
-    and once the transition is seen. The fit runs at every ``every``-th row (row index a multiple
-    of ``every``); the rows between carry the previous row's forecast while the transition is not
-    seen.
-    """
-    steps = np.array([float(r["step"]) for r in rows])
-    y = np.array([float(r.get(column, math.nan)) for r in rows])
-    ok = np.isfinite(y)
-    steps, y = steps[ok], y[ok]
-    nan = dict.fromkeys(FORECAST_COLUMNS, math.nan)
-    if len(steps) == 0:
-        return nan
-    from phenomenology.fit import MIN_POINTS
-
-    if len(steps) < MIN_POINTS:
-        return nan
-    if (len(rows) - 1) % every:
-        prev = rows[-2] if len(rows) > 1 else {}
-        carried = [float(prev.get(c, math.nan)) for c in FORECAST_COLUMNS]
-        if not all(math.isfinite(v) for v in carried):
-            return nan
-        from interp.analysis.transition import find_transition
-
-        if find_transition(steps, y, method="cliff", direction="falling").transitioned:
-            return nan
-        return dict(zip(FORECAST_COLUMNS, carried, strict=True))
-    idx = thin(len(steps))
-    fc = _live_progress(rows, steps[idx], y[idx], progress_column, optimizer)
-    if fc is None or not fc.ok:
-        fc = forecast_curve(steps[idx], y[idx], task=task, optimizer=optimizer)
-    if not fc.ok:
-        return nan
-    return dict(zip(FORECAST_COLUMNS, (fc.step, fc.low, fc.high), strict=True))
-
-
-def _live_progress(rows, steps, y, column: str, optimizer: str | None) -> Forecast | None:
-    """The progress forecast of the live rows, or None where it does not apply (no such column,
-    no calibration for the optimiser, no plateau yet on the loss or its jump already seen)."""
-    from interp.analysis.transition import find_transition
-    from phenomenology.fit import MIN_POINTS, plateau_problem
-    from phenomenology.progress import progress_calibration_for, progress_forecast
-
-    if column not in rows[-1] or progress_calibration_for(optimizer) is None:
-        return None
-    p = np.array([[float(r["step"]), float(r.get(column, math.nan))] for r in rows])
-    p = p[np.isfinite(p[:, 1])]
-    if len(p) < MIN_POINTS or plateau_problem(steps, y, direction="falling") is not None:
-        return None
-    if find_transition(steps, y, method="cliff", direction="falling").transitioned:
-        return None
-    idx = thin(len(p))
-    return progress_forecast(p[idx, 0], p[idx, 1], optimizer=optimizer)
-
-
-def progress_text(row: Mapping[str, float]) -> str | None:
-    """``"30.2k ± 1.1k"`` for the progress bar (``±`` half the 80% interval), or None."""
-    step = row.get("forecast_step")
-    if step is None or not math.isfinite(step):
-        return None
-    half = (row["forecast_high"] - row["forecast_low"]) / 2
-
-    def k(x: float) -> str:
-        return f"{x / 1000:.1f}k" if abs(x) >= 1000 else f"{x:.0f}"
-
-    return f"{k(step)} ± {k(half)}"
-
-
 def template_loss(steps, *, task: Mapping[str, float], beta1_0: float, time_scale: float):
     """The bank's nested-logit loss from ``beta1_0`` at ``steps`` under ``time_scale``."""
     bk = bank(float(task["L"]), int(task["N"]), int(task["B"]))
@@ -429,67 +323,3 @@ def continuations(fc: Forecast, steps, *, task: Mapping[str, float], n: int = 25
         curves[i, after] = template_loss(warped, task=task, beta1_0=fc.detail["beta1_0"],
                                          time_scale=fc.detail["time_scale"])  # fmt: skip
     return targets, curves
-
-
-def forecast_figure(curve: pd.DataFrame, *, task: Mapping[str, float], until: float,
-                    column: str = "ic_loss", observed_step: float | None = None,
-                    note: str | None = None, optimizer: str | None = None,
-                    method: str = "template", progress_column: str = "tila2"):  # fmt: skip
-    """The forecast figure (:func:`phenomenology.plots.plot_forecast`) of ``curve`` seen up to
-    step ``until``: the rows after it, if any, are drawn as the observed continuation.
-
-    ``method="progress"`` forecasts from ``progress_column`` (:mod:`phenomenology.progress`) and
-    adds a panel of its excess and the fitted growth; the fan is then the template's shape warped
-    to the progress forecast's interval (none when no template fits with a cliff ahead).
-
-    Raises:
-        ValueError: one line, when there is no forecast to draw (it says why).
-    """
-    from phenomenology.plots import plot_forecast
-
-    df = curve[["step", column]].dropna().sort_values("step")
-    seen, later = df[df["step"] <= until], df[df["step"] > until]
-    progress = None
-    if method == "progress":
-        from phenomenology.progress import THRESHOLD, progress_forecast
-
-        pc = curve[["step", progress_column]].dropna().sort_values("step")
-        pseen = pc[pc["step"] <= until]
-        fc = progress_forecast(pseen["step"], pseen[progress_column], optimizer=optimizer)
-        if not fc.ok:
-            raise ValueError(f"--figure: nothing to draw, {fc.reason}")
-        base = fc.detail["baseline"]
-        rate, x_last = fc.detail["rate"], fc.detail["excess_last"]
-        keep = lambda d: d[d[progress_column] > base]  # noqa: E731 (log axis: positive excess)
-        ps, pl = keep(pseen), keep(pc[pc["step"] > until])
-        line_steps = np.linspace(0.6 * fc.last_step, fc.high, 100)
-        progress = {
-            "column": progress_column, "steps": ps["step"], "excess": ps[progress_column] / base - 1,
-            "later_steps": pl["step"], "later_excess": pl[progress_column] / base - 1,
-            "line_steps": line_steps, "line": x_last * np.exp(rate * (line_steps - fc.last_step)),
-            "threshold": THRESHOLD,
-        }  # fmt: skip
-        shape = forecast_curve(seen["step"], seen[column], task=task, optimizer=optimizer,
-                               check_plateau=False)  # fmt: skip
-        if shape.ok and shape.raw_step > fc.last_step:
-            shape.step, shape.low, shape.high = fc.step, fc.low, fc.high
-            fan_fc = shape
-        else:
-            fan_fc = None
-    else:  # the template forecast (also for a figure of the plain fit's forecast)
-        fc = forecast_curve(seen["step"], seen[column], task=task, optimizer=optimizer)
-        if not fc.ok:
-            raise ValueError(f"--figure: nothing to draw, {fc.reason}")
-        fan_fc = fc
-    end = max(float(df["step"].max()), 1.3 * fc.high)
-    fan_steps = np.linspace(fc.last_step, end, 300)
-    fan = (
-        continuations(fan_fc, fan_steps, task=task)[1] if fan_fc is not None else np.empty((0, 300))
-    )
-    how = "its attention's growth" if method == "progress" else "the loss curve's template fit"
-    return plot_forecast(
-        seen, {"step": fc.step, "low": fc.low, "high": fc.high}, fan_steps, fan,
-        later=later, observed_step=observed_step, column=column, note=note, progress=progress,
-        title=f"Forecast of the transition from {len(seen)} evaluations up to step "
-        f"{fc.last_step:.0f}, by {how}",
-    )  # fmt: skip

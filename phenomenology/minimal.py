@@ -38,9 +38,11 @@ from torch import Tensor, nn
 from transformer_lens import HookedRootModule
 from transformer_lens.hook_points import HookPoint
 
+from interp.analysis.evaluation import EvaluateSets
+from interp.config.train_config import TrainConfig
 from interp.data.task import TaskConfig
-from interp.train.train_config import TrainConfig
 from interp.train.training import train
+from phenomenology.live import LiveForecast
 
 __all__ = ["MinimalConfig", "MinimalInductionHead", "train_minimal", "VARIANTS"]
 
@@ -212,7 +214,7 @@ def train_minimal(
         batch_size: fresh sequences per step.
         seed: run seed.
         out_dir: run directory (the network's format, ``kind`` ``minimal_induction_head``;
-            reopened by :func:`interp.train.training.load_run`); None writes nothing.
+            reopened by :func:`interp.io.rundir.load_run`); None writes nothing.
         eval_every: steps between evaluations (and at the last step).
         variant: ``"three"`` or ``"two"``; ignored when ``model_config`` is given.
         model_config: full model configuration (initial values); default
@@ -255,13 +257,16 @@ def train_minimal(
         backend="hooked",
     )
 
-    def parameters(model, generator) -> dict:
+    def parameters(run, row) -> dict:
+        model = run.model
         return {
             "beta1": float(model.beta1.detach()),
             "alpha": float(model.alpha.detach()),
             "beta2": float(model.beta2.detach()),
-            "xi": _readout_gain(model, generator.label_vectors),
+            "xi": _readout_gain(model, run.generator.label_vectors),
         }
+
+    callbacks = [EvaluateSets(), parameters] + ([LiveForecast()] if train_cfg.live_forecast else [])
 
     # The one training loop (interp.train.training.train): same seeds, data stream and evaluation sets
     # as a network run, and the same run directory, resume and signal handling.
@@ -274,5 +279,5 @@ def train_minimal(
         overwrite=overwrite,
         progress=progress,
         kind="minimal_induction_head",
-        extra_metrics=parameters,
+        callbacks=callbacks,
     )

@@ -381,17 +381,12 @@ def unregister_model(name: str) -> None:
     _REGISTRY.pop(name, None)
 
 
-def _load_builtin() -> None:
-    import phenomenology.fit  # noqa: F401  (registers the nested-logit model)
-
-
 def get_model(name: str) -> type[DynamicsModel]:
     """The registered model class of that name.
 
     Raises:
         ValueError: naming the unknown model and the registered ones.
     """
-    _load_builtin()
     if name not in _REGISTRY:
         raise ValueError(f"unknown model {name!r}: registered models are {model_names()}")
     return _REGISTRY[name]
@@ -399,5 +394,4 @@ def get_model(name: str) -> type[DynamicsModel]:
 
 def model_names() -> list[str]:
     """Names of the registered models, sorted."""
-    _load_builtin()
     return sorted(_REGISTRY)

@@ -15,7 +15,7 @@ The IC loss hides this growth under its own drift; the attention shows the circu
    raw on development runs (:data:`PROGRESS_CALIBRATIONS`).
 
 Measured (``benchmarks/forecast_validation.py --method progress``), plain SGD, one-hot positions:
-see :data:`PROGRESS_CALIBRATIONS` and the README. It needs a curve of the attention measure, so a
+see :data:`PROGRESS_CALIBRATIONS` and docs/results/forecast-validation.md. It needs a curve of the attention measure, so a
 run directory of this toolkit (or a CSV with such a column); a bare loss curve gets the template
 forecaster. Only plain SGD is calibrated: on the Adam runs at hand (mixed encodings and scales)
 the ratio observed / raw ranged 0.6-2.0, too wide to calibrate.
@@ -143,7 +143,7 @@ def progress_forecast(
         None and ``reason`` "cannot forecast: ..." when there is none.
     """
     from interp.analysis.transition import find_transition
-    from phenomenology.fit import MIN_POINTS
+    from phenomenology.curves import MIN_POINTS
 
     df = pd.DataFrame({"step": np.asarray(steps, float), "y": np.asarray(values, float)})
     df = df.dropna().sort_values("step").drop_duplicates("step")

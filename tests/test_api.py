@@ -11,11 +11,11 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def test_top_level_names_are_the_defining_modules_objects():
     from interp.analysis.measures import register_measure
+    from interp.config.train_config import TrainConfig
     from interp.data.task import TaskConfig
     from interp.io.rundir import load_run
     from interp.model.network import InductionNet, ModelConfig
     from interp.model.positional import register_positional
-    from interp.train.train_config import TrainConfig
 
     assert interp.TaskConfig is TaskConfig
     assert interp.ModelConfig is ModelConfig
@@ -42,7 +42,7 @@ def test_import_interp_imports_neither_torch_nor_a_stage():
 
 def test_every_stage_is_a_documented_package():
     stages = sorted(p.parent.name for p in (ROOT / "interp").glob("*/__init__.py"))
-    assert stages == ["analysis", "data", "io", "model", "train", "viz"]
+    assert stages == ["analysis", "config", "data", "experiments", "io", "model", "train", "viz"]
     for stage in stages:
         module = __import__(f"interp.{stage}", fromlist=["_"])
         assert module.__doc__ and len(module.__doc__.split()) > 20, stage

@@ -3,6 +3,7 @@ here on the CPU) and the bad-input lines of bench_protocol."""
 
 import importlib.util
 import math
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -33,15 +34,16 @@ def test_presampled_gpu_rows_run_on_the_cpu_and_say_no_gpu_in_one_line():
     rates = many.device_stack_rates("cpu", steps=2, rounds=1, stacks=(2,), presampled=True)
     assert list(rates) == [1, 2]
     assert all(math.isfinite(r) and r > 0 for r in rates.values())
-    if not torch.cuda.is_available():
-        done = subprocess.run(
-            [sys.executable, str(BENCH / "bench_many.py"), "--gpu-only"],
-            capture_output=True, text=True, timeout=60,
-        )  # fmt: skip
-        assert done.returncode == 1
-        assert done.stderr.strip().splitlines() == [
-            "bench_many: --gpu-only needs a GPU that torch sees; there is none here"
-        ]
+    # no GPU visible, on any machine (so that the line is checked where a GPU exists too)
+    env = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}
+    done = subprocess.run(
+        [sys.executable, str(BENCH / "bench_many.py"), "--gpu-only"],
+        capture_output=True, text=True, timeout=60, env=env,
+    )  # fmt: skip
+    assert done.returncode == 1
+    assert done.stderr.strip().splitlines() == [
+        "bench_many: --gpu-only needs a GPU that torch sees; there is none here"
+    ]
 
 
 def test_the_stacked_benchmark_step_moves_every_models_weights(monkeypatch):
@@ -51,9 +53,10 @@ def test_the_stacked_benchmark_step_moves_every_models_weights(monkeypatch):
     before = [p.detach().clone() for p in stack.parameters()]
     monkeypatch.setattr(many, "_setup", lambda n, device: setup)
     many._timed_steps(3, "cpu", steps=1, rounds=1)
-    for p, b in zip(stack.parameters(), before):
-        if p.ndim and p.shape[0] == 3 and p.requires_grad:  # one slice per model
-            assert all(not torch.equal(p[i], b[i]) for i in range(3))
+    trained = [(p, b) for p, b in zip(stack.parameters(), before) if p.requires_grad]
+    assert trained and all(p.ndim and p.shape[0] == 3 for p, _ in trained)  # one slice per model
+    for p, b in trained:
+        assert all(not torch.equal(p[i], b[i]) for i in range(3))
 
 
 def test_protocol_bad_input_is_one_line_before_any_run(tmp_path):

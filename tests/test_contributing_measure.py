@@ -28,3 +28,15 @@ def test_the_measure_example_quotes_the_executed_fixture_exactly():
     blocks = re.findall(r"```python\n(.*?)```", _section("## Add a progress measure"), re.S)
     fixture = (ROOT / "tests" / "fixtures" / "extra_measure.py").read_text()
     assert blocks and blocks[0] == fixture
+
+
+def test_the_task_example_quotes_the_executed_fixture_exactly():
+    blocks = re.findall(r"```python\n(.*?)```", _section("## Add a task"), re.S)
+    fixture = (ROOT / "tests" / "fixtures" / "extra_task.py").read_text()
+    assert blocks and blocks[0] == fixture
+
+
+def test_the_section_example_quotes_the_executed_fixture_exactly():
+    blocks = re.findall(r"```python\n(.*?)```", _section("## Add a figure or report section"), re.S)
+    fixture = (ROOT / "tests" / "fixtures" / "extra_section.py").read_text()
+    assert blocks and blocks[0] == fixture

@@ -1,49 +1,92 @@
-"""Imports flow one way: no cycle among the package's modules (module-level imports, the ones that
-run when a module is imported; imports inside functions and under ``TYPE_CHECKING`` are deferred
-by design), and the library never imports the command line."""
+"""Imports flow one way: every import of the package's modules (at module level and inside
+functions; only those under ``TYPE_CHECKING`` are exempt, as they never run) goes from a stage to
+the same stage or a lower one, no import cycle exists among the modules nor among the stages, and
+the library never imports the command line. The stage order is the one written in
+``docs/contributing.md`` (section "Layout"), which a test here also checks."""
+
+from __future__ import annotations
 
 import ast
+import functools
+import re
+import shutil
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+_REPOSITORY = ROOT  # the checkout itself (tests below point ROOT at planted copies)
 PACKAGES = ("interp", "phenomenology")
 
+# Bottom up: each stage imports only itself and the stages before it. ``pkg.*`` is the package
+# ``pkg`` and everything in it; a name without ``.*`` is that module alone (the ``interp`` package
+# root, whose public names load lazily and import nothing at import time). A module belongs to the
+# stage of its longest match; a module that matches none fails the test until it is placed.
+STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("data", ("interp.data.*",)),
+    ("model", ("interp.model.*",)),
+    ("config", ("interp.config.*",)),
+    ("io", ("interp.io.*",)),
+    ("train", ("interp.train.*",)),
+    ("analysis", ("interp.analysis.*",)),
+    ("phenomenology", ("phenomenology.*",)),
+    ("viz", ("interp.viz.*",)),
+    ("orchestration", ("interp.experiments.*",)),
+    ("cli", ("interp.cli", "interp")),
+)
 
-def _module_name(path: Path) -> str:
-    parts = path.relative_to(ROOT).with_suffix("").parts
+
+def stage_of(module: str) -> int:
+    """The index in :data:`STAGES` of the module's stage (its longest match)."""
+    best, best_len = None, -1
+    for i, (_, patterns) in enumerate(STAGES):
+        for pattern in patterns:
+            prefix = pattern.removesuffix(".*")
+            hit = module == prefix or (pattern.endswith(".*") and module.startswith(prefix + "."))
+            if hit and len(prefix) > best_len:
+                best, best_len = i, len(prefix)
+    if best is None:
+        raise AssertionError(f"{module} is in no stage of STAGES: place it")
+    return best
+
+
+def _module_name(root: Path, path: Path) -> str:
+    parts = path.relative_to(root).with_suffix("").parts
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def _is_type_checking(node: ast.If) -> bool:
+def _is_type_checking(node: ast.AST) -> bool:
+    if not isinstance(node, ast.If):
+        return False
     test = node.test
     return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
         isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
     )
 
 
-def _top_level_imports(tree: ast.Module, modules: set[str]) -> set[str]:
-    found: set[str] = set()
+def _imports(tree: ast.Module, modules: set[str]) -> list[tuple[str, int]]:
+    """(imported package module, line) for every import statement of the tree, wherever it stands
+    (module level, functions, methods, ``try`` blocks), except under ``if TYPE_CHECKING:``."""
+    found: list[tuple[str, int]] = []
 
-    def visit(body):
-        for node in body:
-            if isinstance(node, ast.If) and not _is_type_checking(node):
-                visit(node.body)
-                visit(node.orelse)
-            elif isinstance(node, ast.Try):
-                visit(node.body)
-            elif isinstance(node, ast.Import):
-                found.update(a.name for a in node.names if a.name in modules)
-            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                if node.module in modules:
-                    found.add(node.module)
-                # ``from interp import checkpoints`` imports the submodule
-                found.update(
-                    f"{node.module}.{a.name}"
-                    for a in node.names
-                    if f"{node.module}.{a.name}" in modules
-                )
+    def visit(node: ast.AST) -> None:
+        if _is_type_checking(node):
+            for child in node.orelse:  # the else branch of ``if TYPE_CHECKING`` does run
+                visit(child)
+            return
+        if isinstance(node, ast.Import):
+            found.extend((a.name, node.lineno) for a in node.names if a.name in modules)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            if node.module in modules:
+                found.append((node.module, node.lineno))
+            # ``from interp.io import checkpoints`` imports the submodule
+            found.extend(
+                (f"{node.module}.{a.name}", node.lineno)
+                for a in node.names
+                if f"{node.module}.{a.name}" in modules
+            )
+        for child in ast.iter_child_nodes(node):
+            visit(child)
 
-    visit(tree.body)
+    visit(tree)
     return found
 
 
@@ -52,19 +95,83 @@ def _parents(module: str) -> set[str]:
     return {".".join(parts[:i]) for i in range(1, len(parts))}
 
 
-def import_graph() -> dict[str, set[str]]:
-    """Module -> the package modules it imports at module level. Importing ``interp.a.b`` also
-    runs the ``__init__`` of ``interp.a`` and ``interp``, so those count as imported too (except
-    the importer's own parent packages, which are already being imported)."""
-    files = [p for pkg in PACKAGES for p in (ROOT / pkg).rglob("*.py")]
-    modules = {_module_name(p) for p in files}
+def direct_imports(root: Path | None = None) -> dict[str, list[tuple[str, int]]]:
+    """Module -> [(package module it imports, line)], every import (see :func:`_imports`)."""
+    root = ROOT if root is None else root
+    if root == _REPOSITORY:
+        return _direct_imports_of(root, PACKAGES)  # the package as it is: read once per session
+    return _direct_imports_of.__wrapped__(root, PACKAGES)
+
+
+@functools.lru_cache(maxsize=1)
+def _direct_imports_of(root: Path, packages: tuple[str, ...]) -> dict[str, list[tuple[str, int]]]:
+    files = [p for pkg in packages for p in (root / pkg).rglob("*.py")]
+    modules = {_module_name(root, p) for p in files}
+    return {
+        _module_name(root, p): _imports(ast.parse(p.read_text(), str(p)), modules) for p in files
+    }
+
+
+def import_graph(root: Path | None = None) -> dict[str, set[str]]:
+    """Module -> the package modules it imports anywhere in it. Importing ``interp.a.b`` also runs
+    the ``__init__`` of ``interp.a`` and ``interp``, so those count as imported too (except the
+    importer's own parent packages, which are already being imported)."""
+    direct = direct_imports(root)
+    modules = set(direct)
     graph = {}
-    for p in files:
-        name = _module_name(p)
-        direct = _top_level_imports(ast.parse(p.read_text()), modules)
-        implied = {parent for m in direct for parent in _parents(m)} & modules
-        graph[name] = (direct | implied) - {name} - _parents(name)
+    for name, found in direct.items():
+        targets = {m for m, _ in found}
+        implied = {parent for m in targets for parent in _parents(m)} & modules
+        graph[name] = (targets | implied) - {name} - _parents(name)
     return graph
+
+
+def back_imports(root: Path | None = None) -> list[str]:
+    """Every import from a stage to a higher one, as ``importer:line -> imported (stage -> stage)``."""
+    found = []
+    for name, imports in sorted(direct_imports(root).items()):
+        for target, line in imports:
+            if stage_of(target) > stage_of(name):
+                found.append(
+                    f"{name}:{line} -> {target} "
+                    f"({STAGES[stage_of(name)][0]} -> {STAGES[stage_of(target)][0]})"
+                )
+    return found
+
+
+def direct_graph(root: Path | None = None) -> dict[str, set[str]]:
+    """Module -> the package modules its import statements name (no implied parent packages)."""
+    return {name: {m for m, _ in found} - {name} for name, found in direct_imports(root).items()}
+
+
+def stage_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """The import graph between stages (a stage importing itself left out)."""
+    out: dict[str, set[str]] = {name: set() for name, _ in STAGES}
+    for module, targets in graph.items():
+        a = STAGES[stage_of(module)][0]
+        out[a] |= {STAGES[stage_of(t)][0] for t in targets} - {a}
+    return out
+
+
+def folder_graph(graph: dict[str, set[str]], root: Path | None = None) -> dict[str, set[str]]:
+    """The import graph between the stages' package folders (``interp/train``, ``phenomenology``,
+    ...). A subpackage counts as its stage folder: ``interp/experiments/catalog`` (the declared
+    experiments, which the registry of ``interp/experiments`` loads and which register into it) is
+    part of ``interp/experiments``."""
+    root = ROOT if root is None else root
+
+    def folder(module: str) -> str:
+        parts = module.split(".")
+        for depth in (2, 1):
+            top = parts[:depth]
+            if len(parts) >= depth and (root / Path(*top)).is_dir():
+                return ".".join(top)
+        return parts[0]
+
+    out: dict[str, set[str]] = {}
+    for module, targets in graph.items():
+        out.setdefault(folder(module), set()).update(folder(t) for t in targets)
+    return {f: targets - {f} for f, targets in out.items()}
 
 
 def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
@@ -90,46 +197,145 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
     return None
 
 
+# ---- the rules, on the package as it is ------------------------------------------------------
+
+
+def test_no_import_runs_from_a_lower_stage_to_a_higher_one():
+    assert back_imports() == []
+
+
+def test_no_import_cycle_among_the_modules_counting_imports_inside_functions():
+    graph = import_graph()
+    # imports inside functions are edges (interp.train.training imports the stacked model lazily)
+    assert "interp.model.stacked" in graph["interp.train.training"]
+    # nested packages: the subpackages' __init__ modules are part of the graph
+    assert "interp.io" in graph["interp.train.training"]
+    cycle = find_cycle(graph)
+    assert cycle is None, " -> ".join(cycle)
+
+
+def test_no_cycle_among_the_stages_nor_the_folders():
+    """Between stages and between folders, the import statements themselves (the package root
+    ``interp``, run implicitly by every import of ``interp.*``, imports nothing at import time)."""
+    graph = direct_graph()
+    cycle = find_cycle(stage_graph(graph))
+    assert cycle is None, " -> ".join(cycle)
+    folders = folder_graph(graph)
+    assert "interp.analysis" in folders["phenomenology"]  # phenomenology reads analysis
+    cycle = find_cycle(folders)
+    assert cycle is None, " -> ".join(cycle)
+
+
+def test_every_module_has_a_stage_and_the_documented_order_is_the_tested_one():
+    for module in direct_imports():
+        stage_of(module)
+    text = (ROOT / "docs" / "contributing.md").read_text()
+    layout = text.split("## Layout", 1)[1].split("\n## ", 1)[0]
+    documented = re.findall(r"^\| \d+ \| `?([a-z]+)`? \|", layout, flags=re.M)
+    assert documented == [name for name, _ in STAGES]
+
+
+def test_the_library_never_imports_the_cli():
+    offenders = [
+        f"{name}:{line}"
+        for name, imports in direct_imports().items()
+        if name != "interp.cli"
+        for target, line in imports
+        if target == "interp.cli"
+    ]
+    assert offenders == []
+
+
+# ---- the checker itself: planted faults are found --------------------------------------------
+
+
 def test_the_cycle_finder_finds_a_known_cycle():
     assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": set()}) == ["a", "b", "c", "a"]
     assert find_cycle({"a": {"b"}, "b": set()}) is None
 
 
-def test_no_import_cycles_among_the_packages_modules():
-    graph = import_graph()
-    assert "interp.train.training" in graph and "interp.io.rundir" in graph["interp.train.training"]
-    # nested packages: the subpackages' __init__ modules are part of the graph
-    assert "interp.io" in graph["interp.train.training"]
-    assert find_cycle(graph) is None, " -> ".join(find_cycle(graph))
-
-
-def test_a_package_init_that_imports_its_importer_is_a_cycle(tmp_path, monkeypatch):
-    """What nested packages add: ``interp.x.__init__`` importing ``interp.y.b``, which imports
-    ``interp.x.a``, runs ``interp.x.__init__`` again half-done."""
-    for rel, body in {
-        "interp/__init__.py": "",
-        "interp/x/__init__.py": "from interp.y.b import B\n",
-        "interp/x/a.py": "A = 1\n",
-        "interp/y/__init__.py": "",
-        "interp/y/b.py": "from interp.x.a import A\nB = A\n",
-    }.items():
+def _plant(tmp_path: Path, monkeypatch, files: dict[str, str]) -> Path:
+    for rel, body in files.items():
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_text(body)
     monkeypatch.setitem(globals(), "ROOT", tmp_path)
     monkeypatch.setitem(globals(), "PACKAGES", ("interp",))
-    assert find_cycle(import_graph()) == ["interp.x", "interp.y.b", "interp.x"]
+    return tmp_path
 
 
-def test_the_library_never_imports_the_cli():
-    files = [p for pkg in PACKAGES for p in (ROOT / pkg).rglob("*.py")]
-    offenders = [
-        str(p.relative_to(ROOT))
-        for p in files
-        if p.name != "cli.py"
-        and any(
-            (isinstance(n, ast.ImportFrom) and n.module == "interp.cli")
-            or (isinstance(n, ast.Import) and any(a.name == "interp.cli" for a in n.names))
-            for n in ast.walk(ast.parse(p.read_text()))
-        )
+def test_a_package_init_that_imports_its_importer_is_a_cycle(tmp_path, monkeypatch):
+    """What nested packages add: ``interp.data.__init__`` importing ``interp.model.b``, which
+    imports ``interp.data.a``, runs ``interp.data.__init__`` again half-done."""
+    root = _plant(
+        tmp_path,
+        monkeypatch,
+        {
+            "interp/__init__.py": "",
+            "interp/data/__init__.py": "from interp.model.b import B\n",
+            "interp/data/a.py": "A = 1\n",
+            "interp/model/__init__.py": "",
+            "interp/model/b.py": "from interp.data.a import A\nB = A\n",
+        },
+    )
+    assert find_cycle(import_graph(root)) == ["interp.data", "interp.model.b", "interp.data"]
+
+
+def test_a_cycle_through_an_import_inside_a_function_is_found(tmp_path, monkeypatch):
+    root = _plant(
+        tmp_path,
+        monkeypatch,
+        {
+            "interp/__init__.py": "",
+            "interp/viz/__init__.py": "",
+            "interp/viz/a.py": "from interp.viz.b import g\n",
+            "interp/viz/b.py": (
+                "def g():\n    if True:\n        from interp.viz.a import f\n    return f\n"
+            ),
+        },
+    )
+    assert find_cycle(import_graph(root)) == ["interp.viz.a", "interp.viz.b", "interp.viz.a"]
+    assert back_imports(root) == []  # same stage: only the cycle rule catches it
+
+
+def test_a_back_import_inside_a_method_is_found_and_type_checking_is_exempt(tmp_path, monkeypatch):
+    root = _plant(
+        tmp_path,
+        monkeypatch,
+        {
+            "interp/__init__.py": "",
+            "interp/train/__init__.py": "",
+            "interp/viz/__init__.py": "",
+            "interp/viz/plots.py": "def plot(): ...\n",
+            "interp/train/loop.py": (
+                "from typing import TYPE_CHECKING\n"
+                "if TYPE_CHECKING:\n    from interp.viz.plots import plot\n"
+                "class Loop:\n    def run(self):\n        try:\n"
+                "            from interp.viz.plots import plot\n"
+                "        except ImportError:\n            pass\n"
+            ),
+        },
+    )
+    assert back_imports(root) == ["interp.train.loop:7 -> interp.viz.plots (train -> viz)"]
+
+
+def test_a_back_import_planted_in_a_copy_of_the_package_fails_the_rule(tmp_path, monkeypatch):
+    """The real package, copied, with one import inside a function of the training loop planted:
+    the rule that passes on the package fails on the copy, naming the line."""
+    for pkg in PACKAGES:
+        shutil.copytree(ROOT / pkg, tmp_path / pkg, ignore=shutil.ignore_patterns("__pycache__"))
+    (tmp_path / "docs").mkdir()
+    path = tmp_path / "interp" / "train" / "training.py"
+    text = path.read_text()
+    n = len(text.splitlines())
+    path.write_text(
+        text + "\n\ndef _planted():\n    from interp.viz.figures import standard_figures\n"
+    )
+    monkeypatch.setitem(globals(), "ROOT", tmp_path)
+    assert back_imports(tmp_path) == [
+        f"interp.train.training:{n + 4} -> interp.viz.figures (train -> viz)"
     ]
-    assert offenders == []
+    # and a function-level import back into training from below it closes a cycle
+    task = tmp_path / "interp" / "data" / "task.py"
+    task.write_text(task.read_text() + "\ndef _planted():\n    import interp.train.training\n")
+    graph = import_graph(tmp_path)
+    assert find_cycle(graph) is not None

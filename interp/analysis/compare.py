@@ -6,7 +6,8 @@ the seed (and the fields that do not change the mathematics of a run: ``train.de
 of different configs are drawn side by side, each labelled by the fields in which the configs
 differ (``K=256`` against ``K=512``), and are never averaged together.
 
-Used by ``induction-cliff figures``, ``transition`` and ``report``.
+Used by ``induction-cliff figures``, ``transition`` and ``report`` (the comparison figures are
+:mod:`interp.viz.compare_plots`).
 """
 
 from __future__ import annotations
@@ -18,9 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
-import plotly.graph_objects as go
 
 __all__ = [
     "IGNORED_FIELDS",
@@ -28,7 +27,6 @@ __all__ = [
     "config_fields",
     "group_runs",
     "group_mean",
-    "comparison_figures",
 ]
 
 logger = logging.getLogger(__name__)
@@ -37,17 +35,12 @@ logger = logging.getLogger(__name__)
 # differ in) and fields that change where or how fast a run computes, not what it computes.
 IGNORED_FIELDS = frozenset({"train.seed", "train.device", "train.num_threads"})
 
-# Curves of the comparison figures (one panel each), as in the single-config figures.
-# (IC2 accuracy follows IC accuracy closely; three panels keep the figure within a page.)
-DYNAMICS_COLUMNS = ("train_loss", "ic_acc", "iw_acc")
-PROGRESS_COLUMNS = ("ila1", "tila2", "cla")
-
 
 def config_fields(run) -> dict[str, object]:
     """A run's config as flat ``section.field`` -> value pairs (``task.K``, ``train.lr``, ...).
 
     Args:
-        run: a :class:`interp.train.training.Run`.
+        run: a :class:`interp.io.rundir.Run`.
 
     Returns:
         Every field of the task, model and train configs except :data:`IGNORED_FIELDS`.
@@ -119,7 +112,7 @@ def group_runs(runs: Sequence) -> list[RunGroup]:
     """Group runs by config (everything in ``config.json`` except the seed).
 
     Args:
-        runs: :class:`interp.train.training.Run` objects (from :func:`interp.train.training.load_run`).
+        runs: :class:`interp.io.rundir.Run` objects (from :func:`interp.io.rundir.load_run`).
 
     Returns:
         One :class:`RunGroup` per distinct config, in order of first appearance; each labelled by
@@ -166,55 +159,3 @@ def group_mean(group: RunGroup) -> pd.DataFrame:
     both = pd.concat(frames, ignore_index=True)
     numeric = [c for c in both.columns if c != "step" and pd.api.types.is_numeric_dtype(both[c])]
     return both.groupby("step", sort=True)[numeric].mean().reset_index()
-
-
-def _group_name(group: RunGroup) -> str:
-    n = len(group.runs)
-    seeds = "seed " + str(group.seeds[0]) if n == 1 else f"mean of {n} seeds"
-    return f"{group.label} ({seeds})"
-
-
-def group_transition(group: RunGroup, column: str = "ic_acc") -> float | None:
-    """Mean transition step of a group's seeds that transitioned (None if none did)."""
-    from interp.viz.figures import detect_run_transition
-
-    found = [detect_run_transition(r.metrics, column) for r in group.runs if len(r.metrics)]
-    found = [s for s in found if s is not None]
-    return float(np.mean(found)) if found else None
-
-
-def comparison_figures(groups: Sequence[RunGroup], note: str | None = None) -> dict[str, go.Figure]:
-    """Different configs side by side (:func:`interp.viz.plots.plot_run_comparison`).
-
-    Each config is one colour, labelled by the fields that differ; its seeds are averaged (the
-    legend says how many). Its mean transition step is a dashed line in its colour.
-
-    Args:
-        groups: from :func:`group_runs` (two or more, typically).
-        note: deviations from the paper's settings, printed under the title.
-
-    Returns:
-        ``{"training_dynamics": ..., "progress_measures": ...}``.
-    """
-    from interp.viz.plots import plot_run_comparison
-
-    metrics = {_group_name(g): group_mean(g) for g in groups}
-    transitions = {_group_name(g): group_transition(g) for g in groups}
-    columns = set().union(*(m.columns for m in metrics.values()))
-    dynamics = [c for c in DYNAMICS_COLUMNS if c in columns]
-    progress = [c for c in PROGRESS_COLUMNS if c in columns]
-    what = "configs compared; each config's seeds averaged, dashed: its mean transition"
-    full_note = f"{note}; {what}" if note else what
-    figures = {
-        "training_dynamics": plot_run_comparison(
-            metrics, dynamics, transitions, title="Training dynamics", note=full_note
-        )
-    }
-    if progress:
-        figures["progress_measures"] = plot_run_comparison(
-            metrics, progress, transitions, title="Progress measures", note=full_note
-        )
-    for fig in figures.values():  # narrower panels than plot_run_comparison's default 420 px
-        n_panels = len([k for k in fig.layout if k.startswith("xaxis")])
-        fig.update_layout(width=300 * n_panels + 220, legend={"font": {"size": 11}})
-    return figures

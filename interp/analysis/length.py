@@ -27,9 +27,10 @@ import torch
 
 from interp.analysis.evaluation import evaluate
 from interp.analysis.transition import detect_transition
+from interp.config.train_config import derive_seed
 from interp.data.task import TaskGenerator
+from interp.io.rundir import Run, load_run
 from interp.model.positional import ROPE_SCALINGS, get_positional
-from interp.train.training import Run, derive_seed, load_run
 
 __all__ = [
     "evaluate_lengths",
@@ -180,7 +181,7 @@ def evaluate_lengths(
     """Evaluate a trained run at several lengths (see :func:`length_table` for the columns).
 
     Args:
-        run: a :class:`~interp.train.training.Run` or its directory.
+        run: a :class:`~interp.io.rundir.Run` or its directory.
         n_pairs: context pairs of each evaluation.
         n: sequences per set (default: the run's ``n_eval``).
         step: checkpoint to load (default: the last one).
@@ -222,7 +223,7 @@ def encoding_table(
     ``s = n_pairs / N``).
 
     Args:
-        runs: run directories (or :class:`~interp.train.training.Run` objects).
+        runs: run directories (or :class:`~interp.io.rundir.Run` objects).
         n_pairs: context pairs of each evaluation.
         n: sequences per evaluation set (default: each run's ``n_eval``).
         rope_scalings: eval-time rescalings of RoPE runs.

@@ -120,6 +120,10 @@ class MeasureInputs:
         return self[_pattern_hook(layer % self.n_layers if layer < 0 else layer)]
 
 
+OTHER_PANEL = "other measures"
+"""The progress-measure figure's row for a measure that names none."""
+
+
 @dataclass(frozen=True, kw_only=True)
 class Measure:
     """One registered progress measure (see the module docstring).
@@ -138,6 +142,9 @@ class Measure:
         fit_quantity: the phenomenological model's quantity this measure is fitted against
             (``s1``, ``p``, ``cla``; see :mod:`phenomenology.fit`), or ``None``.
         fit_map: ``affine`` or ``identity`` (how it is compared with ``fit_quantity``).
+        panel: the row of the progress-measure figure it is drawn in (a row of that name is
+            added after the others when none has it; measures on a 0-1 scale), or ``""`` for
+            none (the explorer shows every measure with a panel).
         source: the module that registered it (filled in by :func:`register_measure`).
     """
 
@@ -151,6 +158,7 @@ class Measure:
     description: str = ""
     fit_quantity: str | None = None
     fit_map: str | None = None
+    panel: str = OTHER_PANEL
     source: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
@@ -183,6 +191,8 @@ class Measure:
             raise bad("fit_map", "fit_quantity and fit_map are given together or not at all")
         if self.fit_map is not None and self.fit_map not in FIT_MAPS:
             raise bad("fit_map", f"allowed values are {FIT_MAPS}")
+        if not isinstance(self.panel, str):
+            raise bad("panel", "must be a panel name, or '' for none")
 
     @property
     def pattern_layers(self) -> tuple[int, ...]:
@@ -211,6 +221,7 @@ def register_measure(
     description: str = "",
     fit_quantity: str | None = None,
     fit_map: str | None = None,
+    panel: str | None = None,
     replace: bool = False,
 ) -> Measure:
     """Register a progress measure (see :class:`Measure` for the fields).
@@ -218,7 +229,8 @@ def register_measure(
     Args:
         name: column name in ``metrics.csv``.
         compute: ``compute(inputs: MeasureInputs) -> float``.
-        reads: hook names it reads; ``label`` defaults to ``name``.
+        reads: hook names it reads; ``label`` defaults to ``name``; ``panel`` to
+            :data:`OTHER_PANEL`.
         replace: allow replacing a registered measure of the same name (else that is an error,
             so that two plugins cannot silently shadow each other).
 
@@ -239,6 +251,7 @@ def register_measure(
         description=description,
         fit_quantity=fit_quantity,
         fit_map=fit_map,
+        panel=OTHER_PANEL if panel is None else panel,
         source=_source(compute),
     )
     if name in MEASURES and not replace:
@@ -513,6 +526,7 @@ register_measure(
     description="layer 1: attention from each label to its own item (previous-token head)",
     fit_quantity="s1",
     fit_map="affine",
+    panel="attention (IC set)",
 )
 register_measure(
     "tila2",
@@ -525,6 +539,7 @@ register_measure(
     description="layer 2: query attention on the labels of items of the query's class",
     fit_quantity="p",
     fit_map="affine",
+    panel="attention (IC set)",
 )
 register_measure(
     "tla2",
@@ -535,6 +550,7 @@ register_measure(
     color="#56B4E9",
     direction="rising",
     description="layer 2: query attention on all label tokens",
+    panel="attention (IC set)",
 )
 register_measure(
     "cla",
@@ -545,6 +561,7 @@ register_measure(
     description="share of predictions that are one of the context's labels",
     fit_quantity="cla",
     fit_map="identity",
+    panel="accuracy (IC set)",
 )
 register_measure(
     "prev_token_score",
@@ -554,6 +571,7 @@ register_measure(
     color="#D55E00",  # distinct from ILA1, which it tracks closely in the same figure
     direction="rising",
     description="layer 1: attention on the previous token, over every token",
+    panel="head scores",
 )
 register_measure(
     "induction_score",
@@ -564,6 +582,7 @@ register_measure(
     color="#000000",  # distinct from TILA2, which it tracks closely in the same figure
     direction="rising",
     description="layer 2: attention on the label after an earlier item of the row's class",
+    panel="head scores",
 )
 register_measure(
     "l1_neff_labels",
@@ -575,6 +594,7 @@ register_measure(
     color="#0072B2",
     direction="falling",
     description="layer 1: effective number of keys on label rows / visible keys (min over heads)",
+    panel="",
 )
 register_measure(
     "l2_neff_query",
@@ -590,6 +610,7 @@ register_measure(
     direction="falling",
     description="layer 2: effective number of keys on the query row / visible keys (min over "
     "heads)",
+    panel="",
 )
 
 BUILTIN_MEASURES = measure_names()

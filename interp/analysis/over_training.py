@@ -16,7 +16,7 @@ import torch
 from interp.analysis.evaluation import accuracy_and_loss
 from interp.analysis.measures import compute_measures
 from interp.analysis.probes import cache_patterns
-from interp.train.training import Run, load_run
+from interp.io.rundir import Run, load_run
 
 __all__ = [
     "measures_over_checkpoints",
@@ -42,7 +42,7 @@ def measures_over_checkpoints(
     """Apply probes to every checkpoint of a run.
 
     Args:
-        run: a :class:`~interp.train.training.Run` or its directory.
+        run: a :class:`~interp.io.rundir.Run` or its directory.
         probes: ``{name: probe}``; a probe returning a dict contributes one measure per key
             (named by the key). Default: accuracy and loss on the set (named ``ic_acc`` and
             ``ic_loss`` whatever the set) and every registered measure

@@ -31,6 +31,7 @@ import pandas as pd
 from scipy.optimize import OptimizeWarning, curve_fit
 
 __all__ = [
+    "detect_run_transition",
     "METHODS",
     "Transition",
     "TransitionResult",
@@ -129,16 +130,9 @@ def detect_transition(
         head = float(values[0]) if len(values) else float("nan")
         tail = float(values[-1]) if len(values) else float("nan")
         return TransitionResult(
-            False,
-            None,
-            None,
-            head,
-            None,
-            None,
-            tail,
-            float("nan"),
+            False, None, None, head, None, None, tail, float("nan"),
             f"too few points ({len(steps)} < 5) to detect a transition",
-        )
+        )  # fmt: skip
     order = np.argsort(steps)
     steps, values = steps[order], values[order]
     window = smooth_window or max(3, len(steps) // 20)
@@ -215,7 +209,7 @@ def _plateau_median(steps: np.ndarray, values: np.ndarray, end: float, length: f
 METHODS = ("logistic", "cliff")
 """Transition detectors of :func:`find_transition`: ``logistic`` for a rising measure (a
 four-parameter logistic in step, :func:`detect_transition`), ``cliff`` for a falling one (the
-steepest drop in log-step, :func:`phenomenology.landscape.detect_cliff`)."""
+steepest drop in log-step, :func:`interp.analysis.cliff.detect_cliff`)."""
 
 
 @dataclass(frozen=True)
@@ -236,6 +230,26 @@ class Transition(TransitionResult):
 def measure_direction(name: str) -> str:
     """``"falling"`` for a loss (a name ending in ``loss``), ``"rising"`` for anything else."""
     return "falling" if str(name).endswith("loss") else "rising"
+
+
+def _no_cliff_reason(c, drop: float, need: float, last_step: float, max_width_ratio: float) -> str:
+    """Why a detected cliff does not count as a transition ("" when it does)."""
+    reason = ""
+    if not drop > need:
+        reason = f"drop {drop:.3g} from the plateau <= {need:.3g}"
+    elif c.transition >= last_step:
+        reason = "the steepest drop is at the last point: the curve may still be falling"
+    elif c.plateau_length < 0.2 * c.transition:
+        reason = (
+            f"no plateau before the drop: {c.plateau_length:.0f} steps, under 20% of the "
+            f"transition step {c.transition:.0f}"
+        )
+    elif c.width > max_width_ratio * c.transition:
+        reason = (
+            f"gradual drop: onset-to-end width {c.width:.0f} > {max_width_ratio:g} x the "
+            f"transition step {c.transition:.0f}"
+        )
+    return reason
 
 
 def find_transition(
@@ -301,7 +315,7 @@ def find_transition(
             fields["plateau_level"], fields["final_level"] = -r.plateau_level, -r.final_level
             fields["plateau_measured"] = -r.plateau_measured
         return Transition(**fields, method=method, direction=direction, plateau_start=first)
-    from phenomenology.landscape import detect_cliff
+    from interp.analysis.cliff import detect_cliff
 
     y = values if direction == "falling" else -values
     if len(steps) < 5:
@@ -317,21 +331,7 @@ def find_transition(
     sign = 1.0 if direction == "falling" else -1.0
     drop = c.plateau_loss - c.floor_loss
     need = (0.3 if min_rise is None else min_rise) * abs(c.plateau_loss)
-    reason = ""
-    if not drop > need:
-        reason = f"drop {drop:.3g} from the plateau <= {need:.3g}"
-    elif c.transition >= steps[-1]:
-        reason = "the steepest drop is at the last point: the curve may still be falling"
-    elif c.plateau_length < 0.2 * c.transition:
-        reason = (
-            f"no plateau before the drop: {c.plateau_length:.0f} steps, under 20% of the "
-            f"transition step {c.transition:.0f}"
-        )
-    elif c.width > max_width_ratio * c.transition:
-        reason = (
-            f"gradual drop: onset-to-end width {c.width:.0f} > {max_width_ratio:g} x the "
-            f"transition step {c.transition:.0f}"
-        )
+    reason = _no_cliff_reason(c, drop, need, float(steps[-1]), max_width_ratio)
     return Transition(
         transitioned=not reason,
         step=float(c.transition),
@@ -351,6 +351,30 @@ def find_transition(
         direction=direction,
         plateau_start=float(c.plateau_start),
     )
+
+
+def detect_run_transition(metrics: pd.DataFrame, column: str = "ic_acc") -> float | None:
+    """Step of the transition of ``column``, by :func:`interp.analysis.transition.find_transition`
+    (``logistic`` on a rising measure, ``cliff`` on a loss).
+
+    Args:
+        metrics: a run's ``metrics.csv``.
+        column: the curve to look at (IC accuracy by default).
+
+    Returns:
+        The transition step, or None when the run did not transition (or has no such column).
+    """
+    if column not in metrics.columns or len(metrics) < 3:
+        return None
+    df = metrics[["step", column]].dropna()
+    result = find_transition(
+        df["step"].to_numpy(dtype=float),
+        df[column].to_numpy(dtype=float),
+        direction=measure_direction(column),
+    )
+    if not result.transitioned or result.step is None:
+        return None
+    return float(result.step)
 
 
 def event_order(
@@ -407,7 +431,7 @@ def transition_report(
         named ``mean [K=512]``, ``std [K=512]``, ..., after the fields that differ.
     """
     from interp.analysis.compare import group_runs
-    from interp.train.training import load_run
+    from interp.io.rundir import load_run
 
     frames = [r for r in runs if isinstance(r, pd.DataFrame)]
     if frames and len(frames) < len(runs):

@@ -3,3 +3,6 @@ the IC / IC2 / IW evaluation sets, batch metadata), which every later stage draw
 from, and CoPE's own token tasks (:mod:`interp.data.cope_tasks`: flip-flop, selective copy and
 counting, with the small token network and the comparison of encodings that make them a positive
 control)."""
+
+# The built-in tasks register themselves (interp.data.tasks: the standard task; the token tasks).
+from interp.data import cope_tasks, tasks  # noqa: E402, F401

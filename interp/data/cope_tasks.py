@@ -13,10 +13,10 @@ Golovneva et al. (2024) test CoPE on token tasks where the position that matters
 Each has an in-distribution test set (the training distribution) and out-of-distribution sets:
 sparser content (more fillers, ignores or blanks at the same length) and longer sequences.
 
-These are token tasks, so :class:`TokenNet` puts an embedding in front of the same hooked blocks as
-:class:`~interp.model.network.InductionNet` (attention-only :class:`~interp.model.network.TransformerBlock`, any
-encoding of :mod:`interp.model.positional`) and the same ReLU classifier, applied at every position.
-Loss and accuracy count only the answer positions (``targets != IGNORE``).
+These are token tasks: :class:`interp.model.token_net.TokenNet` puts an embedding in front of the
+same hooked blocks as the network, and :mod:`interp.train.token_training` trains it through the
+one training loop and compares encodings. Loss and accuracy count only the answer positions
+(``targets != IGNORE``).
 
 [reconstruction] Vocabularies, lengths and probabilities are small versions chosen for a CPU; the
 paper's sizes are larger (e.g. flip-flop of length 256). The shapes of the tasks follow the paper.
@@ -24,20 +24,13 @@ paper's sizes are larger (e.g. flip-flop of length 256). The shapes of the tasks
 
 from __future__ import annotations
 
-import math
-import warnings
 from dataclasses import dataclass
 
-import pandas as pd
 import torch
-import torch.nn.functional as F
 from jaxtyping import Int
-from torch import Tensor, nn
-from transformer_lens import HookedRootModule
-from transformer_lens.hook_points import HookPoint
+from torch import Tensor
 
-from interp.model.network import Classifier, ModelConfig, TransformerBlock, positional_from_config
-from interp.model.positional import UntrainedPositionWarning
+from interp.data.tasks import TASKS, register_task
 
 __all__ = [
     "IGNORE",
@@ -46,11 +39,6 @@ __all__ = [
     "SelectiveCopy",
     "Counting",
     "COPE_TASKS",
-    "TokenNet",
-    "token_model_config",
-    "token_accuracy",
-    "train_token_task",
-    "compare_encodings",
 ]
 
 IGNORE = -100  # target of positions that are not scored (F.cross_entropy's ignore_index)
@@ -299,204 +287,29 @@ class Counting:
         }
 
 
-COPE_TASKS = {"flipflop": FlipFlop, "selective_copy": SelectiveCopy, "counting": Counting}
+def token_task_generator(config, seed: int):
+    """A CoPE token task generates its own sequences: the config is the generator
+    (``sample(n, g)``, ``test_sets(n, seed)``)."""
+    return config
 
 
-def token_model_config(task, positional: str, **overrides) -> ModelConfig:
-    """A small :class:`~interp.model.network.ModelConfig` for ``task`` (``D`` is the embedding width).
-
-    The positional table covers the training length only (``n_positions = task.seq_len``): longer
-    test sequences meet untrained absolute positions, reported by an
-    :class:`~interp.model.positional.UntrainedPositionWarning`. Defaults: ``D = 32``, 2 layers, 1 head,
-    ``d_head = 32``, classifier of width 64 with 1 hidden layer, ``attn_scale = "sqrt"``.
-    """
-    base = dict(
-        D=32,
-        L=task.d_vocab,
-        n_positions=task.seq_len,
-        n_ctx_train=task.seq_len,
-        positional=positional,
-        d_head=32,
-        d_mlp=64,
-        n_mlp_layers=1,
-        attn_scale="sqrt",
-        cope_p_max=task.seq_len,
+# The registry's entries (interp.data.tasks): their own configs, the "tokens" layout (answer
+# positions marked by targets != IGNORE), no progress measure of the in-context task applies.
+for _name, _cls in (
+    ("flipflop", FlipFlop),
+    ("selective_copy", SelectiveCopy),
+    ("counting", Counting),
+):
+    register_task(
+        _name,
+        token_task_generator,
+        config=_cls,
+        eval_sets=("id", "ood_sparse", "ood_long"),
+        layout="tokens",
+        measures=(),
+        description=(_cls.__doc__ or "").strip().split("\n")[0]
+        + " (train: interp.train.token_training.train_token_task)",
     )
-    base.update(overrides)
-    return ModelConfig.from_dict(base)
 
-
-class TokenNet(HookedRootModule):
-    """Token embedding + the hooked attention-only blocks + a per-position ReLU classifier.
-
-    Hooks as :class:`~interp.model.network.InductionNet` (``hook_embed [batch, pos, D]``,
-    ``hook_pos_embed``, ``blocks.{l}...``), except that the classifier runs at every position:
-    ``classifier.hook_hidden_{i} [batch, pos, d_mlp]`` and ``hook_logits [batch, pos, d_vocab]``
-    (``cfg.L`` is the vocabulary size).
-
-    Args:
-        cfg: network shape and parts (see :func:`token_model_config`).
-        seed: seed of the weight initialisation (no global RNG is touched).
-    """
-
-    def __init__(self, cfg: ModelConfig, seed: int | None = 0) -> None:
-        super().__init__()
-        self.cfg = cfg
-        with torch.random.fork_rng(devices=[]):
-            if seed is not None:
-                torch.manual_seed(seed)
-            self.W_E = nn.Parameter(torch.randn(cfg.L, cfg.D) / math.sqrt(cfg.D))
-            self.positional = positional_from_config(cfg)
-            self.blocks = nn.ModuleList(
-                TransformerBlock(cfg, self.positional) for _ in range(cfg.n_layers)
-            )
-            self.classifier = Classifier(cfg)
-        self.hook_embed = HookPoint()  # [batch, pos, D]
-        self.hook_pos_embed = HookPoint()  # [batch, pos, *] as the encoding says
-        self.hook_logits = HookPoint()  # [batch, pos, d_vocab]
-        self.setup()
-
-    def forward(self, tokens: Int[Tensor, "batch pos"]) -> Tensor:
-        """Logits ``[batch, pos, d_vocab]``; positions are ``0 .. pos-1``."""
-        positions = torch.arange(tokens.shape[1], device=tokens.device).expand(tokens.shape)
-        embed = self.hook_embed(self.W_E[tokens])
-        resid = self.positional.combine(embed, self.hook_pos_embed(self.positional(positions)))
-        for block in self.blocks:
-            resid = block(resid, positions)
-        return self.hook_logits(self.classifier(resid))
-
-
-@torch.no_grad()
-def token_accuracy(model: TokenNet, batch: TokenBatch) -> dict[str, float]:
-    """Accuracy on the answer positions, and the fraction of sequences with every answer right."""
-    logits = model(batch.tokens)
-    scored = batch.targets != IGNORE
-    right = (logits.argmax(-1) == batch.targets) | ~scored
-    return {
-        "acc": float(right[scored].float().mean()) if scored.any() else float("nan"),
-        "seq_acc": float(right.all(dim=1).float().mean()),
-    }
-
-
-def train_token_task(
-    task,
-    cfg: ModelConfig,
-    *,
-    steps: int = 1500,
-    batch_size: int = 64,
-    lr: float = 3e-3,
-    seed: int = 0,
-    eval_every: int = 250,
-    n_test: int = 512,
-    progress: bool = False,
-) -> tuple[TokenNet, pd.DataFrame]:
-    """Train a :class:`TokenNet` on one of the tasks with Adam; evaluate on its test sets.
-
-    Returns:
-        The trained model and a DataFrame with one row per evaluation: ``step, train_loss`` and
-        ``{set}_acc, {set}_seq_acc`` for each test set of ``task.test_sets``. Positions past the
-        absolute table in the long sets raise an
-        :class:`~interp.model.positional.UntrainedPositionWarning` (callers decide whether to silence it).
-    """
-    from interp.train.training import TrainConfig, run_training_loop
-
-    run = _TokenRun(
-        task,
-        TokenNet(cfg, seed=seed),
-        TrainConfig(
-            optimizer="adam",
-            lr=lr,
-            weight_decay=0.0,
-            batch_size=batch_size,
-            steps=steps,
-            eval_every=eval_every,
-            seed=seed,
-        ),
-        tests=task.test_sets(n_test, seed=seed + 2_000_003),
-        stream=torch.Generator().manual_seed(seed + 1_000_003),
-    )
-    # The toolkit's one training loop: schedule, Ctrl-C/SIGTERM at a step boundary, divergence
-    # check and progress bar are the network's; this task brings its batches, loss and accuracy.
-    run_training_loop(run, progress=progress)
-    return run.model, pd.DataFrame(run.rows)
-
-
-class _TokenRun:
-    """A token-task run as :func:`interp.train.training.run_training_loop` drives it (in memory)."""
-
-    progress_columns = {"train_loss": "loss", "id_acc": "id"}
-
-    def __init__(self, task, model: TokenNet, cfg, tests: dict, stream: torch.Generator) -> None:
-        self.task, self.model, self.cfg, self.tests, self.stream = task, model, cfg, tests, stream
-        self.hooks: list = []
-        self.out = None
-        self.optimizer_state = None
-        self.step, self.loss_sum, self.loss_count = 0, 0.0, 0
-        self.rows: list[dict] = []
-        self._last_eval = -1
-
-    def sample(self) -> TokenBatch:
-        return self.task.sample(self.cfg.batch_size, self.stream)
-
-    def batch_loss(self, batch: TokenBatch) -> Tensor:
-        logits = self.model(batch.tokens)
-        return F.cross_entropy(
-            logits.reshape(-1, logits.shape[-1]), batch.targets.reshape(-1), ignore_index=IGNORE
-        )
-
-    def evaluate_if_due(self) -> dict | None:
-        step = self.step
-        if (
-            not (step % self.cfg.eval_every == 0 or step == self.cfg.steps)
-            or step <= self._last_eval
-        ):
-            return None
-        was_training = self.model.training
-        self.model.eval()
-        mean = self.loss_sum / self.loss_count if self.loss_count else float("nan")
-        row = {"step": step, "train_loss": mean}
-        for name, batch in self.tests.items():
-            row.update({f"{name}_{k}": v for k, v in token_accuracy(self.model, batch).items()})
-        self.model.train(was_training)
-        self.rows.append(row)
-        self.loss_sum, self.loss_count, self._last_eval = 0.0, 0, step
-        return row
-
-    def save_resume(self) -> None:
-        """In memory: nothing to save."""
-
-    def diverged(self, value: float) -> Exception:
-        from interp.train.training import TrainingDiverged
-
-        return TrainingDiverged(
-            f"training loss became {value} at step {self.step + 1} (token task, seed "
-            f"{self.cfg.seed}); stopped. Try a smaller lr."
-        )
-
-
-def compare_encodings(
-    task,
-    positionals=("learned", "cope"),
-    seeds=(0, 1),
-    *,
-    steps: int = 1500,
-    **train_kw,
-) -> pd.DataFrame:
-    """Train one :class:`TokenNet` per encoding and seed; the final row of each, side by side.
-
-    Untrained-position warnings of the long test sets are silenced here: the table is the report.
-
-    Returns:
-        One row per ``(positional, seed)`` with the final test accuracies of
-        :func:`train_token_task` (``id_acc``, ``ood_sparse_acc``, ``ood_long_acc``, ...).
-    """
-    rows = []
-    for positional in positionals:
-        for seed in seeds:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", UntrainedPositionWarning)
-                _, df = train_token_task(
-                    task, token_model_config(task, positional), steps=steps, seed=seed, **train_kw
-                )
-            rows.append({"positional": positional, "seed": seed, **df.iloc[-1].to_dict()})
-    return pd.DataFrame(rows)
+COPE_TASKS = {name: TASKS[name].config for name in ("flipflop", "selective_copy", "counting")}
+"""CoPE's token tasks by registered name (their configs, which generate their sequences)."""

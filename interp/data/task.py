@@ -63,6 +63,8 @@ class TaskConfig:
             ``B = 0`` (the paper does not say what IC means without bursty training data; this is
             a choice of this toolkit).
         n_eval: sequences in each evaluation set (IC, IC2, IW).
+        task: the registered task (:mod:`interp.data.tasks`) whose generator draws the
+            sequences; ``standard`` is this task.
     """
 
     D: int = 63
@@ -78,8 +80,10 @@ class TaskConfig:
     novel_pool: int | None = 128
     B_eval: int | None = None
     n_eval: int = 2048
+    task: str = "standard"
 
     def __post_init__(self) -> None:
+        _check(isinstance(self.task, str) and bool(self.task), "task", self.task, "a task name")
         for name in ("D", "K", "L", "N", "N_max", "n_eval"):
             value = getattr(self, name)
             _check(
@@ -159,8 +163,12 @@ class TaskConfig:
         return 2 * self.N + 1
 
     def to_dict(self) -> dict:
-        """A JSON-serialisable dict of the fields."""
-        return dataclasses.asdict(self)
+        """A JSON-serialisable dict of the fields (``task`` only when it is not the standard
+        task, so that the standard task's ``config.json`` is what it always was)."""
+        d = dataclasses.asdict(self)
+        if d["task"] == "standard":
+            del d["task"]
+        return d
 
 
 @dataclass

@@ -47,10 +47,11 @@ from pathlib import Path
 
 import pandas as pd
 
+from interp.config.train_config import TrainConfig, derive_seed
 from interp.data.task import TaskConfig, TaskGenerator
+from interp.data.tasks import get_task, make_generator
 from interp.io import checkpoints
 from interp.io.atomic import clean_temp_files, write_json_atomic, write_text_atomic
-from interp.train.train_config import TrainConfig, derive_seed
 
 __all__ = [
     "FORMAT_VERSION",
@@ -169,7 +170,7 @@ def configs_dict(task: TaskConfig, model, train: TrainConfig, kind: str = "induc
     """What ``config.json`` holds for these configs."""
     model_dict = model.to_dict() if hasattr(model, "to_dict") else dataclasses.asdict(model)
     model_dict = {k: v for k, v in model_dict.items() if k != "kind"}
-    from interp.train.plugins import loaded_plugins
+    from interp.io.plugins import loaded_plugins
 
     # The plugins loaded (--plugin) are recorded: their measures are columns of metrics.csv.
     plugins = loaded_plugins()
@@ -366,7 +367,12 @@ def read_config(path: str | os.PathLike) -> tuple[dict, list[str]]:
 
 def parse_configs(config: dict, path: Path):
     """The ``(task, model_config, train_config)`` objects of a validated config dict."""
-    task = build_config(TaskConfig, config["task"], f"{path}: task")
+    task_dict = config["task"] if isinstance(config["task"], Mapping) else {}
+    try:
+        task_class = get_task(task_dict.get("task", "standard")).config
+    except ValueError as err:
+        raise RunDirectoryError(f"{path}: task: {err}") from None
+    task = build_config(task_class, config["task"], f"{path}: task")
     model = build_config(
         RUN_KINDS[config["kind"]].config_class(), config["model"], f"{path}: model"
     )
@@ -886,7 +892,7 @@ class Run:
     def generator(self) -> TaskGenerator:
         """The run's task generator (same class means and label vectors)."""
         if self._generator is None:
-            self._generator = TaskGenerator(
+            self._generator = make_generator(
                 self.task, seed=derive_seed(self.train_config.seed, "task")
             )
         return self._generator
@@ -973,3 +979,14 @@ def load_run(path: str | os.PathLike) -> Run:
         metrics_problem=metrics.problem,
         notes=notes,
     )
+
+
+def recorded_plugins(run_dir: str | os.PathLike) -> list[str]:
+    """The plugins a run directory's ``config.json`` records (``[]`` for none or no readable
+    config)."""
+    try:
+        config, _ = read_config(Path(run_dir) / "config.json")
+    except RunDirectoryError:
+        return []
+    plugins = config.get("plugins", [])
+    return [str(p) for p in plugins] if isinstance(plugins, list) else []

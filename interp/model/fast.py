@@ -242,7 +242,7 @@ def query_row_one_head(
     wv = w.bmm(W_VO.transpose(1, 2))  # W_VO w
     # [S*b, 2, d] @ [S*b, d, n]: u.w and u.(W_VO w) as two rows. The same product as
     # u @ [w, wv] ([S*b, n, 2]), but MKL's batched GEMM runs this layout ~5x faster at these
-    # sizes, forward and backward (benchmarks/bench_train.py, docs in the README's speed section).
+    # sizes, forward and backward (benchmarks/bench_train.py, docs/results/speed.md).
     uw = torch.stack([w, wv], dim=2).view(S * b, 2, d) @ u.transpose(1, 2)  # [S*b, 2, n]
     s2 = uw[:, 0] + (a1 * uw[:, 1, None, :]).sum(-1)  # + a1 @ (u W_VO w), elementwise
     a2 = torch.softmax(_scaled(s2, scale, -1), dim=-1)[:, None]  # [S*b, 1, n]

@@ -461,7 +461,7 @@ class RopeConfig:
         mix_b: exponent ``b`` of the ``mixed`` rescaling (1: NTK-aware, 0: interpolation).
         constant_dim: append one residual dimension that is 1 at every token (``d_model = D + 1``),
             so that ``W_Q`` and ``W_K`` can learn a query/key bias through their weights: the
-            control for ``qk_bias`` (issue 15). The paper has none.
+            control for ``qk_bias``. The paper has none.
     """
 
     base: float | int = 10000.0

@@ -116,9 +116,16 @@ def build_configs(preset_name: str, overrides: dict[str, str], seed: int | None)
         model_f["positional_config"] = preset.model["positional_config"]
     if seed is not None:
         train_f["seed"] = seed
+    from interp.config.train_config import TrainConfig
     from interp.data.task import TaskConfig
-    from interp.train.train_config import TrainConfig
+    from interp.data.tasks import get_task
 
+    spec = get_task(task_f.get("task", "standard"))  # one line naming the registered tasks
+    if spec.config is not TaskConfig:
+        raise ValueError(
+            f"--set task={spec.name!r} is invalid here: its config is {spec.config.__name__}, not "
+            f"TaskConfig; this command trains the network on TaskConfig tasks only"
+        )
     task = TaskConfig(**task_f)
     return task, ModelConfig.from_task(task, **model_f), TrainConfig(**train_f), preset
 

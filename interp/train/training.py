@@ -11,7 +11,9 @@ A run directory holds everything needed to analyse or resume a run::
         resume.pt                   model, optimizer, RNG state, step: written atomically at every
                                     evaluation and on Ctrl-C
 
-``train`` returns the metrics as a pandas DataFrame; :func:`load_run` reopens a finished run.
+``train`` returns the metrics as a pandas DataFrame; :func:`interp.io.rundir.load_run` reopens a
+finished run. What each evaluation computes is handed in as callbacks (:class:`EvalCallback`):
+this module knows no measure, forecast or figure.
 
 The paper's setting is plain SGD, lr 0.01, weight decay 1e-6 (the author's multiplicative shrink),
 batch 128 of fresh sequences.
@@ -27,47 +29,56 @@ import math
 import os
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import pandas as pd
 import torch
 import torch.nn.functional as F
 from tqdm.auto import tqdm
 
-from interp.analysis.evaluation import evaluate, per_class_accuracy
-from interp.data.task import TaskConfig, TaskGenerator
+from interp.config.train_config import TrainConfig, checkpoint_schedule, derive_seed
+from interp.data.task import TaskConfig
+from interp.data.tasks import get_task, make_generator, task_name
 from interp.io.rundir import (
-    FORMAT_VERSION,
-    Run,
     RunDirectoryError,
     RunWriter,
     configs_dict,
-    load_run,
 )
 from interp.model.fast import fast_logits, supports_fast_path
 from interp.model.interventions import intervention_hooks
 from interp.model.network import InductionNet, ModelConfig
 from interp.train.allocator import retain_freed_memory
-from interp.train.train_config import TrainConfig, checkpoint_schedule, derive_seed
 
 __all__ = [
-    "TrainConfig",
+    "EvalCallback",
     "train",
     "train_many",
-    "load_run",
-    "Run",
     "TrainingDiverged",
     "TrainingInterrupted",
-    "RunDirectoryError",
-    "checkpoint_schedule",
-    "derive_seed",
-    "FORMAT_VERSION",
     "run_training_loop",
 ]
 
 log = logging.getLogger(__name__)
+
+
+class EvalCallback(Protocol):
+    """What the loop calls at every evaluation, in the order given; the caller chooses them (the
+    command line, a preset or :func:`interp.experiments.standard.train` hand in the standard
+    evaluation of :mod:`interp.analysis.evaluation` and the live forecast of
+    :mod:`phenomenology.forecast`). The loop itself computes only ``step`` and ``train_loss``.
+
+    ``callback(run, row)`` returns the columns to add to the metrics row (``run`` is the run being
+    trained: ``model``, ``cfg``, ``task``, ``generator``, ``eval_sets``, ``per_class_set``,
+    ``rows`` (the earlier rows); ``row`` holds the columns of this evaluation so far). Optional
+    attributes: ``table = "per_class_iw"`` sends the columns to ``per_class_iw.csv`` instead of
+    the row (called only when ``TrainConfig.per_class_iw > 0``); ``progress(row) -> dict[str,
+    str]`` adds to what the progress bar shows. Every column ending in ``_loss`` (but
+    ``train_loss``) must be finite, or the run stops as diverged.
+    """
+
+    def __call__(self, run: Any, row: dict) -> Mapping[str, float]: ...
 
 
 class TrainingDiverged(RuntimeError):
@@ -98,7 +109,7 @@ def train(
     progress: bool = True,
     stop_after: int | None = None,
     kind: str = "induction_net",
-    extra_metrics=None,
+    callbacks: Sequence[EvalCallback] = (),
 ) -> pd.DataFrame:
     """Train the network on fresh batches of the task; evaluate, checkpoint and resume.
 
@@ -117,10 +128,12 @@ def train(
             that is not a run is never written into) and start again.
         progress: show a progress bar with the step, losses and accuracies.
         stop_after: stop (as if interrupted, state saved) once this many steps are done; for tests
-            and for splitting a long run over sessions.
+            and for splitting a long run into several invocations.
         kind: the kind of model (:data:`interp.io.rundir.RUN_KINDS`), recorded in ``config.json``;
             ``model_config`` is that kind's config.
-        extra_metrics: ``(model, generator) -> dict`` of further columns for every evaluation row.
+        callbacks: what is evaluated at every evaluation (:class:`EvalCallback`); none: only
+            ``step`` and ``train_loss``. :func:`interp.experiments.standard.train` passes the
+            standard ones.
 
     Returns:
         The metrics, one row per evaluation (also in ``out_dir/metrics.csv``).
@@ -141,7 +154,7 @@ def train(
         resume,
         overwrite,
         kind=kind,
-        extra_metrics=extra_metrics,
+        callbacks=callbacks,
     )
     try:
         _loop([run], _single_step(run), progress, stop_after)
@@ -161,6 +174,7 @@ def train_many(
     overwrite: bool = False,
     progress: bool = True,
     stop_after: int | None = None,
+    callbacks: Sequence[EvalCallback] = (),
 ) -> list[pd.DataFrame]:
     """Train one run per seed, all together in this process (see :mod:`interp.model.stacked`).
 
@@ -173,8 +187,8 @@ def train_many(
     Args:
         seeds: one run per seed (``train_config.seed`` is replaced).
         out_dirs: one run directory per seed (``None``: train in memory).
-        resume, overwrite, progress, stop_after: as in :func:`train`; resumed runs must all be at
-            the same step (runs interrupted together are).
+        resume, overwrite, progress, stop_after, callbacks: as in :func:`train`; resumed runs
+            must all be at the same step (runs interrupted together are).
 
     Returns:
         The metrics of each run, in the order of ``seeds``.
@@ -214,6 +228,7 @@ def train_many(
                     None if out_dirs is None else out_dirs[i],
                     resume,
                     overwrite,
+                    callbacks=callbacks,
                 )
             )
         if len({r.step for r in runs}) > 1:
@@ -309,7 +324,7 @@ class _RunState:
     Args:
         kind: the kind of model (:data:`interp.io.rundir.RUN_KINDS`); ``induction_net`` is the
             network, ``minimal_induction_head`` the minimal model of :mod:`phenomenology.minimal`.
-        extra_metrics: ``(model, generator) -> dict`` of further columns at every evaluation.
+        callbacks: what each evaluation computes (:class:`EvalCallback`).
     """
 
     def __init__(
@@ -322,10 +337,11 @@ class _RunState:
         overwrite,
         *,
         kind: str = "induction_net",
-        extra_metrics=None,
+        callbacks: Sequence[EvalCallback] = (),
     ) -> None:
         from interp.io.rundir import RUN_KINDS
 
+        get_task(task_name(task))  # a task that is not registered stops here, before any write
         model_config = model_config or ModelConfig.from_task(task)
         cfg = self.cfg = train_config or TrainConfig()
         if (model_config.D, model_config.L) != (task.D, task.L):
@@ -348,7 +364,8 @@ class _RunState:
             torch.set_num_threads(cfg.num_threads)
         retain_freed_memory()  # reuse freed step tensors instead of page-faulting them anew
         self.device = device = torch.device(cfg.device)
-        self.extra_metrics = extra_metrics
+        self.callbacks = tuple(callbacks)
+        self.task = task
         self.out = Path(out_dir) if out_dir is not None else None
         self.writer = (
             RunWriter.open(
@@ -369,7 +386,7 @@ class _RunState:
 
     def _build(self, task, model_config, cfg, kind, model_class) -> None:
         device = self.device
-        self.generator = TaskGenerator(task, seed=derive_seed(cfg.seed, "task"))
+        self.generator = make_generator(task, seed=derive_seed(cfg.seed, "task"))
         self.eval_sets = {
             k: v.to(device)
             for k, v in self.generator.eval_sets(derive_seed(cfg.seed, "eval")).items()
@@ -433,13 +450,6 @@ class _RunState:
                     )
                 self.per_class_rows = [dict(r) for r in state["per_class_rows"]]
         self.ckpt_steps = checkpoint_schedule(cfg)
-        # The evaluation set's task, for the live forecast of the transition (docs/run-format.md).
-        self.forecast_task = {"L": task.L, "N": task.N, "B": int(task.B_eval_effective)}
-        self.forecast_optimizer = cfg.optimizer  # picks the forecast's calibration
-        if cfg.live_forecast:  # how often the live forecast refits: fixed for the run
-            from phenomenology.forecast import live_every
-
-            self.forecast_every = live_every(cfg.steps, cfg.eval_every)
         self._use_fast: bool | None = None
 
     def close(self) -> None:
@@ -483,32 +493,20 @@ class _RunState:
                 "step": step,
                 "train_loss": self.loss_sum / self.loss_count if self.loss_count else float("nan"),
             }
-            row.update(evaluate(self.model, self.eval_sets))
-            if self.extra_metrics is not None:
-                row.update(self.extra_metrics(self.model, self.generator))
-            if cfg.live_forecast and "ic_loss" in row:
-                from phenomenology.forecast import live_forecast
-
-                row.update(
-                    live_forecast(
-                        [*self.rows, row],
-                        self.forecast_task,
-                        every=self.forecast_every,
-                        optimizer=self.forecast_optimizer,
-                    )
-                )
+            per_class = None
+            for callback in self.callbacks:
+                if getattr(callback, "table", None) != "per_class_iw":
+                    row.update(callback(self, row))
+                elif self.per_class_set is not None:
+                    per_class = {"step": step, **callback(self, row)}
             bad = [k for k, v in row.items() if k.endswith("_loss") and k != "train_loss"]
             bad = [k for k in bad if not math.isfinite(row[k])]
             if bad:
                 raise self.diverged(row[bad[0]], what=f"evaluation {bad[0]}", at=step)
-            per_class = None
-            if self.per_class_set is not None:
-                K = self.generator.config.K
-                acc = per_class_accuracy(self.model, self.per_class_set, K)
-                per_class = {"step": step, **{f"c{k}": acc[k] for k in range(K)}}
             jumped = (
                 cfg.checkpoint_on_jump is not None
                 and self.last_ic_acc is not None
+                and "ic_acc" in row
                 and abs(row["ic_acc"] - self.last_ic_acc) > cfg.checkpoint_on_jump
             )
             if self.writer is not None and (step in self.ckpt_steps or jumped):
@@ -517,7 +515,7 @@ class _RunState:
             if per_class is not None:
                 self.per_class_rows.append(per_class)
             self.loss_sum, self.loss_count = 0.0, 0
-            self.last_ic_acc, self.last_eval_step = row["ic_acc"], step
+            self.last_ic_acc, self.last_eval_step = row.get("ic_acc"), step
             if self.writer is not None:
                 self.writer.write_metrics(self.rows)
                 if per_class is not None:
@@ -573,7 +571,7 @@ class _RunState:
 def _single_step(run: Any):
     """One optimisation step of one run (any object with the loop's run attributes: ``model``,
     ``cfg``, ``optimizer_state``, ``sample()``, ``batch_loss(batch)``, ``diverged(value)`` and the
-    loss accumulators; :class:`_RunState` is the network's, :mod:`interp.data.cope_tasks` has another)."""
+    loss accumulators; :class:`_RunState` is the network's, :mod:`interp.train.token_training` has another)."""
     model = run.model
     optimizer = run.optimizer = _make_optimizer(
         [p for p in model.parameters() if p.requires_grad], run.cfg
@@ -667,7 +665,7 @@ def run_training_loop(run, *, progress: bool = False, stop_after: int | None = N
     (None or its run directory), ``progress_columns``; methods ``sample()``,
     ``batch_loss(batch) -> Tensor``, ``evaluate_if_due() -> dict | None``, ``save_resume()`` and
     ``diverged(value) -> Exception``. The network's runs are :class:`_RunState`; CoPE's token tasks
-    (:mod:`interp.data.cope_tasks`) bring their own.
+    (:mod:`interp.train.token_training`) bring their own.
     """
     _loop([run], _single_step(run), progress, stop_after)
 
@@ -697,9 +695,9 @@ def _loop(runs: list[_RunState], step_fn, progress: bool, stop_after: int | None
                             for col, short in run.progress_columns.items()
                             if col in row
                         }
-                        cliff = _cliff_text(row)
-                        if cliff is not None:
-                            post["cliff ~"] = cliff
+                        for callback in getattr(run, "callbacks", ()):
+                            if hasattr(callback, "progress"):
+                                post.update(callback.progress(row))
                         bar.set_postfix(post)
                 if first.step >= cfg.steps:
                     break
@@ -731,17 +729,3 @@ def _loop(runs: list[_RunState], step_fn, progress: bool, stop_after: int | None
         raise TrainingInterrupted(signal.SIGINT) from None
     finally:
         bar.close()
-
-
-def _cliff_text(row: dict) -> str | None:
-    """The live forecast of a metrics row for the progress bar (``30.2k ± 1.1k``), or None."""
-    if "forecast_step" not in row:
-        return None
-    from phenomenology.forecast import progress_text
-
-    return progress_text(row)
-
-
-def load_runs(paths: Sequence[str | os.PathLike]) -> list[Run]:
-    """:func:`load_run` for several directories."""
-    return [load_run(p) for p in paths]

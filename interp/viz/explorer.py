@@ -28,11 +28,11 @@ import numpy as np
 import plotly.graph_objects as go
 import torch
 
-from interp.viz.plots import METRIC_COLORS, METRIC_LABELS, SEQUENTIAL_SCALE
+from interp.viz.plots import METRIC_COLORS, METRIC_LABELS, SEQUENTIAL_SCALE, progress_panels
 
 __all__ = [
     "EVAL_SETS",
-    "MEASURE_COLUMNS",
+    "measure_columns",
     "HEATMAP_SIZE",
     "MEASURES_SIZE",
     "ExplorerConfig",
@@ -49,8 +49,18 @@ logger = logging.getLogger(__name__)
 
 EVAL_SETS = ("ic", "ic2", "iw")
 SET_NAMES = {"ic": "IC", "ic2": "IC2", "iw": "IW"}
+
+
 # metrics.csv columns drawn beside the heatmap (those a run has).
-MEASURE_COLUMNS = ("ic_acc", "iw_acc", "ila1", "tila2", "tla2", "cla")
+def measure_columns() -> tuple[str, ...]:
+    """The curves beside the heatmap: IC and IW accuracy and every registered measure that
+    declares a panel of the progress-measure figure (plugins' included), by their declared label
+    and colour."""
+    return (
+        "ic_acc",
+        "iw_acc",
+        *(c for _, cols in progress_panels() for c in cols if c != "ic_acc"),
+    )
 
 # Figure sizes in CSS px, (width, height). Side by side they must fit a 1280-px browser window
 # with JupyterLab's file browser open and a cell's prompt column beside them (about 400 px of
@@ -161,14 +171,14 @@ def explorer_data(run, config: ExplorerConfig | None = None) -> dict:
     """Precompute everything the explorer shows for one run.
 
     Args:
-        run: a :class:`interp.train.training.Run` (from :func:`interp.train.training.load_run`).
+        run: a :class:`interp.io.rundir.Run` (from :func:`interp.io.rundir.load_run`).
         config: what to precompute (default :class:`ExplorerConfig`).
 
     Returns:
         A JSON-able dict: ``run`` (directory name), ``steps``, ``n_layers``, ``sets`` (set name ->
         list of sequences, each ``{"ticks", "hover", "patterns"}`` with ``patterns[step_index]
         [layer][query][key]``, None above the diagonal), ``measures`` (``step`` and the
-        :data:`MEASURE_COLUMNS` the run has, from ``metrics.csv``; NaN as None) and ``labels``
+        :func:`measure_columns` the run has, from ``metrics.csv``; NaN as None) and ``labels``
         (display names of the measures).
 
     Raises:
@@ -212,7 +222,7 @@ def explorer_data(run, config: ExplorerConfig | None = None) -> dict:
                     [_round(p[i, 0].cpu().numpy(), config.decimals) for p in patterns]
                 )
     metrics = run.metrics
-    columns = ["step", *(c for c in MEASURE_COLUMNS if c in metrics.columns)]
+    columns = ["step", *(c for c in measure_columns() if c in metrics.columns)]
     measures = {
         c: [None if not np.isfinite(v) else float(v) for v in metrics[c].to_numpy(dtype=float)]
         for c in columns
@@ -502,7 +512,7 @@ class AttentionExplorer:
         """Precompute the run's patterns (or take ``data``) and build the widgets.
 
         Args:
-            run: a :class:`interp.train.training.Run`, or a run directory path.
+            run: a :class:`interp.io.rundir.Run`, or a run directory path.
             config: what to precompute.
             data: an :func:`explorer_data` dict to show instead of computing one.
         """
@@ -514,7 +524,7 @@ class AttentionExplorer:
             ) from err
         if data is None:
             if isinstance(run, (str, Path)):
-                from interp.train.training import load_run
+                from interp.io.rundir import load_run
 
                 run = load_run(run)
             data = explorer_data(run, config)

@@ -11,7 +11,8 @@ For run directories written by :func:`interp.train.training.train` (format in ``
 - ``attention_snapshots`` and ``attention_snapshots_average``: the same at a few key checkpoints
   (before, around and after the transition), for print;
 - ``fit_overlay_<run>``: for runs with a ``fit.json`` (written by
-  :func:`phenomenology.fit.fit_run`), the nested-logit fit over the run's curves and its forecast.
+  :func:`phenomenology.fit.fit_run`), the model it names refitted over the run's curves
+  (:mod:`interp.viz.fit_overlay`, the report's overlay too).
 - ``llc_<run>``: for runs with an ``llc.csv`` (written by ``induction-cliff llc``), the local
   learning coefficient over checkpoints above IC accuracy, ILA1 and TILA2
   (:func:`interp.viz.llc_plots.plot_llc`).
@@ -20,13 +21,15 @@ For run directories written by :func:`interp.train.training.train` (format in ``
   accuracy raster, and the learning step of each class against its frequency rank
   (:mod:`interp.viz.quanta_plots`).
 
-Each figure comes with a CSV of its data. Every title carries the run's deviations from the
+These are the built-in sections of the one registry of figures and report sections
+(:mod:`interp.viz.sections`); a plugin's section adds its figures here (and its part of the
+report). Each figure comes with a CSV of its data. Every title carries the run's deviations from the
 paper's settings (optimiser, positional encoding, attention scale).
 """
 
 from __future__ import annotations
 
-import json
+import logging
 import os
 from collections.abc import Sequence
 from numbers import Real
@@ -34,10 +37,11 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import plotly.graph_objects as go
 import torch
 
-from interp.analysis.compare import comparison_figures, group_runs
+from interp.analysis.compare import group_runs
+from interp.analysis.transition import detect_run_transition
+from interp.viz.compare_plots import comparison_figures
 from interp.viz.export import export_figure
 from interp.viz.plots import (
     plot_attention_maps,
@@ -47,6 +51,9 @@ from interp.viz.plots import (
     token_hover,
     token_labels,
 )
+from interp.viz.sections import Context, Drawn, register_section, safe_stem, sections
+
+logger = logging.getLogger(__name__)
 
 # Checkpoints drawn on the interactive slider (evenly spread over the saved ones) and sequences
 # averaged for the IC-set average pattern: enough to see the picture, small enough to load fast.
@@ -58,7 +65,7 @@ def run_note(run) -> str | None:
     """How a run departs from the paper's settings, for figure titles (None if it does not).
 
     Args:
-        run: a :class:`interp.train.training.Run`.
+        run: a :class:`interp.io.rundir.Run`.
 
     Returns:
         e.g. ``"adam lr 0.001 (paper: SGD lr 0.01); positional learned (paper: one-hot)"``.
@@ -78,32 +85,6 @@ def run_note(run) -> str | None:
     if intervention:
         notes.append(f"intervention {intervention}")
     return "; ".join(notes) or None
-
-
-def detect_run_transition(metrics: pd.DataFrame, column: str = "ic_acc") -> float | None:
-    """Step of the transition of ``column``, by :func:`interp.analysis.transition.find_transition`
-    (``logistic`` on a rising measure, ``cliff`` on a loss).
-
-    Args:
-        metrics: a run's ``metrics.csv``.
-        column: the curve to look at (IC accuracy by default).
-
-    Returns:
-        The transition step, or None when the run did not transition (or has no such column).
-    """
-    from interp.analysis.transition import find_transition, measure_direction
-
-    if column not in metrics.columns or len(metrics) < 3:
-        return None
-    df = metrics[["step", column]].dropna()
-    result = find_transition(
-        df["step"].to_numpy(dtype=float),
-        df[column].to_numpy(dtype=float),
-        direction=measure_direction(column),
-    )
-    if not result.transitioned or result.step is None:
-        return None
-    return float(result.step)
 
 
 def select_checkpoints(
@@ -222,7 +203,7 @@ def attention_patterns(run, steps: Sequence[int], batch) -> np.ndarray:
     :func:`interp.analysis.probes.cache_patterns`); head 0 of each layer (the paper has one head).
 
     Args:
-        run: a :class:`interp.train.training.Run`.
+        run: a :class:`interp.io.rundir.Run`.
         steps: checkpoint steps to load.
         batch: the sequences (a :class:`interp.data.task.Batch`).
 
@@ -276,47 +257,146 @@ def _run_names(runs) -> list[str]:
     return names
 
 
-def _fit_overlay(run, metrics: pd.DataFrame, note: str | None) -> go.Figure | None:
-    """Refit the run as its ``fit.json`` says and overlay the fitted curves (None: no fit.json)."""
-    path = Path(run.path) / "fit.json"
-    if not path.exists():
-        return None
-    from phenomenology.fit import DynamicsFit, read_run
-    from phenomenology.models import model_names
-    from phenomenology.plots import plot_fit_overlay
+# ---- the built-in sections of the figure set (interp.viz.sections) --------------------------
 
-    saved = json.loads(path.read_text())
-    _, task = read_run(run.path)
-    target = saved.get("target", "ic_loss")
-    aux = tuple(saved.get("aux", ()))
-    until = saved.get("until_step")
-    # fit.json files from before the model registry name the model by its description.
-    model = saved.get("model") if saved.get("model") in model_names() else "nested-logit"
-    column = saved.get("column", target)
-    df = metrics[["step", column, *aux]].rename(columns={column: target})
-    df = df.dropna().sort_values("step")
-    seen = df if until is None else df[df["step"] <= until]
-    est = DynamicsFit(
-        model, task=task, target=target, aux=aux, options=saved.get("options"), n_boot=0
-    ).fit(seen["step"].to_numpy(dtype=float), seen[[target, *aux]])
-    grid = np.linspace(0.0, float(metrics["step"].max()), 400)
-    predicted = est.predict_curves(grid)
-    observed = (saved.get("observed") or {}).get("transition_step")
-    forecast = est.transition_step_
-    if np.isfinite(forecast):
-        said = f"forecast transition: step {forecast:.0f} ± {est.transition_step_stderr_:.0f}"
-    else:
-        said = "the fit forecasts no transition"
-    seen_text = "all steps" if until is None else f"steps <= {until:g}"
-    return plot_fit_overlay(
-        metrics,
-        predicted,
-        forecast_step=forecast,
-        observed_step=observed,
-        cutoff_step=until,
-        title=f"{'Nested-logit fit [reconstruction]' if model == 'nested-logit' else model}: "
-        f"{Path(run.path).name}",
-        note="; ".join(n for n in (f"fit on {seen_text}, {said}", note) if n),
+
+def _dynamics_figures(ctx: Context) -> list[Drawn]:
+    """Training dynamics and progress measures; configs side by side when there are several."""
+    if len(ctx.groups) > 1:  # different configs: side by side, never averaged together
+        return [
+            Drawn(stem, fig) for stem, fig in comparison_figures(ctx.groups, note=ctx.note).items()
+        ]
+    found = ctx.found or None
+    chance = 1.0 / ctx.runs[0].task.L
+    drawn = [
+        Drawn(
+            "training_dynamics",
+            plot_training_dynamics(ctx.metrics, found, note=ctx.note, chance=chance),
+        )
+    ]
+    try:
+        fig = plot_progress_measures(ctx.metrics, found, note=ctx.note)
+    except ValueError as err:  # no measure column at all (a task to which none applies)
+        logger.info("no progress-measure figure: %s", err)
+        return drawn
+    return [*drawn, Drawn("progress_measures", fig, style="single")]
+
+
+def _attention_figures(ctx: Context) -> list[Drawn]:
+    """Attention maps on a slider across checkpoints (HTML) and at key checkpoints, for one IC
+    sequence and averaged over IC sequences."""
+    i = ctx.options.get("attention_run", 0)
+    run = ctx.runs[i]
+    if not run.checkpoint_steps:
+        return []
+    transition = ctx.transitions[i]
+    slider_steps = select_checkpoints(
+        run.checkpoint_steps,
+        ctx.options.get("max_slider_checkpoints", MAX_SLIDER_CHECKPOINTS),
+        transition,
+    )
+    key_steps = key_checkpoints(run.checkpoint_steps, transition, metrics=run.metrics)
+    slider_steps = sorted(set(slider_steps) | set(key_steps))  # the snapshots' are on it too
+    ic = run.eval_sets(n=max(1, ctx.options.get("n_average", N_AVERAGE_SEQUENCES)))["ic"]
+    patterns = attention_patterns(run, slider_steps, ic)
+    labels = token_labels(ic.n_pairs)
+    hover = token_hover(
+        ic.item_classes[0].tolist(),
+        ic.item_labels[0].tolist(),
+        int(ic.query_class[0]),
+        int(ic.target[0]),
+    )
+    key = [slider_steps.index(s) for s in key_steps]
+    note = run_note(run)
+    static = tuple(f for f in ctx.options.get("formats", ("html",)) if f != "html") or ("html",)
+    drawn = []
+    for suffix, pattern, hover_text, what in (
+        ("", patterns[:, 0], hover, "one IC sequence"),
+        ("_average", patterns.mean(axis=1), None, f"average over {len(ic)} IC sequences"),
+    ):
+        fig = plot_attention_maps(
+            pattern, slider_steps, labels, hover=hover_text, title=f"Attention, {what}", note=note
+        )
+        drawn.append(Drawn(f"attention_maps{suffix}", fig, formats=("html",)))
+        fig = plot_attention_snapshots(
+            pattern[key],
+            [slider_steps[k] for k in key],
+            labels,
+            hover=hover_text,
+            title=f"Attention across training, {what}",
+            note=note,
+            captions=_accuracy_captions(run.metrics, key_steps),
+        )
+        drawn.append(Drawn(f"attention_snapshots{suffix}", fig, formats=static))
+    return drawn
+
+
+def _fit_figures(ctx: Context) -> list[Drawn]:
+    """For each run with a ``fit.json``: the model it names, refitted as it says, over the run's
+    curves (:func:`interp.viz.fit_overlay.fit_overlay`)."""
+    from interp.viz.fit_overlay import fit_overlay, saved_fit
+
+    drawn = []
+    for name, run in zip(ctx.names, ctx.runs, strict=True):
+        saved = saved_fit(run)
+        if saved is None:
+            continue
+        observed = saved.pop("observed")
+        _, fig = fit_overlay(run, **saved, observed_step=observed, note=run_note(run))
+        drawn.append(Drawn(f"fit_overlay_{safe_stem(name)}", fig))
+    return drawn
+
+
+def _llc_figures(ctx: Context) -> list[Drawn]:
+    """For each run with an ``llc.csv``: the LLC over checkpoints above the measures."""
+    from interp.viz.llc_plots import llc_figure_for_run
+
+    drawn = []
+    for name, run, transition in zip(ctx.names, ctx.runs, ctx.transitions, strict=True):
+        fig = llc_figure_for_run(run, transition, run_note(run))
+        if fig is not None:
+            drawn.append(Drawn(f"llc_{safe_stem(name)}", fig))
+    return drawn
+
+
+def _quanta_figures(ctx: Context) -> list[Drawn]:
+    """For each run with a ``per_class_iw.csv``: the IW curve as per-class steps, and the steps
+    against frequency rank."""
+    from interp.viz.quanta_plots import quanta_figures_for_run
+
+    drawn = []
+    for name, run, transition in zip(ctx.names, ctx.runs, ctx.transitions, strict=True):
+        for stem, fig in quanta_figures_for_run(run, transition, run_note(run)).items():
+            style = "double" if stem == "quanta" else "single"
+            drawn.append(Drawn(f"{stem}_{safe_stem(name)}", fig, style=style))
+    return drawn
+
+
+register_section(
+    "dynamics", title="Training dynamics and progress measures", figures=_dynamics_figures, order=20
+)
+register_section(
+    "attention", title="Attention maps", figures=_attention_figures, order=40, in_report=False
+)
+register_section(
+    "fit_overlay", title="Fit overlay (fit.json)", figures=_fit_figures, order=50, in_report=False
+)
+register_section("llc", title="Local learning coefficient", figures=_llc_figures, order=60)
+register_section("quanta", title="Per-class IW steps (quanta)", figures=_quanta_figures, order=70)
+
+
+def run_context(runs, options: dict | None = None) -> Context:
+    """The :class:`~interp.viz.sections.Context` of some open runs."""
+    names = _run_names(runs)
+    notes = sorted({n for n in (run_note(r) for r in runs) if n})
+    return Context(
+        runs=list(runs),
+        names=names,
+        metrics={name: run.metrics for name, run in zip(names, runs, strict=True)},
+        transitions=[detect_run_transition(r.metrics) for r in runs],
+        groups=group_runs(runs),
+        note="; ".join(notes) or None,
+        options=dict(options or {}),
     )
 
 
@@ -329,7 +409,8 @@ def write_standard_figures(
     max_slider_checkpoints: int = MAX_SLIDER_CHECKPOINTS,
     n_average: int = N_AVERAGE_SEQUENCES,
 ) -> list[Path]:
-    """Write the standard figure set for some runs (see the module docstring for the list).
+    """Write the figures of every registered section (:mod:`interp.viz.sections`; the built-in
+    ones are listed in the module docstring) for some runs.
 
     Args:
         run_dirs: run directories (several seeds of one setting, typically).
@@ -347,93 +428,16 @@ def write_standard_figures(
         RuntimeError: a static format was asked for and Chromium is missing (the message says
             how to install it); ``formats=("html",)`` needs no browser.
     """
-    from interp.train.training import load_run
+    from interp.io.rundir import load_run
 
     if not run_dirs:
         raise ValueError("run_dirs is empty: pass at least one run directory")
     out = Path(out_dir)
-    runs = [load_run(d) for d in run_dirs]
-    names = _run_names(runs)
-    metrics = {name: run.metrics for name, run in zip(names, runs, strict=True)}
-    notes = sorted({n for n in (run_note(r) for r in runs) if n})
-    note = "; ".join(notes) or None
-    transitions = [detect_run_transition(m) for m in metrics.values()]
-    found = [t for t in transitions if t is not None]
-    L = runs[0].task.L
+    options = {"attention_run": attention_run, "max_slider_checkpoints": max_slider_checkpoints}
+    options |= {"n_average": n_average, "formats": tuple(formats)}
+    ctx = run_context([load_run(d) for d in run_dirs], options)
     written: list[Path] = []
-
-    groups = group_runs(runs)
-    if len(groups) > 1:  # different configs: side by side, never averaged together
-        for stem, fig in comparison_figures(groups, note=note).items():
-            written += export_figure(fig, out / stem, formats, style="double")
-    else:
-        fig = plot_training_dynamics(metrics, found or None, note=note, chance=1.0 / L)
-        written += export_figure(fig, out / "training_dynamics", formats, style="double")
-        fig = plot_progress_measures(metrics, found or None, note=note)
-        written += export_figure(fig, out / "progress_measures", formats, style="single")
-
-    run = runs[attention_run]
-    if run.checkpoint_steps:
-        transition = transitions[attention_run]
-        slider_steps = select_checkpoints(run.checkpoint_steps, max_slider_checkpoints, transition)
-        key_steps = key_checkpoints(run.checkpoint_steps, transition, metrics=run.metrics)
-        # the snapshots' checkpoints are on the slider too
-        slider_steps = sorted(set(slider_steps) | set(key_steps))
-        ic = run.eval_sets(n=max(1, n_average))["ic"]
-        patterns = attention_patterns(run, slider_steps, ic)
-        labels = token_labels(ic.n_pairs)
-        hover = token_hover(
-            ic.item_classes[0].tolist(),
-            ic.item_labels[0].tolist(),
-            int(ic.query_class[0]),
-            int(ic.target[0]),
-        )
-        key = [slider_steps.index(s) for s in key_steps]
-        note_a = run_note(run)
-        for suffix, pattern, hover_text, what in (
-            ("", patterns[:, 0], hover, "one IC sequence"),
-            ("_average", patterns.mean(axis=1), None, f"average over {len(ic)} IC sequences"),
-        ):
-            fig = plot_attention_maps(
-                pattern,
-                slider_steps,
-                labels,
-                hover=hover_text,
-                title=f"Attention, {what}",
-                note=note_a,
-            )
-            written += export_figure(fig, out / f"attention_maps{suffix}", ("html",))
-            fig = plot_attention_snapshots(
-                pattern[key],
-                [slider_steps[i] for i in key],
-                labels,
-                hover=hover_text,
-                title=f"Attention across training, {what}",
-                note=note_a,
-                captions=_accuracy_captions(run.metrics, key_steps),
-            )
-            static = [f for f in formats if f != "html"] or ["html"]
-            written += export_figure(
-                fig, out / f"attention_snapshots{suffix}", static, style="double"
-            )
-
-    for name, run in zip(names, runs, strict=True):
-        fig = _fit_overlay(run, run.metrics, run_note(run))
-        if fig is not None:
-            safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
-            written += export_figure(fig, out / f"fit_overlay_{safe}", formats, style="double")
-    from interp.viz.llc_plots import llc_figure_for_run
-
-    for name, run, transition in zip(names, runs, transitions, strict=True):
-        fig = llc_figure_for_run(run, transition, run_note(run))  # runs with an llc.csv
-        if fig is not None:
-            safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
-            written += export_figure(fig, out / f"llc_{safe}", formats, style="double")
-    from interp.viz.quanta_plots import quanta_figures_for_run
-
-    for name, run, transition in zip(names, runs, transitions, strict=True):
-        safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
-        for stem, fig in quanta_figures_for_run(run, transition, run_note(run)).items():
-            style = "double" if stem == "quanta" else "single"
-            written += export_figure(fig, out / f"{stem}_{safe}", formats, style=style)
+    for section in sections():
+        for d in section.figures(ctx):
+            written += export_figure(d.figure, out / d.stem, d.formats or formats, style=d.style)
     return written

@@ -33,43 +33,9 @@ FLAG_COLOR = "#C00000"
 PANEL_MEASURES = ("ic_acc", "ila1", "tila2")
 
 
-def plot_llc(
-    metrics: pd.DataFrame,
-    llc: pd.DataFrame,
-    transition_step: Real | Sequence[Real] | None = None,
-    *,
-    title: str = "Local learning coefficient over training",
-    note: str | None = None,
-    measures: Sequence[str] = PANEL_MEASURES,
-) -> go.Figure:
-    """LLC against step above IC accuracy and the progress measures, transition marked.
-
-    Args:
-        metrics: the run's ``metrics.csv``.
-        llc: the run's ``llc.csv`` (:func:`interp.analysis.llc.read_llc_csv`).
-        transition_step: detected transition step(s), dashed vertical lines on both panels.
-        title: figure title.
-        note: deviations from the paper's settings, under the title (the SGLD settings are added).
-        measures: ``metrics.csv`` columns for the lower panel (those present are drawn).
-
-    Returns:
-        Two rows sharing the step axis: the LLC, then the measures.
-    """
-    if "step" not in llc.columns or "llc_mean" not in llc.columns:
-        raise ValueError(
-            "llc has no 'step'/'llc_mean' columns (see interp.analysis.llc.llc_columns)"
-        )
-    llc = llc.sort_values("step")
-    warn = llc["warning"].fillna("").astype(str) if "warning" in llc else pd.Series("", llc.index)
-    flagged = (warn != "") | ~np.isfinite(llc["llc_mean"].to_numpy(dtype=float))
-    good = llc[~flagged]
-    fig = make_subplots(
-        rows=2,
-        cols=1,
-        shared_xaxes=True,
-        vertical_spacing=0.1,
-        subplot_titles=["LLC (SGLD, devinterp)", "IC accuracy and progress measures"],
-    )
+def _add_llc_traces(fig, llc: pd.DataFrame, good: pd.DataFrame, flagged, warn) -> None:
+    """The upper panel of :func:`plot_llc`: the mean of the chains with its band, each chain as a
+    dot, and the flagged estimates as crosses (never joined into the curve)."""
     if len(good):
         std = good["llc_std"].fillna(0.0).to_numpy(dtype=float)
         mean = good["llc_mean"].to_numpy(dtype=float)
@@ -133,6 +99,46 @@ def plot_llc(
             row=1,
             col=1,
         )
+
+
+def plot_llc(
+    metrics: pd.DataFrame,
+    llc: pd.DataFrame,
+    transition_step: Real | Sequence[Real] | None = None,
+    *,
+    title: str = "Local learning coefficient over training",
+    note: str | None = None,
+    measures: Sequence[str] = PANEL_MEASURES,
+) -> go.Figure:
+    """LLC against step above IC accuracy and the progress measures, transition marked.
+
+    Args:
+        metrics: the run's ``metrics.csv``.
+        llc: the run's ``llc.csv`` (:func:`interp.analysis.llc.read_llc_csv`).
+        transition_step: detected transition step(s), dashed vertical lines on both panels.
+        title: figure title.
+        note: deviations from the paper's settings, under the title (the SGLD settings are added).
+        measures: ``metrics.csv`` columns for the lower panel (those present are drawn).
+
+    Returns:
+        Two rows sharing the step axis: the LLC, then the measures.
+    """
+    if "step" not in llc.columns or "llc_mean" not in llc.columns:
+        raise ValueError(
+            "llc has no 'step'/'llc_mean' columns (see interp.analysis.llc.llc_columns)"
+        )
+    llc = llc.sort_values("step")
+    warn = llc["warning"].fillna("").astype(str) if "warning" in llc else pd.Series("", llc.index)
+    flagged = (warn != "") | ~np.isfinite(llc["llc_mean"].to_numpy(dtype=float))
+    good = llc[~flagged]
+    fig = make_subplots(
+        rows=2,
+        cols=1,
+        shared_xaxes=True,
+        vertical_spacing=0.1,
+        subplot_titles=["LLC (SGLD, devinterp)", "IC accuracy and progress measures"],
+    )
+    _add_llc_traces(fig, llc, good, flagged, warn)
     for column in measures:
         if column not in metrics.columns:
             continue
@@ -240,7 +246,7 @@ def llc_figure_for_run(run, transition_step: Real | None = None, note: str | Non
     """:func:`plot_llc` of a run whose directory holds an ``llc.csv`` (None when it does not).
 
     Args:
-        run: a :class:`interp.train.training.Run`.
+        run: a :class:`interp.io.rundir.Run`.
         transition_step: its detected transition step, if any.
         note: its deviations from the paper's settings.
     """
@@ -258,3 +264,20 @@ def llc_figure_for_run(run, transition_step: Real | None = None, note: str | Non
         title=f"Local learning coefficient: {Path(run.path).name}",
         note=note,
     )
+
+
+def write_calibration_traces(run_dir, sweep: pd.DataFrame, *, step: int, chosen: dict | None):
+    """Write :func:`plot_calibration_traces` of a calibration sweep
+    (:func:`interp.analysis.llc_calibration.calibrate_llc`) to the run's
+    ``llc_calibration_traces.html``; returns its path."""
+    from pathlib import Path
+
+    from interp.analysis.llc_calibration import CALIBRATION_HTML
+    from interp.io.atomic import write_text_atomic
+
+    fig = plot_calibration_traces(sweep, step=step, chosen=chosen)
+    path = Path(run_dir) / CALIBRATION_HTML
+    write_text_atomic(
+        path, fig.to_html(include_plotlyjs=True, include_mathjax=False, full_html=True)
+    )
+    return path

@@ -21,7 +21,7 @@ import plotly.graph_objects as go
 from jaxtyping import Float
 from plotly.subplots import make_subplots
 
-from interp.analysis.measures import MeasureTable
+from interp.analysis.measures import MEASURES, MeasureTable
 
 # Okabe & Ito (2008), "Color universal design": distinguishable under the common colour-vision
 # deficiencies. Their black comes last here, so that it goes to the train loss and to marks.
@@ -67,12 +67,20 @@ METRIC_COLORS = MeasureTable(
     },
 )
 
-# Rows of the progress-measure figure: (panel title, columns). Columns a run lacks are skipped.
-PROGRESS_PANELS = (
-    ("attention (IC set)", ("ila1", "tila2", "tla2")),
-    ("accuracy (IC set)", ("cla", "ic_acc")),
-    ("head scores", ("prev_token_score", "induction_score")),
-)
+
+def progress_panels() -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """Rows of the progress-measure figure, ``(panel title, columns)``, from the registered
+    measures' declarations (:attr:`interp.analysis.measures.Measure.panel`, plugins' included),
+    panels in the order their first measure was registered; IC accuracy joins the accuracy panel
+    beside CLA. Columns a run lacks are skipped when drawing."""
+    rows: dict[str, list[str]] = {}
+    for m in MEASURES.values():
+        if m.panel:
+            rows.setdefault(m.panel, []).append(m.name)
+    if "accuracy (IC set)" in rows:
+        rows["accuracy (IC set)"].append("ic_acc")
+    return tuple((name, tuple(columns)) for name, columns in rows.items())
+
 
 # y-axis title of each default progress panel (other panels: "value").
 PANEL_Y_TITLES = {
@@ -298,7 +306,7 @@ def plot_training_dynamics(
         _add_seed_curves(fig, runs, column, row=1, col=2)
     if chance is not None:
         # A legend entry, not a text annotation: next to the x axis a label collides with the axis
-        # and its tick labels (issue 16).
+        # and its tick labels.
         first = min(float(m["step"].min()) for m in runs.values())
         last = max(float(m["step"].max()) for m in runs.values())
         fig.add_trace(
@@ -400,7 +408,7 @@ def plot_progress_measures(
     *,
     title: str = "Progress measures",
     note: str | None = None,
-    panels: Sequence[tuple[str, Sequence[str]]] = PROGRESS_PANELS,
+    panels: Sequence[tuple[str, Sequence[str]]] | None = None,
 ) -> go.Figure:
     """Progress measures stacked on one step axis, with the detected transition marked.
 
@@ -416,12 +424,14 @@ def plot_progress_measures(
         transition_step: detected transition step(s), drawn as dashed vertical lines.
         title: figure title.
         note: deviations from the paper's settings, printed under the title.
-        panels: ``(panel title, columns)`` per row.
+        panels: ``(panel title, columns)`` per row (default: :func:`progress_panels`, the
+            measures' declarations).
 
     Returns:
         A figure with one row per non-empty panel and a shared x axis.
     """
     runs = _as_runs(metrics)
+    panels = progress_panels() if panels is None else panels
     columns = set().union(*(m.columns for m in runs.values()))
     rows, drawn = [], []
     for name, cols in panels:

@@ -37,38 +37,9 @@ FIT_COLOR = OKABE_ITO[3]
 PREDICTED_COLOR = OKABE_ITO[4]
 
 
-def plot_quanta(analysis, *, title: str = "Per-class in-weights learning", note=None) -> go.Figure:
-    """IW accuracy and its per-class decomposition above the per-class accuracy raster.
-
-    Args:
-        analysis: a :class:`interp.analysis.quanta.QuantaAnalysis` (:func:`~interp.analysis.quanta.analyse_run`).
-        title: figure title.
-        note: deviations from the paper's settings, under the title (the learning rule and the
-            two RMS distances are added).
-
-    Returns:
-        Two rows sharing the step axis: the curves (top), the raster (bottom).
-    """
-    from interp.analysis.quanta import class_columns, ranks_tie
-
-    frame = analysis.frame.sort_values("step")
-    steps = frame["step"].to_numpy(dtype=float)
-    acc = frame[class_columns(frame)].to_numpy(dtype=float)  # [T, K]
-    tie = ranks_tie(analysis.ranks)
-    order = np.argsort(analysis.ranks, kind="stable")  # by rank, then by class
-    position = np.arange(1, len(order) + 1)  # row of each class in the raster, 1 = top
-    dec = analysis.decomposition.curves
-    fig = make_subplots(
-        rows=2,
-        cols=1,
-        shared_xaxes=True,
-        vertical_spacing=0.08,
-        row_heights=[0.4, 0.6],
-        subplot_titles=[
-            "IW accuracy and its decomposition over classes",
-            f"IW accuracy of each class ({analysis.per_class_iw} sequences each)",
-        ],
-    )
+def _add_decomposition(fig, analysis, dec) -> None:
+    """The upper panel of :func:`plot_quanta`: measured IW accuracy, its exact and sharp-step
+    decompositions over classes, and IC accuracy."""
     metrics_like = [
         ("measured", dec["measured"], "IW accuracy (measured)", METRIC_COLORS["iw_acc"], "solid"),
         ("exact", dec["exact"], "Σ p(k) acc_k(t) (exact)", EXACT_COLOR, "dash"),
@@ -102,6 +73,41 @@ def plot_quanta(analysis, *, title: str = "Per-class in-weights learning", note=
             row=1,
             col=1,
         )
+
+
+def plot_quanta(analysis, *, title: str = "Per-class in-weights learning", note=None) -> go.Figure:
+    """IW accuracy and its per-class decomposition above the per-class accuracy raster.
+
+    Args:
+        analysis: a :class:`interp.analysis.quanta.QuantaAnalysis` (:func:`~interp.analysis.quanta.analyse_run`).
+        title: figure title.
+        note: deviations from the paper's settings, under the title (the learning rule and the
+            two RMS distances are added).
+
+    Returns:
+        Two rows sharing the step axis: the curves (top), the raster (bottom).
+    """
+    from interp.analysis.quanta import class_columns, ranks_tie
+
+    frame = analysis.frame.sort_values("step")
+    steps = frame["step"].to_numpy(dtype=float)
+    acc = frame[class_columns(frame)].to_numpy(dtype=float)  # [T, K]
+    tie = ranks_tie(analysis.ranks)
+    order = np.argsort(analysis.ranks, kind="stable")  # by rank, then by class
+    position = np.arange(1, len(order) + 1)  # row of each class in the raster, 1 = top
+    dec = analysis.decomposition.curves
+    fig = make_subplots(
+        rows=2,
+        cols=1,
+        shared_xaxes=True,
+        vertical_spacing=0.08,
+        row_heights=[0.4, 0.6],
+        subplot_titles=[
+            "IW accuracy and its decomposition over classes",
+            f"IW accuracy of each class ({analysis.per_class_iw} sequences each)",
+        ],
+    )
+    _add_decomposition(fig, analysis, dec)
     fig.add_trace(
         go.Heatmap(
             x=steps,

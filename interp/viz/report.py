@@ -31,8 +31,10 @@ from pathlib import Path
 import pandas as pd
 import plotly.graph_objects as go
 
-from interp.analysis.compare import RunGroup, comparison_figures, config_fields, group_runs
+from interp.analysis.compare import config_fields
 from interp.viz.explorer import EXPLORER_JS, ExplorerConfig, explorer_data, explorer_html
+from interp.viz.figures import run_context, run_note
+from interp.viz.sections import Context, register_section, sections
 
 __all__ = [
     "ReportConfig",
@@ -103,7 +105,7 @@ class ReportInputError(ValueError):
 
 
 def _load(run_dir: Path):
-    from interp.train.training import load_run
+    from interp.io.rundir import load_run
 
     if not run_dir.is_dir():
         raise ReportInputError(f"{run_dir}: is not a directory (expected a run directory)")
@@ -189,7 +191,7 @@ def deviations(run) -> list[str]:
     """How a run departs from the paper's settings, one item per deviation.
 
     Args:
-        run: a :class:`interp.train.training.Run`.
+        run: a :class:`interp.io.rundir.Run`.
 
     Returns:
         The optimiser, positional encoding, attention scale and intervention deviations (as in the
@@ -228,8 +230,9 @@ def _table(df: pd.DataFrame) -> str:
     return df.map(fmt).to_html(index=False, escape=True, border=0)
 
 
-def _config_section(groups: list[RunGroup]) -> str:
-    parts = ["<h2>1. Config and deviations from the paper</h2>"]
+def _config_section(ctx: Context) -> str:
+    groups = ctx.groups
+    parts = []
     if len(groups) > 1:
         fields = list(groups[0].differing_fields)
         rows = [
@@ -261,36 +264,11 @@ def _config_section(groups: list[RunGroup]) -> str:
     return "\n".join(parts)
 
 
-def _dynamics_section(runs: list, groups: list[RunGroup], note: str | None) -> str:
-    from interp.viz.figures import detect_run_transition
-    from interp.viz.plots import plot_progress_measures, plot_training_dynamics
-
-    parts = ["<h2>2. Training dynamics and progress measures</h2>"]
-    if len(groups) > 1:
-        figs = comparison_figures(groups, note=note)
-        parts += [_fig_html(f) for f in figs.values()]
-        return "\n".join(parts)
-    names = [Path(r.path).name for r in runs]
-    if len(set(names)) < len(names):
-        names = [f"{i}: {n}" for i, n in enumerate(names)]
-    metrics = {n: r.metrics for n, r in zip(names, runs, strict=True)}
-    found = [t for t in (detect_run_transition(m) for m in metrics.values()) if t is not None]
-    parts.append(
-        _fig_html(
-            plot_training_dynamics(metrics, found or None, note=note, chance=1.0 / runs[0].task.L)
-        )
-    )
-    try:
-        parts.append(_fig_html(plot_progress_measures(metrics, found or None, note=note)))
-    except ValueError as err:
-        parts.append(f'<p class="error">no progress measures: {html.escape(str(err))}</p>')
-    return "\n".join(parts)
-
-
-def _transition_section(runs: list, groups: list[RunGroup]) -> str:
+def _transition_section(ctx: Context) -> str:
     from interp.analysis.transition import event_order, transition_report
 
-    parts = ["<h2>3. Plateau and transition (IC accuracy)</h2>"]
+    runs, groups = ctx.runs, ctx.groups
+    parts = []
     report = transition_report([r.path for r in runs])
     cols = [
         c
@@ -317,45 +295,12 @@ def _transition_section(runs: list, groups: list[RunGroup]) -> str:
     return "\n".join(parts)
 
 
-def _fit_and_figure(run, note, *, target, aux, until, observed_step, title):
-    """Fit the nested-logit model to a run's curves (steps <= ``until``) and draw the overlay."""
-    import numpy as np
-
-    from phenomenology.fit import NestedLogitFit, read_run
-    from phenomenology.plots import plot_fit_overlay
-
-    _, task = read_run(run.path)
-    metrics = run.metrics
-    df = metrics[["step", target, *aux]].dropna().sort_values("step")
-    seen = df if until is None else df[df["step"] <= until]
-    est = NestedLogitFit(**task, target=target, aux=tuple(aux)).fit(
-        seen["step"].to_numpy(dtype=float), seen[[target, *aux]]
-    )
-    grid = np.linspace(0.0, float(metrics["step"].max()), 400)
-    forecast = est.transition_step_
-    if np.isfinite(forecast):
-        said = f"fitted transition: step {forecast:.0f} ± {est.transition_step_stderr_:.0f}"
-    else:
-        said = "the fit has no transition"
-    seen_text = "all steps" if until is None else f"steps <= {until:.0f}"
-    fig = plot_fit_overlay(
-        metrics,
-        est.predict_curves(grid),
-        forecast_step=forecast,
-        observed_step=observed_step,
-        cutoff_step=until,
-        title=title,
-        note="; ".join(n for n in (f"fit on {seen_text}, {said}", note) if n),
-    )
-    return est, fig
-
-
 def _calibrated_forecast(run, note, cutoff: float, fraction: float, observed) -> str:
     """The calibrated forecast from the IC loss seen up to ``cutoff`` (progress or template, as
     ``induction-cliff fit RUN --fraction F`` gives it: :func:`phenomenology.fit.calibrated_forecast`),
     its figure and its error."""
+    from interp.viz.dynamics_plots import forecast_figure
     from phenomenology.fit import calibrated_forecast, read_run
-    from phenomenology.forecast import forecast_figure
 
     _, task = read_run(run)  # the run already open
     optimizer = run.train_config.optimizer
@@ -377,35 +322,37 @@ def _calibrated_forecast(run, note, cutoff: float, fraction: float, observed) ->
     return text + _fig_html(fig)
 
 
-def _fit_section(runs: list, note_of, fraction: float) -> str:
-    import json
-
+def _fit_section(ctx: Context) -> str:
+    from interp.viz.fit_overlay import fit_overlay, model_title, saved_fit
     from phenomenology.fit import observed_transition
 
+    config = ctx.options["report"]
+    if not config.fit:
+        return "<p>Not computed (<code>--no-fit</code>).</p>"
+    fraction = config.forecast_fraction
     parts = [
-        "<h2>4. Nested-logit fit and forecast [reconstruction]</h2>",
-        '<p class="muted">The three-parameter nested-logit model fitted to the IC-loss curve; '
-        f"then fitted to the first {fraction:.0%} of the plateau only, to forecast the jump.</p>",
+        '<p class="muted">The dynamics model of the run\'s <code>fit.json</code> (else the '
+        "three-parameter nested-logit model) fitted to its curve; then fitted to the first "
+        f"{fraction:.0%} of the plateau only, to forecast the jump.</p>",
     ]
-    for run in runs:
+    for run in ctx.runs:
         name = Path(run.path).name
         parts.append(f"<h3>{html.escape(name)}</h3>")
-        path = Path(run.path) / "fit.json"
-        saved = json.loads(path.read_text()) if path.exists() else {}
-        target = saved.get("target", "ic_loss")
-        aux = [a for a in saved.get("aux", ()) if a in run.metrics.columns]
+        saved = saved_fit(run)
         origin = "settings of the run's fit.json" if saved else "no fit.json: fitted for this page"
+        saved = saved or {"model": "nested-logit", "target": "ic_loss", "column": "ic_loss"}
+        saved = {"aux": (), "options": None, "until": None} | saved
+        saved.pop("observed", None)
+        target, model = saved["target"], saved["model"]
         try:
-            obs = observed_transition(run.metrics, column=target)
+            obs = observed_transition(run.metrics, column=saved["column"])
             observed = obs["transition_step"]
-            est, fig = _fit_and_figure(
+            est, fig = fit_overlay(
                 run,
-                note_of(run),
-                target=target,
-                aux=aux,
-                until=saved.get("until_step"),
+                **saved,
                 observed_step=observed,
-                title=f"Nested-logit fit [reconstruction]: {name}",
+                title=f"{model_title(model)}: {name}",
+                note=run_note(run),
             )
             parts.append(
                 f"<p>Fit ({html.escape(origin)}): R<sup>2</sup> = {_num(est.r2_, '.4f')}, "
@@ -423,16 +370,15 @@ def _fit_section(runs: list, note_of, fraction: float) -> str:
                 parts.append("<p>No plateau detected: no forecast.</p>")
                 continue
             if target == "ic_loss":
-                parts.append(_calibrated_forecast(run, note_of(run), cutoff, fraction, observed))
+                parts.append(_calibrated_forecast(run, run_note(run), cutoff, fraction, observed))
                 continue
-            fc, fig = _fit_and_figure(
+            fc, fig = fit_overlay(
                 run,
-                note_of(run),
-                target=target,
-                aux=[],
+                **{**saved, "aux": ()},
                 until=cutoff,
                 observed_step=observed,
                 title=f"Forecast of the jump from {fraction:.0%} of the plateau: {name}",
+                note=run_note(run),
             )
             error = (fc.transition_step_ - observed) / observed if observed else float("nan")
             parts.append(
@@ -453,9 +399,9 @@ def _num(value, spec: str) -> str:
     return format(value, spec)
 
 
-def _explorer_section(groups: list[RunGroup], config: ExplorerConfig) -> str:
+def _explorer_section(ctx: Context) -> str:
+    groups, config = ctx.groups, ctx.options["report"].explorer
     parts = [
-        "<h2>5. Attention explorer</h2>",
         "<p>Drag the step slider (or focus it and use the arrow keys); pick the evaluation set, "
         "the sequence and the layer. Tokens: <b>x</b><i>i</i> item, <b>l</b><i>i</i> its "
         "label, <b>q</b> the query; <b>c</b>12 a trained class, <b>n</b>1 the sequence's first "
@@ -475,7 +421,7 @@ def build_report(
     """The report page for some runs, as one HTML string.
 
     Args:
-        runs: :class:`interp.train.training.Run` objects (one, or several seeds and/or configs).
+        runs: :class:`interp.io.rundir.Run` objects (one, or several seeds and/or configs).
         config: what the page contains (default :class:`ReportConfig`).
         title: page title (default: the run directories' names).
 
@@ -484,30 +430,22 @@ def build_report(
     """
     import plotly.offline
 
-    from interp.viz.figures import run_note
-
     config = config or ReportConfig()
     runs = list(runs)
-    groups = group_runs(runs)
-    notes = sorted({n for n in (run_note(r) for r in runs) if n})
-    note = "; ".join(notes) or None
+    ctx = run_context(runs, {"report": config})
     title = title or "induction-cliff report: " + ", ".join(Path(r.path).name for r in runs)
-    if config.fit:
-        fit = _fit_section(runs, run_note, config.forecast_fraction)
-    else:
-        fit = (
-            "<h2>4. Nested-logit fit and forecast [reconstruction]</h2>"
-            "<p>Not computed (<code>--no-fit</code>).</p>"
-        )
-    sections = [
-        _config_section(groups),
-        _dynamics_section(runs, groups, note),
-        _transition_section(runs, groups),
-        fit,
-        _explorer_section(groups, config.explorer),
-    ]
+    sections_html = []
+    for section in sections(report=True):
+        if section.html is not None:
+            body = section.html(ctx)
+        else:
+            body = "\n".join(_fig_html(d.figure) for d in section.figures(ctx))
+        if body:  # a section with nothing to show for these runs (no llc.csv, ...) is left out
+            n = len(sections_html) + 1
+            heading = f'<h2 id="section-{section.name}">{n}. {html.escape(section.title)}</h2>'
+            sections_html.append(heading + "\n" + body)
     plotly_js = plotly.offline.get_plotlyjs()
-    body = "\n".join(sections)
+    body = "\n".join(sections_html)
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <title>{html.escape(title)}</title>
@@ -547,3 +485,20 @@ def write_report(
     write_text_atomic(out_path, page)
     logger.info("wrote %s (%.1f MB)", out_path, len(page.encode()) / 1e6)
     return out_path
+
+
+register_section(
+    "config", title="Config and deviations from the paper", html=_config_section,
+    order=10, in_figures=False,
+)  # fmt: skip
+register_section(
+    "transition", title="Plateau and transition (IC accuracy)", html=_transition_section,
+    order=30, in_figures=False,
+)  # fmt: skip
+register_section(
+    "fit_forecast", title="Dynamics-model fit and forecast [reconstruction]", html=_fit_section,
+    order=50, in_figures=False,
+)  # fmt: skip
+register_section(
+    "explorer", title="Attention explorer", html=_explorer_section, order=80, in_figures=False
+)

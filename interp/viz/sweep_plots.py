@@ -1,4 +1,4 @@
-"""Figures of a sweep (:mod:`interp.train.sweep`): final accuracies over the grid.
+"""Figures of a sweep (:mod:`interp.experiments.sweep`): final accuracies over the grid.
 
 A 2-D grid is drawn as the phase diagram of :func:`interp.viz.plots.plot_phase_diagram` (heatmaps of
 final IC and IW accuracy, mean over seeds, values in the cells); a 1-D grid as IC, IC2 and IW

@@ -61,8 +61,8 @@ def test_the_environment_switch_keeps_glibc_defaults():
 
 
 def test_training_turns_it_on(tmp_path, monkeypatch):
+    from interp.experiments.standard import train
     from interp.train.presets import get_preset
-    from interp.train.training import train
 
     calls = []
     monkeypatch.setattr(

@@ -2,9 +2,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from interp.analysis.compare import comparison_figures, config_fields, group_mean, group_runs
+from interp.analysis.compare import config_fields, group_mean, group_runs
 from interp.analysis.transition import transition_report
-from interp.train.training import load_run
+from interp.io.rundir import load_run
+from interp.viz.compare_plots import comparison_figures
 from tests.interp.tiny_runs import logistic_metrics, tiny_run
 
 # Two configs (K = 32, K = 64) x two seeds; the IC-accuracy curves are replaced by clean

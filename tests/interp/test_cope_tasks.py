@@ -5,17 +5,10 @@ import warnings
 import pytest
 import torch
 
-from interp.data.cope_tasks import (
-    IGNORE,
-    Counting,
-    FlipFlop,
-    SelectiveCopy,
-    TokenNet,
-    token_accuracy,
-    token_model_config,
-    train_token_task,
-)
+from interp.data.cope_tasks import IGNORE, Counting, FlipFlop, SelectiveCopy
 from interp.model.positional import UntrainedPositionWarning
+from interp.model.token_net import TokenNet, token_model_config
+from interp.train.token_training import token_accuracy, train_token_task
 
 
 def _g(seed=0):
@@ -127,7 +120,9 @@ def test_token_tasks_train_through_the_one_loop():
     TrainingDiverged instead of training on silently (the old private loop's behaviour)."""
     import warnings
 
-    from interp.data.cope_tasks import FlipFlop, token_model_config, train_token_task
+    from interp.data.cope_tasks import FlipFlop
+    from interp.model.token_net import token_model_config
+    from interp.train.token_training import train_token_task
     from interp.train.training import TrainingDiverged
 
     task = FlipFlop(n_instr=8)

@@ -5,12 +5,12 @@ import pandas as pd
 import pytest
 
 from interp.analysis.transition import (
+    detect_run_transition,
     detect_transition,
     find_transition,
     logistic,
     measure_direction,
 )
-from interp.viz.figures import detect_run_transition
 from phenomenology.fit import observed_transition
 
 STEPS = np.linspace(0, 60000, 301)

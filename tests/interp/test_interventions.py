@@ -2,10 +2,12 @@ import pytest
 import torch
 
 from interp.analysis.probes import PATTERN_HOOKS
+from interp.config.train_config import TrainConfig, derive_seed
 from interp.data.task import TaskConfig
+from interp.experiments.standard import train
+from interp.io.rundir import load_run
 from interp.model.interventions import ideal_prev_token_pattern, intervention_hooks
 from interp.model.network import InductionNet, ModelConfig
-from interp.train.training import TrainConfig, derive_seed, load_run, train
 
 TASK = TaskConfig(D=15, K=64, L=8, N=4, N_max=4, B=1, p_C=0.5, n_eval=64)
 

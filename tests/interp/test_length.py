@@ -7,10 +7,11 @@ import pytest
 
 from interp.analysis.length import evaluate_lengths, length_table, parse_n_pairs
 from interp.cli import main
+from interp.config.train_config import TrainConfig
 from interp.data.task import TaskConfig, TaskGenerator
+from interp.experiments.standard import train
 from interp.model.network import InductionNet, ModelConfig
 from interp.model.positional import UntrainedPositionWarning
-from interp.train.training import TrainConfig, train
 
 # N_max = 4: positions run to P - 1 = 8, so 8 pairs (17 tokens) need untrained positions.
 TASK = TaskConfig(D=15, K=64, L=8, N=4, N_max=4, B=1, p_C=0.5, n_eval=64)

@@ -20,8 +20,9 @@ from interp.analysis.llc import (  # noqa: E402
     write_llc_csv,
 )
 from interp.cli import main  # noqa: E402
+from interp.config.train_config import TrainConfig  # noqa: E402
 from interp.data.task import TaskConfig  # noqa: E402
-from interp.train.training import TrainConfig, train  # noqa: E402
+from interp.experiments.standard import train  # noqa: E402
 from interp.viz.llc_plots import plot_llc  # noqa: E402
 
 
@@ -164,7 +165,7 @@ def test_llc_csv_round_trips(tmp_path):
 
 
 def test_calibration_picks_the_largest_settled_step_size():
-    from interp.analysis.llc import _pick
+    from interp.analysis.llc_calibration import _pick
 
     def table(llcs, warnings=None):
         eps = [1e-5, 3e-5, 1e-4, 3e-4]
@@ -296,22 +297,40 @@ def test_plot_llc_marks_flagged_estimates_and_transition():
     assert [s.x0 for s in fig.layout.shapes] == [12, 12]  # the transition, on both panels
 
 
-def test_standard_figures_include_the_llc_figure_only_with_llc_csv(run_dir, tmp_path):
-    from interp.viz.figures import write_standard_figures
+def _llc_frame(steps, flagged=()) -> pd.DataFrame:
+    """An ``llc.csv`` table of two chains at ``steps`` (LLC = step / 10 + 1; ``flagged`` steps
+    carry a warning), as the estimator writes it."""
+    settings = {"epsilon": 1e-4, "nbeta": 26.38, "localization": 100.0, "chains": 2, "draws": 10}
+    settings |= {"burnin": 0, "batch_size": 32, "n_batches": 4, "seed": 0}
+    rows = [
+        {"step": s, "llc_mean": s / 10 + 1, "llc_std": 0.1, "llc_chain_0": s / 10 + 0.9,
+         "llc_chain_1": s / 10 + 1.1, "init_loss": 2.0, "mala_acceptance": 0.9,
+         "trace_drift": 0.01, "failed_chains": 0, "seconds": 1.0, **settings,
+         "devinterp_version": "1.3.2", "warning": "drifting trace" if s in flagged else ""}
+        for s in steps
+    ]  # fmt: skip
+    return pd.DataFrame(rows, columns=llc_columns(2))
 
-    assert (run_dir / LLC_CSV).exists()  # written by the CLI test above
-    kw = {"formats": ("html",), "max_slider_checkpoints": 3, "n_average": 4}
-    names = {p.name for p in write_standard_figures([run_dir], tmp_path / "with", **kw)}
-    assert {"llc_tiny.html", "llc_tiny.csv"} <= names
-    plotted = pd.read_csv(tmp_path / "with" / "llc_tiny.csv")
-    llc_rows = plotted[
-        plotted["name"].isin(["LLC (mean of chains)", "flagged estimate (see warning)"])
-    ]
-    assert set(llc_rows["x"]) == set(read_llc_csv(run_dir)["step"])  # every estimate is drawn
-    bare = tmp_path / "bare" / "tiny"
+
+def test_standard_figures_include_the_llc_figure_only_with_llc_csv(run_dir, tmp_path):
+    """On its own (it writes the llc.csv it draws, so it passes run alone or in any order)."""
     import shutil
 
-    shutil.copytree(run_dir, bare)
+    from interp.viz.figures import write_standard_figures
+
+    kw = {"formats": ("html",), "max_slider_checkpoints": 3, "n_average": 4}
+    with_llc = tmp_path / "with_llc" / "tiny"
+    shutil.copytree(run_dir, with_llc)
+    write_llc_csv(with_llc, _llc_frame([0, 20, 40], flagged=[20]))
+    names = {p.name for p in write_standard_figures([with_llc], tmp_path / "with", **kw)}
+    assert {"llc_tiny.html", "llc_tiny.csv"} <= names
+    plotted = pd.read_csv(tmp_path / "with" / "llc_tiny.csv")
+    drawn = plotted[plotted["name"] == "LLC (mean of chains)"]
+    assert list(drawn["x"]) == [0, 40] and list(drawn["y"]) == [1.0, 5.0]
+    flagged = plotted[plotted["name"] == "flagged estimate (see warning)"]
+    assert list(flagged["x"]) == [20]  # every estimate is drawn, the flagged one apart
+    bare = tmp_path / "bare" / "tiny"
+    shutil.copytree(with_llc, bare)
     (bare / LLC_CSV).unlink()
     names = {p.name for p in write_standard_figures([bare], tmp_path / "without", **kw)}
     assert not any(n.startswith("llc_") for n in names)

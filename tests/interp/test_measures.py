@@ -4,6 +4,7 @@ it (metrics.csv, the figures' tables, the fit's joint measures, ``list``), and p
 import json
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 import torch
@@ -22,8 +23,8 @@ from interp.analysis.measures import (
 from interp.analysis.probes import cache_patterns, pattern_hook
 from interp.cli import main
 from interp.data.task import Batch, TaskConfig, TaskGenerator
+from interp.io import plugins
 from interp.model.network import InductionNet, ModelConfig
-from interp.train import plugins
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "extra_measure.py"
 TASK = TaskConfig(D=15, K=16, L=8, N=4, N_max=4, B=2, p_C=0.5, n_eval=64)
@@ -299,7 +300,7 @@ def test_plugin_measures_reach_metrics_csv_of_a_cli_run(registry, tmp_path, caps
     config = json.loads((out / "config.json").read_text())
     assert config["plugins"] == [str(FIXTURE.resolve())]
 
-    from interp.train.training import load_run
+    from interp.io.rundir import load_run
 
     run = load_run(out)
     assert 20 in run.checkpoint_steps
@@ -341,6 +342,21 @@ def test_plugin_measures_reach_metrics_csv_of_a_cli_run(registry, tmp_path, caps
     metrics = pd.read_csv(out / "metrics.csv")
     assert list(metrics["step"]) == [0, 10, 20, 30] and metrics["query_resid_rms"].notna().all()
 
+    # drawn by its declaration: the progress-measure figure of `figures` and the explorer
+    assert main(["--plugin", str(FIXTURE), "figures", str(out), "--out", str(tmp_path / "f"),
+                 "--formats", "html"]) == 0  # fmt: skip
+    drawn = pd.read_csv(tmp_path / "f" / "progress_measures.csv")
+    curve = drawn[drawn["name"] == "L2 query self-attention"]
+    np.testing.assert_allclose(curve["y"], metrics["query_self_l2"], rtol=1e-6)
+    assert "query residual RMS" not in set(drawn["name"])  # panel="": not drawn
+    from interp.viz.explorer import ExplorerConfig, explorer_data
+
+    data = explorer_data(load_run(out), ExplorerConfig(n_sequences=1))
+    assert data["labels"]["query_self_l2"] == "L2 query self-attention"
+    assert data["colors"]["query_self_l2"] == "#882255"
+    np.testing.assert_allclose(data["measures"]["query_self_l2"], metrics["query_self_l2"])
+    assert "query_resid_rms" not in data["labels"]
+
 
 def test_measures_command_recomputes_plugin_measures(registry, tmp_path, capsys):
     out = tmp_path / "run"
@@ -352,7 +368,7 @@ def test_measures_command_recomputes_plugin_measures(registry, tmp_path, capsys)
     wide = df.pivot(index="step", columns="measure", values="value")
     assert set(wide.columns) == {"ic_acc", "ic_loss", *MEASURES}
     assert {"query_resid_rms", "query_self_l2"} <= set(wide.columns)
-    from interp.train.training import load_run
+    from interp.io.rundir import load_run
 
     assert list(wide.index) == load_run(out).checkpoint_steps and 10 in wide.index
 
@@ -361,7 +377,9 @@ def test_metrics_row_columns_equal_an_independent_evaluation(tmp_path):
     """Every ``{ic,ic2,iw}_{acc,loss}`` column of a written row equals the plain hooked model's
     accuracy and F.cross_entropy on that set, at a step that is both an evaluation and a
     checkpoint."""
-    from interp.train.training import TrainConfig, load_run, train
+    from interp.config.train_config import TrainConfig
+    from interp.experiments.standard import train
+    from interp.io.rundir import load_run
 
     task = TaskConfig(D=15, K=64, L=8, N=4, N_max=4, B=1, p_C=0.5, n_eval=128)
     cfg = TrainConfig(

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from interp.train.presets import NotebookSetting, get_preset
-from interp.train.training import train
+from interp.experiments.notebook_setting import NotebookSetting
+from interp.experiments.standard import train
+from interp.train.presets import get_preset
 
 
 @pytest.fixture(scope="module")
@@ -104,7 +105,7 @@ def test_a_fresh_clone_reuses_runs_demo_without_arguments(tmp_path):
         "def refuse(*a, **k):\n"
         "    raise SystemExit('training started')\n"
         "t.train = refuse\n"
-        "from interp.train.presets import notebook_setting\n"
+        "from interp.experiments.notebook_setting import notebook_setting\n"
         "s = notebook_setting()\n"
         "print(s.ensure_run(seed=0))\n"
         "print(s.runs)\n"
@@ -129,7 +130,7 @@ def test_a_fresh_clone_reuses_runs_demo_without_arguments(tmp_path):
 def test_an_installed_package_finds_runs_demo_from_the_working_directory(tmp_path, monkeypatch):
     """From a wheel (no checkout around the package) the runs folder is the first ``runs`` with
     a demo run at or above the working directory, or the one INDUCTION_CLIFF_RUNS_ROOT names."""
-    from interp.train import presets
+    from interp.experiments import notebook_setting as presets
 
     monkeypatch.setattr(presets, "repository_root", lambda: None)
     monkeypatch.delenv(presets.RUNS_ENV, raising=False)

@@ -4,8 +4,10 @@ import pytest
 from interp.analysis.over_training import measures_over_checkpoints, patterns_over_checkpoints
 from interp.analysis.probes import ila1
 from interp.cli import main
+from interp.config.train_config import TrainConfig
 from interp.data.task import TaskConfig
-from interp.train.training import TrainConfig, load_run, train
+from interp.experiments.standard import train
+from interp.io.rundir import load_run
 
 TASK = TaskConfig(D=15, K=64, L=8, N=4, N_max=4, B=1, p_C=0.5, n_eval=128)
 

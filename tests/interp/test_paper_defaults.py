@@ -9,10 +9,12 @@ import numpy as np
 import pytest
 import torch
 
+from interp.config.train_config import TrainConfig
 from interp.data.task import TaskConfig, TaskGenerator
+from interp.experiments.standard import train, train_many
 from interp.io.rundir import load_run
 from interp.model.network import InductionNet, ModelConfig
-from interp.train.training import TrainConfig, _single_step, train, train_many
+from interp.train.training import _single_step
 
 TASK = TaskConfig()  # the paper's task
 

@@ -11,11 +11,12 @@ import pytest
 import torch
 
 from interp.cli import main
+from interp.config.train_config import TrainConfig
 from interp.data.task import TaskConfig, TaskGenerator
+from interp.experiments.standard import train, train_many
 from interp.io.rundir import RunDirectoryError, load_run, read_per_class_iw
 from interp.model.network import ModelConfig
 from interp.train.overrides import build_configs
-from interp.train.training import TrainConfig, train, train_many
 
 # K = 16 classes with Zipf frequencies; half the sequences non-bursty.
 TASK = TaskConfig(D=15, K=16, L=8, N=4, N_max=4, B=1, p_B=0.5, p_C=0.25, alpha=1.0, n_eval=64)

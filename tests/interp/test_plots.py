@@ -4,8 +4,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from interp.viz import dynamics_plots as pplots
 from interp.viz import plots
-from phenomenology import plots as pplots
 
 METRIC_COLUMNS = (
     "train_loss ic_acc ic_loss ic2_acc ic2_loss iw_acc iw_loss "
@@ -313,10 +313,10 @@ def test_fit_overlay():
 def test_summarize_runs_feeds_the_phase_diagram(tmp_path):
     import json
 
+    from interp.config.train_config import TrainConfig
     from interp.data.task import TaskConfig
     from interp.io.rundir import configs_dict
     from interp.model.network import ModelConfig
-    from interp.train.training import TrainConfig
     from interp.viz.figures import summarize_runs
 
     dirs = []

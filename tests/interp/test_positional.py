@@ -196,6 +196,31 @@ def test_cope_with_gates_forced_to_one_is_a_relative_position_lookup(batch):
     assert all(len(hp._forward_hooks) == 0 for hp in model.hook_dict.values())
 
 
+def test_cope_gates_and_positions_against_a_hand_computed_position(batch):
+    """Golovneva eq. 3 by hand at one (query, key): ``g_it = sigmoid(s_it)`` of the scaled scores,
+    ``p_ij = g_ij + ... + g_ii``. A gate of the wrong sign (``sigmoid(-s)``, masking kept) gives
+    ``1 - g``, which this position tells apart."""
+    model = _cope_model(seed=3, cope_p_max=16)
+    attn = model.blocks[0].attn
+    with torch.no_grad():
+        attn.W_Q.mul_(4.0)  # scores well away from 0, so that sigmoid(s) and sigmoid(-s) differ
+    _, cache = model.run_with_cache(batch.tokens, batch.positions)
+    u = cache["blocks.0.hook_resid_pre"][0]  # [pos, d_model] of the first sequence
+    i, j = 6, 2
+    scale = attention_scale(attn.attn_scale, torch.arange(1, 18), attn.d_head, attn.n_train)
+    q, k = (u @ attn.W_Q[0]).detach(), (u @ attn.W_K[0]).detach()
+    c = float(scale[i, 0]) if isinstance(scale, torch.Tensor) else float(scale)
+    s = [float(q[i] @ k[t]) * c for t in range(j, i + 1)]
+    gates = [1.0 / (1.0 + math.exp(-x)) for x in s]
+    p_ij = sum(gates)
+    flipped = sum(1.0 - g for g in gates)
+    assert abs(p_ij - flipped) > 0.5  # the input tells the two signs apart
+    got = cache["blocks.0.attn.hook_cope_positions"][0, 0, i, j].item()
+    assert got == pytest.approx(p_ij, abs=1e-4)
+    got_gates = cache["blocks.0.attn.hook_cope_gates"][0, 0, i, j : i + 1].tolist()
+    assert got_gates == pytest.approx(gates, abs=1e-5)
+
+
 def test_zero_cope_table_leaves_attention_unchanged(batch):
     cope, plain = (
         _cope_model(seed=2),

@@ -13,8 +13,12 @@ from safetensors.torch import save_file
 
 from interp.analysis.length import rescale_rope
 from interp.cli import build_configs, main
+from interp.config.train_config import TrainConfig
 from interp.data.task import TaskConfig, TaskGenerator
-from interp.io.rundir import read_config
+from interp.experiments.standard import train
+from interp.io import plugins
+from interp.io.plugins import load_plugin, loaded_plugins
+from interp.io.rundir import load_run, read_config
 from interp.model.fast import supports_fast_path
 from interp.model.network import InductionNet, ModelConfig, canonical_model_dict
 from interp.model.positional import (
@@ -25,9 +29,6 @@ from interp.model.positional import (
     positional_parameters,
     register_positional,
 )
-from interp.train import plugins
-from interp.train.plugins import load_plugin, loaded_plugins
-from interp.train.training import TrainConfig, load_run, train
 
 ROOT = Path(__file__).resolve().parents[2]
 ALIBI = ROOT / "tests" / "fixtures" / "alibi.py"

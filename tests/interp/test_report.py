@@ -6,7 +6,7 @@ import torch
 
 from interp.cli import main
 from interp.io import checkpoints
-from interp.train.training import load_run
+from interp.io.rundir import load_run
 from interp.viz.explorer import (
     AttentionExplorer,
     ExplorerConfig,
@@ -15,6 +15,7 @@ from interp.viz.explorer import (
     measures_figure,
     token_ticks,
 )
+from interp.viz.figures import run_context
 from interp.viz.report import ReportConfig, ReportInputError, build_report, deviations
 from tests.interp.tiny_runs import tiny_run
 
@@ -79,6 +80,51 @@ def test_explorer_figures_and_widget_follow_the_choice(run_dir):
     assert [list(r) for r in explorer.heatmap.data[0].z] == data["sets"]["iw"][0]["patterns"][0][1]
 
 
+def stored_patterns(run, steps, set_name: str = "ic", sequence: int = 0) -> dict:
+    """step -> [layer] attention pattern ``[query, key]`` of one evaluation sequence, recomputed
+    from that step's saved weights by the hooked model (independently of the explorer)."""
+    batch = run.eval_sets()[set_name][sequence : sequence + 1]
+    out = {}
+    for step in steps:
+        model = run.load_model(step).eval()
+        with torch.no_grad():
+            _, cache = model.run_with_cache(batch.tokens, batch.positions)
+        out[step] = [cache[f"blocks.{layer}.attn.hook_pattern"][0, 0].numpy() for layer in (0, 1)]
+    return out
+
+
+def _lower(z) -> np.ndarray:
+    """The causal part (query >= key) of a heatmap's z (None above the diagonal)."""
+    z = np.array([[np.nan if v is None else v for v in row] for row in z], dtype=float)
+    return z[np.tril(np.ones(z.shape, dtype=bool))]
+
+
+def test_the_slider_shows_the_checkpoint_it_names(run_dir):
+    """Every step the explorer offers shows that checkpoint's own pattern (a slider whose index
+    ran the wrong way would show another step's), in its figure and in the notebook widget."""
+    run = load_run(run_dir)
+    config = ExplorerConfig(n_sequences=1)
+    data = explorer_data(run, config)
+    stored = stored_patterns(run, data["steps"])
+    assert len(data["steps"]) >= 3
+    first, last = stored[data["steps"][0]][1], stored[data["steps"][-1]][1]
+    assert np.abs(_lower(first) - _lower(last)).max() > 0.05  # the steps differ visibly
+    tol = 1.01 * 0.5 * 10.0**-config.decimals  # the page rounds to `decimals`
+    explorer = AttentionExplorer(None, data=data)
+    for index, step in enumerate(data["steps"]):
+        for layer in (0, 1):
+            fig = heatmap_figure(data, "ic", 0, index, layer)
+            assert f"layer {layer + 1}, step {step}," in fig.layout.title.text
+            np.testing.assert_allclose(
+                _lower(fig.data[0].z), stored[step][layer][np.tril_indices(len(first))], atol=tol
+            )
+        explorer.step.value = index
+        np.testing.assert_allclose(
+            _lower(explorer.heatmap.data[0].z), stored[step][0][np.tril_indices(len(first))],
+            atol=tol,
+        )  # fmt: skip
+
+
 @pytest.mark.parametrize(
     "kwargs, field",
     [
@@ -100,7 +146,7 @@ def test_report_config_names_the_bad_field():
 
 def test_deviations_name_optimiser_steps_and_preset(tmp_path):
     from interp.cli import build_configs
-    from interp.train.training import train
+    from interp.experiments.standard import train
 
     task, model, cfg, _ = build_configs("tiny", {"steps": "10", "eval_every": "5"}, 0)
     train(task, model, cfg, tmp_path / "t", progress=False)
@@ -112,8 +158,14 @@ def test_deviations_name_optimiser_steps_and_preset(tmp_path):
 
 def test_report_page_has_every_section_offline(run_dir, tmp_path):
     page = build_report([load_run(run_dir)], ReportConfig(fit=False))
-    for heading in ("1. Config", "2. Training dynamics", "3. Plateau", "4. Nested-logit", "5. Att"):
-        assert f"<h2>{heading}" in page
+    for name, heading in (
+        ("config", "1. Config"),
+        ("dynamics", "2. Training dynamics"),
+        ("transition", "3. Plateau"),
+        ("fit_forecast", "4. Dynamics-model fit"),
+        ("explorer", "5. Att"),
+    ):
+        assert f'<h2 id="section-{name}">{heading}' in page
     assert "adam lr 0.003 (paper: SGD lr 0.01)" in page
     from plotly.offline import get_plotlyjs
 
@@ -155,7 +207,7 @@ def test_report_cli_writes_the_default_path(run_dir, capsys):
     assert main(["report", str(run_dir), "--no-fit", "--sequences", "1"]) == 0
     out = run_dir / "report.html"
     assert out.exists() and f"wrote {out}" in capsys.readouterr().out
-    assert "<h2>5. Attention explorer" in out.read_text()
+    assert '<h2 id="section-explorer">5. Attention explorer' in out.read_text()
 
 
 def test_report_input_error_is_a_value_error():
@@ -195,7 +247,7 @@ def test_report_fit_section_wires_the_observed_cliff_into_fit_and_forecast(tmp_p
     class Fitted:
         r2_, transition_step_, transition_step_stderr_ = 0.99, 1990.0, 12.0
 
-    def fake_fit(run, note, **kw):
+    def fake_fit(run, **kw):
         calls.append(kw)
         return Fitted(), go.Figure()
 
@@ -203,9 +255,12 @@ def test_report_fit_section_wires_the_observed_cliff_into_fit_and_forecast(tmp_p
         calls.append({"until": cutoff, "fraction": fraction, "observed_step": observed})
         return "<p>the calibrated forecast</p>"
 
-    monkeypatch.setattr(report, "_fit_and_figure", fake_fit)
+    import interp.viz.fit_overlay
+
+    monkeypatch.setattr(interp.viz.fit_overlay, "fit_overlay", fake_fit)
     monkeypatch.setattr(report, "_calibrated_forecast", fake_forecast)
-    section = report._fit_section([load_run(d)], lambda run: None, 0.8)
+    ctx = run_context([load_run(d)], {"report": ReportConfig(forecast_fraction=0.8)})
+    section = report._fit_section(ctx)
     assert len(calls) == 2, section
     assert calls[0]["until"] is None and 0 < calls[1]["until"] < 2000
     assert calls[1]["fraction"] == 0.8
@@ -230,7 +285,8 @@ def test_report_fit_section_finds_a_clean_cliff(tmp_path):
     pd.DataFrame(
         {"step": steps, "train_loss": loss, "ic_loss": loss, "ic_acc": 0.125 + 0.85 * s}
     ).to_csv(d / "metrics.csv", index=False)
-    section = _fit_section([load_run(d)], lambda run: None, 0.8)
+    ctx = run_context([load_run(d)], {"report": ReportConfig(forecast_fraction=0.8)})
+    section = _fit_section(ctx)
     found = re.search(r"R<sup>2</sup> = ([0-9.]+), fitted transition step (\d+)", section)
     assert found, section
     assert float(found[1]) > 0.99

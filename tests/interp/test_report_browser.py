@@ -9,11 +9,14 @@ import os
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 from playwright.sync_api import sync_playwright
 
+from interp.io.rundir import load_run
 from interp.viz.explorer import ExplorerConfig
 from interp.viz.report import ReportConfig, write_report
+from tests.interp.test_report import _lower, stored_patterns
 from tests.interp.tiny_runs import tiny_run
 
 
@@ -43,6 +46,9 @@ def test_report_loads_offline_renders_every_plot_and_the_slider_moves_the_heatma
         tmp_path / "report.html",
         ReportConfig(fit=False, explorer=ExplorerConfig(n_sequences=2)),
     )
+    # what each step's heatmap must show: that checkpoint's pattern (IC sequence 1)
+    stored = stored_patterns(load_run(run_dir), (0, 10, 30))
+    tril = np.tril_indices(len(stored[0][0]))
     errors, requests = [], []
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
@@ -80,16 +86,20 @@ def test_report_loads_offline_renders_every_plot_and_the_slider_moves_the_heatma
             page.wait_for_function("document.querySelector('.ex-step-value').textContent === '0'")
             after = _z(page)
             assert after != before
+            np.testing.assert_allclose(_lower(before), stored[30][0][tril], atol=6e-4)
+            np.testing.assert_allclose(_lower(after), stored[0][0][tril], atol=6e-4)
             cursor = page.evaluate("document.querySelector('.ex-measures').layout.shapes[0].x0")
             assert cursor == 0
             page.keyboard.press("ArrowRight")  # one checkpoint on: step 10
             page.wait_for_function("document.querySelector('.ex-step-value').textContent === '10'")
             assert _z(page) not in (before, after)
+            np.testing.assert_allclose(_lower(_z(page)), stored[10][0][tril], atol=6e-4)
 
             page.select_option(".ex-layer", "1")
             assert "layer 2, step 10" in page.evaluate(
                 "document.querySelector('.ex-heatmap').layout.title.text"
             )
+            np.testing.assert_allclose(_lower(_z(page)), stored[10][1][tril], atol=6e-4)
         finally:
             browser.close()
     assert errors == []

@@ -21,11 +21,13 @@ import pytest
 import torch
 
 from interp.cli import main
+from interp.config.train_config import TrainConfig
 from interp.data.task import TaskConfig
+from interp.experiments.standard import train
 from interp.io import atomic, checkpoints, rundir
 from interp.io.rundir import RunDirectoryError, RunLock, load_run, read_metrics
 from interp.model.network import ModelConfig
-from interp.train.training import TrainConfig, TrainingDiverged, train
+from interp.train.training import TrainingDiverged
 
 pytestmark = pytest.mark.faults
 
@@ -310,19 +312,19 @@ def test_6_kill_9_mid_write_leaves_old_or_new_never_half(tmp_path):
 
 # 7. A checkpoint is good only if its evaluation is finite.
 def test_7_non_finite_evaluation_is_never_written(tmp_path, monkeypatch):
-    import interp.train.training as training
+    import interp.analysis.evaluation as evaluation  # the standard evaluation callback's
 
-    real = training.evaluate
+    real = evaluation.evaluate
 
-    def nan_at_40(model, sets):
-        out = real(model, sets)
+    def nan_at_40(model, sets, **kw):
+        out = real(model, sets, **kw)
         if nan_at_40.calls == 2:  # the evaluation at step 40
             out["iw_loss"] = float("nan")
         nan_at_40.calls += 1
         return out
 
     nan_at_40.calls = 0
-    monkeypatch.setattr(training, "evaluate", nan_at_40)
+    monkeypatch.setattr(evaluation, "evaluate", nan_at_40)
     with pytest.raises(
         TrainingDiverged, match=r"iw_loss became nan at step 40.*checkpoint is step 20\."
     ):

@@ -93,7 +93,9 @@ def test_stack_refuses_unsupported_and_mixed_models():
 
 # --- train_many: several seeds trained together, each into its own ordinary run directory ---
 
-from interp.train.training import RunDirectoryError, TrainConfig, load_run, train, train_many  # noqa: E402
+from interp.config.train_config import TrainConfig  # noqa: E402
+from interp.experiments.standard import train, train_many  # noqa: E402
+from interp.io.rundir import RunDirectoryError, load_run  # noqa: E402
 
 SMALL = TaskConfig(D=15, K=64, L=8, N=4, N_max=4, B=1, p_C=0.5, n_eval=128)
 SMALL_MODEL = ModelConfig.from_task(SMALL, d_mlp=32)

@@ -10,10 +10,11 @@ import pandas as pd
 import pytest
 
 from interp.cli import main
-from interp.train import sweep
+from interp.experiments import sweep
+from interp.experiments.standard import train
+from interp.experiments.sweep import SweepDirectoryError, SweepSpec, run_sweep
 from interp.train.presets import get_preset
-from interp.train.sweep import SweepDirectoryError, SweepSpec, run_sweep
-from interp.train.training import TrainingDiverged, train
+from interp.train.training import TrainingDiverged
 from interp.viz import export
 from interp.viz.sweep_plots import plot_sweep, plot_sweep_curves
 
@@ -235,22 +236,22 @@ def test_partial_point_with_per_class_iw_resumes_to_the_same_file(tmp_path):
 def test_interrupted_sweep_resumes(tmp_path, monkeypatch):
     """Ctrl-C in the middle of a point: train() saves the state, the sweep writes its summary and
     raises KeyboardInterrupt; the same call again finishes it, equal to an uninterrupted sweep."""
-    import interp.train.training
+    import interp.experiments.standard
 
-    real_train = interp.train.training.train
+    real_train = interp.experiments.standard.train
 
     def interrupted_train(*args, **kwargs):
         real_train(*args, **{**kwargs, "stop_after": 15})
         raise KeyboardInterrupt  # as train() does after saving its state
 
-    monkeypatch.setattr(interp.train.training, "train", interrupted_train)
+    monkeypatch.setattr(interp.experiments.standard, "train", interrupted_train)
     out = tmp_path / "sweep"
     with pytest.raises(KeyboardInterrupt):
         run_sweep(spec(), out, backend="serial", figures=False, log=silent)
     summary = pd.read_csv(out / "summary.csv")
     assert summary["status"].tolist() == ["interrupted", "pending"]
     assert summary["steps_done"].tolist() == [10, 0]  # the last evaluation before step 15
-    monkeypatch.setattr(interp.train.training, "train", real_train)
+    monkeypatch.setattr(interp.experiments.standard, "train", real_train)
     resumed = run_sweep(spec(), out, backend="serial", figures=False, log=silent)
     reference = run_sweep(spec(), tmp_path / "ref", backend="serial", figures=False, log=silent)
     assert resumed["status"].tolist() == ["done", "done"]
@@ -259,16 +260,16 @@ def test_interrupted_sweep_resumes(tmp_path, monkeypatch):
 
 
 def test_failed_point_is_recorded_and_the_others_go_on(tmp_path, monkeypatch):
-    import interp.train.training
+    import interp.experiments.standard
 
-    real_train = interp.train.training.train
+    real_train = interp.experiments.standard.train
 
     def diverging(task, *args, **kwargs):
         if task.K == 16:
             raise TrainingDiverged("training loss became nan at step 7; stopped.")
         return real_train(task, *args, **kwargs)
 
-    monkeypatch.setattr(interp.train.training, "train", diverging)
+    monkeypatch.setattr(interp.experiments.standard, "train", diverging)
     summary = run_sweep(spec(), tmp_path / "s", backend="serial", figures=False, log=silent)
     assert summary["status"].tolist() == ["failed", "done"]
     assert (
@@ -307,7 +308,7 @@ def test_process_backend_runs_two_points_like_the_serial_one(tmp_path):
 
 
 def test_stacked_seeds_give_the_runs_of_unstacked_ones(tmp_path):
-    from interp.train.sweep_backends import stack_jobs
+    from interp.experiments.sweep_backends import stack_jobs
 
     s = spec(grid={"K": (16, 32)}, seeds=(0, 1, 2))
     jobs = stack_jobs(s.points(), 2)  # per K: seeds {0, 1} together, seed 2 alone

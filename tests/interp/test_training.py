@@ -7,17 +7,13 @@ import pytest
 import torch
 
 from interp.cli import main
+from interp.config.train_config import TrainConfig, checkpoint_schedule
 from interp.data.task import TaskConfig, TaskGenerator
+from interp.experiments.standard import train
 from interp.io import checkpoints
+from interp.io.rundir import RunDirectoryError, load_run
 from interp.model.network import ModelConfig
-from interp.train.training import (
-    RunDirectoryError,
-    TrainConfig,
-    TrainingDiverged,
-    checkpoint_schedule,
-    load_run,
-    train,
-)
+from interp.train.training import TrainingDiverged
 
 TASK = TaskConfig(D=15, K=64, L=8, N=4, N_max=4, B=1, p_C=0.5, n_eval=128)
 MODEL = ModelConfig.from_task(TASK, d_mlp=32)

@@ -7,9 +7,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from interp.config.train_config import TrainConfig
 from interp.data.task import TaskConfig
+from interp.experiments.standard import train
 from interp.model.network import ModelConfig
-from interp.train.training import TrainConfig, train
 
 
 def tiny_run(out: Path, *, K: int = 64, seed: int = 0, steps: int = 40) -> Path:

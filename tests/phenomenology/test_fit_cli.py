@@ -181,19 +181,27 @@ def test_path_and_plugin_errors_are_one_line(tmp_path, capsys):
 
 
 def test_the_fit_overlay_figure_refits_the_model_named_in_fit_json(tmp_path, capsys):
-    from interp.train.training import load_run
-    from interp.viz.figures import _fit_overlay
+    from interp.io.rundir import load_run
+    from interp.viz.figures import run_context
+    from interp.viz.fit_overlay import fit_overlay, saved_fit
+    from interp.viz.report import ReportConfig, _fit_section
 
     metrics = pd.DataFrame({"step": STEPS, "ic_loss": _step_loss()})
     run = _write_run(tmp_path / "run", metrics)
     rc, _, err = _fit(capsys, run, "--model", "logistic-step", "--plugin", FIXTURE,
                       "--until", "40000", "--n-boot", "0")  # fmt: skip
     assert rc == 0, err
-    fig = _fit_overlay(load_run(run), metrics, None)
+    saved = saved_fit(load_run(run))
+    assert saved["model"] == "logistic-step" and saved["until"] == 40000
+    observed = saved.pop("observed")
+    _, fig = fit_overlay(load_run(run), **saved, observed_step=observed)
     assert [t.name for t in fig.data] == ["IC loss (run)", "IC loss (fit)"]
     assert fig.layout.title.text.startswith("logistic-step: run")
     fitted = fig.data[1]
     assert np.max(np.abs(np.interp(STEPS, fitted.x, fitted.y) - metrics["ic_loss"])) < 0.1
+    # the report draws the same model (it refitted nested-logit whatever fit.json named)
+    section = _fit_section(run_context([load_run(run)], {"report": ReportConfig()}))
+    assert "logistic-step: run" in section and "Nested-logit fit" not in section
 
 
 def test_the_contributing_guide_example_runs_as_a_plugin(tmp_path, capsys):

@@ -12,16 +12,13 @@ import pytest
 from phenomenology.forecast import (
     CALIBRATION,
     CALIBRATIONS,
-    FORECAST_COLUMNS,
     bank,
     continuations,
     forecast_curve,
-    live_every,
-    live_forecast,
-    progress_text,
     raw_forecast,
     template_loss,
 )
+from phenomenology.live import FORECAST_COLUMNS, live_every, live_forecast, progress_text
 
 TASK = {"L": 32, "N": 8, "B": 1}
 IDENTITY = {"k": 1.0, "k_low": 0.9, "k_high": 1.1}
@@ -126,7 +123,7 @@ def test_continuations_join_the_curve_and_drop_at_their_transition():
 
 
 def test_the_forecast_figure_draws_the_seen_curve_fan_interval_and_the_rest(tmp_path):
-    from phenomenology.forecast import forecast_figure
+    from interp.viz.dynamics_plots import forecast_figure
 
     steps, y, true = _synthetic()
     curve = pd.DataFrame({"step": steps, "ic_loss": y})

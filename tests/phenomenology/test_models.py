@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from interp.train.plugins import load_plugins
+from interp.io.plugins import load_plugins
 from phenomenology import DynamicsFit, model_names, register_model
 from phenomenology.landscape import flow
 from phenomenology.models import get_model, unregister_model
@@ -35,6 +35,14 @@ def test_model_from_a_file_outside_the_package_is_registered(extra):
     assert "logistic-step" in model_names() and "nested-logit" in model_names()
     assert get_model("logistic-step").predicts == {"ic_loss": "loss"}
     assert load_plugins([str(FIXTURE)])[0] is extra  # loading twice imports once
+
+
+def test_list_models_lists_every_registered_model_plugins_included(extra, capsys):
+    from interp.cli import main
+
+    assert main(["--plugin", str(FIXTURE), "list", "models"]) == 0
+    listed = [line.split()[0] for line in capsys.readouterr().out.splitlines()]
+    assert listed == model_names() and "logistic-step" in listed
 
 
 def test_fit_recovers_the_parameters_of_a_registered_curve_model(step_curve):

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from phenomenology.forecast import CALIBRATIONS
 from phenomenology.progress import (
     PROGRESS_CALIBRATIONS,
     THRESHOLD,
@@ -109,7 +110,10 @@ def test_fit_picks_the_progress_forecast_where_it_can(tmp_path, capsys):
     assert rc == 0, err
     got = json.loads(csv.with_name("c.fit.json").read_text())
     assert got["forecast_from"] == "template"
-    assert got["forecast_transition_step"] == pytest.approx(1.112 * 20000, rel=0.1)
+    # the template calibration (forecast = k * raw) of SGD, read from where it is defined
+    assert got["forecast_transition_step"] == pytest.approx(
+        CALIBRATIONS["sgd"]["k"] * 20000, rel=0.1
+    )
     # (auto on a curve without tila2 is the template: test_fit_cli's calibration test)
 
 
@@ -126,7 +130,8 @@ def test_fit_method_progress_refuses_what_it_cannot_use(tmp_path, capsys):
 
 
 def test_the_live_forecast_reads_the_progress_measure_on_sgd_runs():
-    from phenomenology.forecast import bank, live_forecast, template_loss
+    from phenomenology.forecast import bank, template_loss
+    from phenomenology.live import live_forecast
 
     task = {"L": 32, "N": 8, "B": 2}
     bk = bank(**task)

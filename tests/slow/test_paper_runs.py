@@ -11,9 +11,9 @@ import dataclasses
 import pytest
 
 from interp.analysis.transition import detect_transition, event_order
+from interp.experiments.standard import train
 from interp.model.network import ModelConfig
 from interp.train.presets import get_preset
-from interp.train.training import train
 
 pytestmark = pytest.mark.slow
 

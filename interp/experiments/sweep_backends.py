@@ -1,7 +1,7 @@
 """How a sweep's points run: in this process, in a local process pool, or as Ray tasks.
 
 Each backend trains a list of jobs into their run directories with :func:`run_job` (a job is one
-:class:`interp.train.sweep.SweepPoint`, or several seeds of one config trained stacked in one process,
+:class:`interp.experiments.sweep.SweepPoint`, or several seeds of one config trained stacked in one process,
 see :func:`stack_jobs`), reports every result through a callback as it comes, and returns whether the
 sweep was interrupted (Ctrl-C). A point that fails is reported as failed and the others go on.
 On Ctrl-C every running point saves its resume state (:func:`interp.train.training.train` does that on
@@ -25,10 +25,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from interp.io import checkpoints
-from interp.train.plugins import load_plugins, loaded_plugins
+from interp.io.interrupt import sigterm_as_ctrl_c
+from interp.io.plugins import load_plugins, loaded_plugins
 
 if TYPE_CHECKING:
-    from interp.train.sweep import SweepPoint
+    from interp.experiments.sweep_spec import SweepPoint
 
 OnResult = Callable[[dict], None]
 
@@ -74,7 +75,7 @@ def run_point(point: SweepPoint, run_dir: str | os.PathLike, threads: int = 1) -
     Raises:
         KeyboardInterrupt: on Ctrl-C, after :func:`interp.train.training.train` saved the state.
     """
-    from interp.train.training import train
+    from interp.experiments.standard import train
 
     run_dir = Path(run_dir)
     resuming = (run_dir / "checkpoints" / checkpoints.RESUME_NAME).exists()
@@ -106,7 +107,8 @@ def run_job(job: Sequence[SweepPoint], out: str | os.PathLike, threads: int = 1)
     Raises:
         KeyboardInterrupt: on Ctrl-C, after every run of the job saved its state.
     """
-    from interp.train.training import RunDirectoryError, train_many
+    from interp.experiments.standard import train_many
+    from interp.io.rundir import RunDirectoryError
 
     out = Path(out)
     if len(job) == 1:
@@ -246,28 +248,6 @@ def _pool_run_job(job: list[SweepPoint], out: str, threads: int) -> list[dict]:
         return [_interrupted(p, Path(out) / p.name) for p in job]
     finally:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-
-def _sigterm_raises_interrupt(signum, frame):
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second one does not cut the shutdown short
-    raise KeyboardInterrupt
-
-
-@contextlib.contextmanager
-def sigterm_as_ctrl_c():
-    """While a process pool runs (a sweep's, or ``llc``'s checkpoint workers), SIGTERM to the
-    parent (what ``kill``, ``timeout`` and schedulers send) raises KeyboardInterrupt in it, so that
-    the pool stops as on Ctrl-C: a sweep's workers save their points' state and exit. Without it
-    the parent died alone and its workers ran on, orphaned. Only in the main thread."""
-    try:
-        previous = signal.signal(signal.SIGTERM, _sigterm_raises_interrupt)
-    except ValueError:  # not the main thread: signals keep their usual meaning
-        yield
-        return
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 def _future_results(future, job: list[SweepPoint], out: Path) -> list[dict]:

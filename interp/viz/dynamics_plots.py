@@ -18,6 +18,8 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from interp.viz.plots import METRIC_COLORS, METRIC_LABELS, OKABE_ITO, SEQUENTIAL_SCALE
+from phenomenology.forecast import continuations, forecast_curve
+from phenomenology.progress import THRESHOLD, progress_forecast
 
 # Transition lines of the fit overlay: the forecast in vermillion (no fitted curve uses it), the
 # observed step in dark grey, like the detected transitions of the other figures.
@@ -130,6 +132,48 @@ def plot_landscape(
     return fig
 
 
+def _mark_forecast_and_observed(fig, forecast_step, observed_step, n_panels: int) -> None:
+    """Vertical lines at the forecast and the observed transition, on every panel of a fit
+    overlay, each named in the legend and labelled on the outer side."""
+    # The forecast and the observed step are often close: distinct colours and dashes, the step in
+    # the legend, and a label on the outer side of each line, so neither hides the other.
+    marks = [
+        (step, label, dash, color)
+        for step, label, dash, color in (
+            (forecast_step, "forecast", "dash", FORECAST_COLOR),
+            (observed_step, "observed", "dot", OBSERVED_COLOR),
+        )
+        if step is not None and np.isfinite(step)
+    ]
+    marks.sort(key=lambda m: m[0])
+    for k, (step, label, dash, color) in enumerate(marks):
+        before = len(fig.layout.shapes)
+        fig.add_vline(
+            x=step,
+            line={"dash": dash, "color": color, "width": 1.5},
+            opacity=0.9,
+            row="all",
+            col="all",
+        )
+        name = f"{label} transition (step {step:.0f})"
+        for j, shape in enumerate(fig.layout.shapes[before:]):
+            shape.update(name=name, legendgroup=label, showlegend=j == 0)
+        left = k == 0 and len(marks) == 2  # the earlier of two: its label to the left
+        fig.add_annotation(
+            x=step,
+            y=0.02,  # near the bottom: curves are mid-way there at a transition
+            xref=f"x{n_panels}" if n_panels > 1 else "x",
+            yref=f"y{n_panels} domain" if n_panels > 1 else "y domain",
+            text=f"{label}<br>{step:.0f}",
+            showarrow=False,
+            xanchor="right" if left else "left",
+            yanchor="bottom",
+            align="right" if left else "left",
+            xshift=-3 if left else 3,
+            font={"color": color, "size": 11},
+        )
+
+
 def plot_fit_overlay(
     metrics: pd.DataFrame,
     predicted: pd.DataFrame,
@@ -202,43 +246,7 @@ def plot_fit_overlay(
                 row=1,
                 col=col,
             )
-    # The forecast and the observed step are often close: distinct colours and dashes, the step in
-    # the legend, and a label on the outer side of each line, so neither hides the other.
-    marks = [
-        (step, label, dash, color)
-        for step, label, dash, color in (
-            (forecast_step, "forecast", "dash", FORECAST_COLOR),
-            (observed_step, "observed", "dot", OBSERVED_COLOR),
-        )
-        if step is not None and np.isfinite(step)
-    ]
-    marks.sort(key=lambda m: m[0])
-    for k, (step, label, dash, color) in enumerate(marks):
-        before = len(fig.layout.shapes)
-        fig.add_vline(
-            x=step,
-            line={"dash": dash, "color": color, "width": 1.5},
-            opacity=0.9,
-            row="all",
-            col="all",
-        )
-        name = f"{label} transition (step {step:.0f})"
-        for j, shape in enumerate(fig.layout.shapes[before:]):
-            shape.update(name=name, legendgroup=label, showlegend=j == 0)
-        left = k == 0 and len(marks) == 2  # the earlier of two: its label to the left
-        fig.add_annotation(
-            x=step,
-            y=0.02,  # near the bottom: curves are mid-way there at a transition
-            xref=f"x{len(panels)}" if len(panels) > 1 else "x",
-            yref=f"y{len(panels)} domain" if len(panels) > 1 else "y domain",
-            text=f"{label}<br>{step:.0f}",
-            showarrow=False,
-            xanchor="right" if left else "left",
-            yanchor="bottom",
-            align="right" if left else "left",
-            xshift=-3 if left else 3,
-            font={"color": color, "size": 11},
-        )
+    _mark_forecast_and_observed(fig, forecast_step, observed_step, len(panels))
     if cutoff_step is not None:
         before = len(fig.layout.shapes)
         fig.add_vrect(
@@ -358,3 +366,63 @@ def plot_forecast(
     fig.update_yaxes(title_text=label, row=1, col=1)
     fig.update_layout(title=_title(title, note), width=760, height=440 if rows == 1 else 640)
     return fig
+
+
+def forecast_figure(curve: pd.DataFrame, *, task: Mapping[str, float], until: float,
+                    column: str = "ic_loss", observed_step: float | None = None,
+                    note: str | None = None, optimizer: str | None = None,
+                    method: str = "template", progress_column: str = "tila2"):  # fmt: skip
+    """The forecast figure (:func:`plot_forecast`) of ``curve`` seen up to
+    step ``until``: the rows after it, if any, are drawn as the observed continuation.
+
+    ``method="progress"`` forecasts from ``progress_column`` (:mod:`phenomenology.progress`) and
+    adds a panel of its excess and the fitted growth; the fan is then the template's shape warped
+    to the progress forecast's interval (none when no template fits with a cliff ahead).
+
+    Raises:
+        ValueError: one line, when there is no forecast to draw (it says why).
+    """
+    df = curve[["step", column]].dropna().sort_values("step")
+    seen, later = df[df["step"] <= until], df[df["step"] > until]
+    progress = None
+    if method == "progress":
+        pc = curve[["step", progress_column]].dropna().sort_values("step")
+        pseen = pc[pc["step"] <= until]
+        fc = progress_forecast(pseen["step"], pseen[progress_column], optimizer=optimizer)
+        if not fc.ok:
+            raise ValueError(f"--figure: nothing to draw, {fc.reason}")
+        base = fc.detail["baseline"]
+        rate, x_last = fc.detail["rate"], fc.detail["excess_last"]
+        keep = lambda d: d[d[progress_column] > base]  # noqa: E731 (log axis: positive excess)
+        ps, pl = keep(pseen), keep(pc[pc["step"] > until])
+        line_steps = np.linspace(0.6 * fc.last_step, fc.high, 100)
+        progress = {
+            "column": progress_column, "steps": ps["step"], "excess": ps[progress_column] / base - 1,
+            "later_steps": pl["step"], "later_excess": pl[progress_column] / base - 1,
+            "line_steps": line_steps, "line": x_last * np.exp(rate * (line_steps - fc.last_step)),
+            "threshold": THRESHOLD,
+        }  # fmt: skip
+        shape = forecast_curve(seen["step"], seen[column], task=task, optimizer=optimizer,
+                               check_plateau=False)  # fmt: skip
+        if shape.ok and shape.raw_step > fc.last_step:
+            shape.step, shape.low, shape.high = fc.step, fc.low, fc.high
+            fan_fc = shape
+        else:
+            fan_fc = None
+    else:  # the template forecast (also for a figure of the plain fit's forecast)
+        fc = forecast_curve(seen["step"], seen[column], task=task, optimizer=optimizer)
+        if not fc.ok:
+            raise ValueError(f"--figure: nothing to draw, {fc.reason}")
+        fan_fc = fc
+    end = max(float(df["step"].max()), 1.3 * fc.high)
+    fan_steps = np.linspace(fc.last_step, end, 300)
+    fan = (
+        continuations(fan_fc, fan_steps, task=task)[1] if fan_fc is not None else np.empty((0, 300))
+    )
+    how = "its attention's growth" if method == "progress" else "the loss curve's template fit"
+    return plot_forecast(
+        seen, {"step": fc.step, "low": fc.low, "high": fc.high}, fan_steps, fan,
+        later=later, observed_step=observed_step, column=column, note=note, progress=progress,
+        title=f"Forecast of the transition from {len(seen)} evaluations up to step "
+        f"{fc.last_step:.0f}, by {how}",
+    )  # fmt: skip

@@ -1,0 +1,228 @@
+"""How to train: the optimiser, schedule, seed and device of a run (:class:`TrainConfig`).
+
+The paper's setting is plain SGD, lr 0.01, weight decay 1e-6 in the author's multiplicative form
+(every step, ``theta <- (1 - 1e-6) theta - lr * grad``), batch 128 of fresh sequences for 1e5
+steps. Adam (or another lr) is allowed and is recorded in ``config.json``; it is labelled as a
+deviation wherever a run is shown.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from interp.model.interventions import INTERVENTIONS
+
+__all__ = [
+    "TrainConfig",
+    "OPTIMIZERS",
+    "WEIGHT_DECAY_FORMS",
+    "BACKENDS",
+    "derive_seed",
+    "checkpoint_schedule",
+]
+
+OPTIMIZERS = ("sgd", "adam")
+# "multiplicative": the author's decoupled shrink, every weight times (1 - weight_decay) at each
+# step, independent of lr. "coupled": torch's L2 term (weight_decay * theta added to the gradient,
+# so the shrink per SGD step is lr * weight_decay: 100x weaker at lr 0.01); the form of runs
+# written before format version 3.
+WEIGHT_DECAY_FORMS = ("multiplicative", "coupled")
+BACKENDS = ("fast", "hooked")
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_real(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+@dataclass(frozen=True, kw_only=True)
+class TrainConfig:
+    """How to train.
+
+    Attributes:
+        optimizer: ``sgd`` (the paper) or ``adam`` (a deviation that moves the transition earlier).
+        lr: learning rate (the paper: 0.01 with SGD).
+        weight_decay: weight decay (the paper: 1e-6), in the form ``weight_decay_form`` says.
+        weight_decay_form: ``multiplicative`` (the author's code, the default): every step
+            multiplies each weight by ``1 - weight_decay`` before the optimiser's update, whatever
+            the optimiser and lr; ``coupled``: torch's ``weight_decay`` argument (an L2 term in the
+            gradient; SGD then shrinks by ``lr * weight_decay`` per step). Runs written before
+            format version 3 used ``coupled`` and are migrated so on load.
+        momentum: SGD momentum (the paper: 0).
+        batch_size: fresh sequences per step (the paper: 128).
+        steps: optimisation steps (the paper: 1e5).
+        eval_every: steps between evaluations (each writes a row of ``metrics.csv``).
+        checkpoint_every: steps between regular weight checkpoints.
+        n_log_checkpoints: extra weight checkpoints, log-spaced between step 1 and ``steps``.
+        checkpoint_on_jump: also checkpoint at any evaluation where IC accuracy moved by more than
+            this since the previous one (dense checkpoints around the transition); ``None`` disables.
+        seed: the run's seed; class means, initial weights, the training stream and the evaluation
+            sets each get their own stream derived from it (:func:`derive_seed`).
+        device: torch device for training (``cpu`` by default).
+        num_threads: torch CPU threads (``None`` leaves torch's default).
+        intervention: a training-time intervention from :data:`interp.model.interventions.INTERVENTIONS`
+            (``None``: plain training).
+        backend: ``fast`` computes the training forward with :func:`interp.model.fast.fast_logits` (the
+            same mathematics, equal to float rounding, ~1.4x faster on CPU), falling back to the
+            hooked forward where it does not apply (interventions, RoPE/CoPE); ``hooked`` always uses
+            the hooked forward. Evaluation and probes always use the hooked model.
+        live_forecast: at each evaluation on the plateau, forecast the transition step from the IC
+            loss so far (:func:`phenomenology.live.live_forecast`) into the ``forecast_step``,
+            ``forecast_low`` and ``forecast_high`` columns of ``metrics.csv`` and the progress bar.
+        per_class_iw: held-out non-bursty sequences per class whose query is an item of that class,
+            evaluated at every evaluation into ``per_class_iw.csv`` (one accuracy per class, the
+            per-class in-weights curves of :mod:`interp.analysis.quanta`); 0 (the default) turns
+            it off. The set is drawn once per run from its own seed (``derive_seed(seed,
+            "per_class_iw")``) and costs ``K * per_class_iw`` sequences per evaluation. A
+            ``config.json`` without the field (written before it existed) reads as 0, which is
+            what such a run did.
+    """
+
+    optimizer: str = "sgd"
+    lr: float = 0.01
+    weight_decay: float = 1e-6
+    weight_decay_form: str = "multiplicative"
+    momentum: float = 0.0
+    batch_size: int = 128
+    steps: int = 100_000
+    eval_every: int = 500
+    checkpoint_every: int = 5000
+    n_log_checkpoints: int = 20
+    checkpoint_on_jump: float | None = 0.02
+    seed: int = 0
+    device: str = "cpu"
+    num_threads: int | None = None
+    intervention: str | None = None
+    backend: str = "fast"
+    live_forecast: bool = True
+    per_class_iw: int = 0
+
+    def __post_init__(self) -> None:
+        for name in ("lr", "weight_decay", "momentum"):
+            if not _is_real(getattr(self, name)):
+                raise ValueError(
+                    f"TrainConfig.{name}={getattr(self, name)!r} is invalid: must be a number"
+                )
+        if not (_is_int(self.seed) and 0 <= self.seed < 2**63):
+            raise ValueError(f"TrainConfig.seed={self.seed!r} is invalid: must be an integer >= 0")
+        if self.checkpoint_on_jump is not None and not (
+            _is_real(self.checkpoint_on_jump)
+            and math.isfinite(self.checkpoint_on_jump)
+            and self.checkpoint_on_jump >= 0
+        ):
+            raise ValueError(
+                f"TrainConfig.checkpoint_on_jump={self.checkpoint_on_jump!r} is invalid: must be "
+                "None or a number >= 0"
+            )
+        if not isinstance(self.device, str):
+            raise ValueError(f"TrainConfig.device={self.device!r} is invalid: must be a string")
+        try:
+            torch.device(self.device)
+        except (RuntimeError, ValueError):
+            raise ValueError(
+                f"TrainConfig.device={self.device!r} is invalid: not a torch device (cpu, cuda, "
+                "cuda:0, mps, ...)"
+            ) from None
+        if self.optimizer not in OPTIMIZERS:
+            raise ValueError(
+                f"TrainConfig.optimizer={self.optimizer!r} is invalid: allowed values are {OPTIMIZERS}"
+            )
+        if self.weight_decay_form not in WEIGHT_DECAY_FORMS:
+            raise ValueError(
+                f"TrainConfig.weight_decay_form={self.weight_decay_form!r} is invalid: allowed "
+                f"values are {WEIGHT_DECAY_FORMS}"
+            )
+        for name in ("batch_size", "steps", "eval_every", "checkpoint_every"):
+            value = getattr(self, name)
+            if not (_is_int(value) and value > 0):
+                raise ValueError(
+                    f"TrainConfig.{name}={value!r} is invalid: must be a positive integer"
+                )
+        if not (_is_int(self.n_log_checkpoints) and self.n_log_checkpoints >= 0):
+            raise ValueError(
+                f"TrainConfig.n_log_checkpoints={self.n_log_checkpoints!r} is invalid: must be >= 0"
+            )
+        if not (math.isfinite(self.lr) and self.lr > 0):
+            raise ValueError(f"TrainConfig.lr={self.lr!r} is invalid: must be a positive number")
+        for name in ("weight_decay", "momentum"):
+            value = getattr(self, name)
+            if not (math.isfinite(value) and value >= 0):
+                raise ValueError(f"TrainConfig.{name}={value!r} is invalid: must be >= 0")
+        if self.num_threads is not None and not (
+            _is_int(self.num_threads) and self.num_threads >= 1
+        ):
+            raise ValueError(
+                f"TrainConfig.num_threads={self.num_threads!r} is invalid: >= 1 or None"
+            )
+        if not isinstance(self.live_forecast, bool):
+            raise ValueError(
+                f"TrainConfig.live_forecast={self.live_forecast!r} is invalid: true or false"
+            )
+        if not (_is_int(self.per_class_iw) and self.per_class_iw >= 0):
+            raise ValueError(
+                f"TrainConfig.per_class_iw={self.per_class_iw!r} is invalid: must be an integer "
+                ">= 0 (sequences per class; 0 turns the per-class evaluation off)"
+            )
+        if self.backend not in BACKENDS:
+            raise ValueError(
+                f"TrainConfig.backend={self.backend!r} is invalid: allowed values are {BACKENDS}"
+            )
+        if self.intervention is not None and self.intervention not in INTERVENTIONS:
+            raise ValueError(
+                f"TrainConfig.intervention={self.intervention!r} is invalid: allowed values are "
+                f"None or one of {tuple(INTERVENTIONS)}"
+            )
+
+    @property
+    def is_paper_optimizer(self) -> bool:
+        """True for the paper's optimiser: plain SGD, lr 0.01, multiplicative weight decay 1e-6,
+        no momentum."""
+        return (
+            self.optimizer == "sgd"
+            and self.lr == 0.01
+            and self.weight_decay == 1e-6
+            and self.weight_decay_form == "multiplicative"
+            and self.momentum == 0
+        )
+
+    def deviation_note(self) -> str:
+        """A short label of how the optimiser differs from the paper's ('' if it does not)."""
+        if self.is_paper_optimizer:
+            return ""
+        parts = []
+        if self.optimizer != "sgd" or self.lr != 0.01 or self.momentum != 0:
+            parts.append(
+                f"{self.optimizer} lr {self.lr:g}"
+                + (f" momentum {self.momentum:g}" if self.momentum else "")
+                + " (paper: SGD lr 0.01)"
+            )
+        if self.weight_decay != 1e-6 or self.weight_decay_form != "multiplicative":
+            parts.append(
+                f"weight decay {self.weight_decay:g} {self.weight_decay_form} "
+                "(paper: 1e-6 multiplicative)"
+            )
+        return "; ".join(parts)
+
+
+def derive_seed(seed: int, purpose: str) -> int:
+    """An independent 63-bit seed for one purpose (``"task"``, ``"init"``, ``"stream"``, ``"eval"``,
+    ``"per_class_iw"``)."""
+    purposes = {"task": 0, "init": 1, "stream": 2, "eval": 3, "per_class_iw": 4}
+    state = np.random.SeedSequence([int(seed), purposes[purpose]]).generate_state(2, np.uint32)
+    return int((int(state[0]) << 31) ^ int(state[1]))
+
+
+def checkpoint_schedule(cfg: TrainConfig) -> set[int]:
+    """Steps at which weights are saved: 0, log-spaced, every ``checkpoint_every``, and the last."""
+    steps = {0, cfg.steps}
+    steps.update(range(cfg.checkpoint_every, cfg.steps + 1, cfg.checkpoint_every))
+    if cfg.n_log_checkpoints:
+        steps.update(int(round(s)) for s in np.geomspace(1, cfg.steps, cfg.n_log_checkpoints))
+    return steps

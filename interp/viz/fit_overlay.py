@@ -1,0 +1,89 @@
+"""The one fit overlay: a registered dynamics model refitted to a run's curves (as its ``fit.json``
+says, or as asked) and drawn over them, for the figure set and the report alike."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import plotly.graph_objects as go
+
+from interp.viz.dynamics_plots import plot_fit_overlay
+from phenomenology.fit import DynamicsFit, read_run
+from phenomenology.models import model_names
+
+__all__ = ["saved_fit", "fit_overlay", "model_title"]
+
+
+def saved_fit(run) -> dict | None:
+    """The fit settings of the run's ``fit.json`` (None: there is none): ``model`` (old files that
+    name it by its description: ``nested-logit``), ``target``, ``column``, ``aux`` (those the run
+    has), ``options``, ``until`` and the ``observed`` transition step."""
+    path = Path(run.path) / "fit.json"
+    if not path.exists():
+        return None
+    saved = json.loads(path.read_text())
+    target = saved.get("target", "ic_loss")
+    model = saved.get("model") if saved.get("model") in model_names() else "nested-logit"
+    return {
+        "model": model,
+        "target": target,
+        "column": saved.get("column", target),
+        "aux": tuple(a for a in saved.get("aux", ()) if a in run.metrics.columns),
+        "options": saved.get("options"),
+        "until": saved.get("until_step"),
+        "observed": (saved.get("observed") or {}).get("transition_step"),
+    }
+
+
+def model_title(model: str) -> str:
+    """How figures name a model's fit."""
+    return "Nested-logit fit [reconstruction]" if model == "nested-logit" else model
+
+
+def fit_overlay(
+    run,
+    *,
+    model: str = "nested-logit",
+    target: str = "ic_loss",
+    column: str | None = None,
+    aux=(),
+    options: dict | None = None,
+    until: float | None = None,
+    observed_step: float | None = None,
+    title: str | None = None,
+    note: str | None = None,
+) -> tuple[DynamicsFit, go.Figure]:
+    """Fit ``model`` to the run's ``column`` (as ``target``; steps <= ``until``) and draw the fitted
+    curves over the run's, with the fit's transition, the observed one and the cut-off marked.
+
+    Returns:
+        The fitted estimator and the figure.
+    """
+    _, task = read_run(run)
+    metrics = run.metrics
+    column = column or target
+    df = metrics[["step", column, *aux]].rename(columns={column: target})
+    df = df.dropna().sort_values("step")
+    seen = df if until is None else df[df["step"] <= until]
+    est = DynamicsFit(
+        model, task=task, target=target, aux=tuple(aux), options=options, n_boot=0
+    ).fit(seen["step"].to_numpy(dtype=float), seen[[target, *aux]])
+    grid = np.linspace(0.0, float(metrics["step"].max()), 400)
+    forecast = est.transition_step_
+    if np.isfinite(forecast):
+        said = f"fitted transition: step {forecast:.0f} ± {est.transition_step_stderr_:.0f}"
+    else:
+        said = "the fit has no transition"
+    seen_text = "all steps" if until is None else f"steps <= {until:.0f}"
+    fig = plot_fit_overlay(
+        metrics,
+        est.predict_curves(grid),
+        forecast_step=forecast,
+        observed_step=observed_step,
+        cutoff_step=until,
+        title=title or f"{model_title(model)}: {Path(run.path).name}",
+        note="; ".join(n for n in (f"fit on {seen_text}, {said}", note) if n),
+    )
+    return est, fig
