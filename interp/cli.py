@@ -461,7 +461,7 @@ def _cmd_report(args) -> int:
 
 
 def _cmd_import(args) -> int:
-    from interp.io.importer import import_weights
+    from interp.experiments.importer import import_weights
     from interp.io.rundir import load_run
 
     task, model_cfg, train_cfg, _ = build_configs(

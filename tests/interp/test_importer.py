@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from interp.cli import main
-from interp.io.importer import StateDictError, import_weights
+from interp.experiments.importer import StateDictError, import_weights
 from interp.io.rundir import load_run
 from interp.model.network import InductionNet, ModelConfig
 from interp.train.presets import get_preset

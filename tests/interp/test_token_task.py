@@ -12,8 +12,8 @@ from interp.data.token_task import (
     TokenTaskConfig,
     TokenTaskGenerator,
     bridge_config,
-    train_token_model,
 )
+from interp.experiments.token_bridge import train_token_model
 
 TASK = TokenTaskConfig(K=32, L=8, N=4, B=2, p_C=0.5, n_novel=16, n_eval=128)
 

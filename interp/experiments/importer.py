@@ -8,7 +8,7 @@ reads: ``config.json`` (the task, the model and the training said to have produc
 (accuracy and loss on the run's IC, IC2 and IW sets and every registered progress measure),
 plus ``imported.json`` saying where the weights came from::
 
-    from interp.io.importer import import_weights
+    from interp.experiments.importer import import_weights
     import_weights("trained.pt", "runs/imported", task=get_preset("demo").task)
 
 or ``induction-cliff import trained.pt runs/imported --preset demo``. Every tensor is checked
