@@ -49,6 +49,7 @@ from jaxtyping import Int
 from torch import Tensor
 
 from interp.data.task import EVAL_SET_NAMES, Batch
+from interp.data.tasks import register_task
 
 __all__ = [
     "TokenTaskConfig",
@@ -370,3 +371,15 @@ def bridge_config(task: TokenTaskConfig, *, d_model: int = 64, n_layers: int = 2
     )
     fields.update(overrides)
     return TransformerBridgeConfig(**fields)
+
+
+# The registry's entry (interp.data.tasks): the standard pair layout, so every registered measure
+# reads it; its batches are token ids, for a model with an ordinary token embedding.
+register_task(
+    "discrete-tokens",
+    TokenTaskGenerator,
+    config=TokenTaskConfig,
+    description="the in-context classification task as token ids (items, labels, fresh ids for "
+    "novel classes) for a model with a token embedding "
+    "(train: interp.experiments.token_bridge.train_token_model)",
+)

@@ -124,3 +124,16 @@ def test_a_bridge_trains_on_it_with_the_training_loop():
     assert all(math.isfinite(v) for v in rows["train_loss"].iloc[1:])
     after = bridge.state_dict()
     assert any(not torch.equal(before[k], after[k]) for k in before)
+
+
+def test_the_token_task_is_registered_and_listed(capsys):
+    from interp.cli import main
+    from interp.data.tasks import get_task, task_name
+    from interp.data.token_task import TokenTaskConfig, TokenTaskGenerator
+
+    task = get_task("discrete-tokens")
+    assert task.config is TokenTaskConfig and task.generator is TokenTaskGenerator
+    assert task.layout == "pairs" and task.eval_sets == ("ic", "ic2", "iw")
+    assert task_name(TokenTaskConfig()) == "discrete-tokens"
+    assert main(["list", "tasks"]) == 0
+    assert "discrete-tokens" in capsys.readouterr().out
