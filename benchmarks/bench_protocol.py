@@ -14,11 +14,14 @@ ratio of the marginal model-steps/s (median over rounds), as its last line.
 
 ``--keep DIR`` keeps the full protocol's sweep (six 1e5-step paper-fig3 runs) in ``DIR``.
 
+``--sample-on device`` trains this checkout with ``--set sample_on=device`` (the baseline samples
+on the host as it always did).
+
 ``--device cuda`` trains on the GPU (``--set device=cuda``), for example with ``--workers 1
 --stack 6``.
 
 Usage: python benchmarks/bench_protocol.py [--quick | --steps S] [--rounds R] [--stack N]
-    [--baseline PATH] [--keep DIR] [--device DEVICE]
+    [--baseline PATH] [--keep DIR] [--device DEVICE] [--sample-on device]
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ def run_slice(
     stack: int = 1,
     keep: Path | None = None,
     device: str = "cpu",
+    extra: tuple[str, ...] = (),
 ) -> float:
     """Wall seconds of six seeds x ``steps`` steps of paper-fig3 with the toolkit at ``tree``. The
     sweep goes to a temporary folder, or to ``keep`` (which must not exist yet) to keep its runs."""
@@ -55,7 +59,7 @@ def run_slice(
             "--no-figures", "--out", str(out),
         ] + (["--stack", str(stack)] if stack > 1 else []) + (
             ["--set", f"device={device}"] if device != "cpu" else []
-        )  # fmt: skip
+        ) + list(extra)  # fmt: skip
         env = {**os.environ, "HF_HUB_OFFLINE": "1", "WANDB_MODE": "disabled"}
         # `python -m` also puts the cwd (tree) first; packages on PYTHONPATH stay reachable
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(tree), os.environ.get("PYTHONPATH")]))
@@ -76,6 +80,10 @@ def main() -> None:
     parser.add_argument("--stack", type=int, default=1, help="sweep --stack (seeds per worker)")
     parser.add_argument("--baseline", type=Path, default=None, help="another checkout to compare")
     parser.add_argument("--device", default="cpu", help="train on this torch device (cuda)")
+    parser.add_argument(
+        "--sample-on", default="host", choices=("host", "device"),
+        help="this checkout's sample_on (the baseline samples as it always did)",
+    )  # fmt: skip
     parser.add_argument(
         "--keep", type=Path, default=None, help="keep the sweep's runs here (a new folder; "
         "one round of the full protocol only): its six curves serve other studies",
@@ -99,8 +107,10 @@ def main() -> None:
     fits: dict[str, list[tuple[float, float]]] = {name: [] for name in trees}
     for r in range(args.rounds):
         for name, tree in trees.items():
+            sample_on = args.sample_on if name == "this" else "host"
+            extra = ("--set", f"sample_on={sample_on}") if sample_on != "host" else ()
             walls = [
-                run_slice(tree, steps, args.workers, args.stack, args.keep, args.device)
+                run_slice(tree, steps, args.workers, args.stack, args.keep, args.device, extra)
                 for steps in lengths
             ]
             for steps, wall in zip(lengths, walls):

@@ -1,16 +1,3 @@
-# ---
-# jupyter:
-#   jupytext:
-#     formats: ipynb,py:percent
-#     text_representation:
-#       extension: .py
-#       format_name: percent
-#   kernelspec:
-#     display_name: Python 3
-#     language: python
-#     name: python3
-# ---
-
 # %% [markdown]
 # # 1. Attention maps: watching the induction circuit form
 #
@@ -20,8 +7,9 @@
 #
 # `INDUCTION_CLIFF_SMALL=1` runs a tiny setting in seconds (CI); without it the `demo` preset runs
 # (Adam, a few thousand steps: a labelled deviation from the paper's SGD for 1e5 steps).
-# Runs are written under `INDUCTION_CLIFF_RUNS` (default `../runs/notebooks`) and reused; seed 0
-# of the demo setting is the `runs/demo` run that `bash scripts/demo.sh` trained, when it is there.
+# Runs are written under `INDUCTION_CLIFF_RUNS` (default `runs/notebooks` of the checkout) and
+# reused; seed 0 of the demo setting is the `runs/demo` run that `bash scripts/demo.sh` trained,
+# when it is there (read, never written: this notebook trains nothing then).
 # Open the notebooks with `bash scripts/notebooks.sh` (JupyterLab).
 
 # %%
@@ -33,6 +21,7 @@ from interp.analysis.evaluation import accuracy_and_loss
 from interp.analysis.transition import detect_run_transition
 from interp.experiments.notebook_setting import notebook_setting
 from interp.io.rundir import load_run
+from interp.viz.explorer import AttentionExplorer, ExplorerConfig
 from interp.viz.figures import attention_patterns, run_note, select_checkpoints
 from interp.viz.notebook import show_static_images
 from interp.viz.plots import plot_attention_maps, token_hover, token_labels
@@ -93,6 +82,17 @@ plot_attention_maps(
     title=f"Attention, average over {len(ic)} IC sequences",
     note=note,
 )
+
+# %% [markdown]
+# ## The attention explorer
+# Every pattern above and the progress measures in one widget (JupyterLab, ipywidgets): the step
+# slider moves the heatmap and the cursor on the measures; pick the evaluation set (IC, IC2, IW),
+# the sequence and the layer. The same explorer is in the run's HTML report
+# (`induction-cliff report RUN_DIR`), which needs no kernel.
+
+# %%
+explorer = AttentionExplorer(run, ExplorerConfig(steps=tuple(steps)))
+explorer
 
 # %% [markdown]
 # ## Ablate a head

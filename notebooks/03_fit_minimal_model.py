@@ -1,16 +1,3 @@
-# ---
-# jupyter:
-#   jupytext:
-#     formats: ipynb,py:percent
-#     text_representation:
-#       extension: .py
-#       format_name: percent
-#   kernelspec:
-#     display_name: Python 3
-#     language: python
-#     name: python3
-# ---
-
 # %% [markdown]
 # # 3. Fitting the phenomenological model to a run
 #
@@ -27,6 +14,7 @@
 import numpy as np
 
 from interp.experiments.notebook_setting import notebook_setting
+from interp.io.atomic import write_json_atomic
 from interp.io.rundir import load_run
 from interp.viz.dynamics_plots import plot_fit_overlay, plot_landscape
 from interp.viz.figures import run_note
@@ -50,11 +38,17 @@ task
 
 # %% [markdown]
 # ## Fit the whole curve
-# `fit_run` fits IC loss jointly with CLA, ILA1 and TILA2 and writes `fit.json` beside the run
-# (the standard figure set then draws the overlay).
+# `fit_run` fits IC loss jointly with CLA, ILA1 and TILA2. The run is only read (seed 0 is the
+# `runs/demo` of `bash scripts/demo.sh`): the fit is written beside the notebook's own runs, in
+# `fits/` of the runs folder. (`induction-cliff fit RUN_DIR` writes `fit.json` into a run, where
+# the standard figure set draws the overlay.)
 
 # %%
-summary = fit_run(run_dir, aux=AUX)
+summary = fit_run(run_dir, aux=AUX, out_name=None)
+fit_path = RUNS / "fits" / f"{run_dir.name}.json"
+fit_path.parent.mkdir(parents=True, exist_ok=True)
+write_json_atomic(fit_path, summary)
+print("fit written to", fit_path)
 {k: summary[k] for k in ("r2", "transition_step", "transition_step_stderr", "observed")}
 
 # %%

@@ -1,16 +1,3 @@
-# ---
-# jupyter:
-#   jupytext:
-#     formats: ipynb,py:percent
-#     text_representation:
-#       extension: .py
-#       format_name: percent
-#   kernelspec:
-#     display_name: Python 3
-#     language: python
-#     name: python3
-# ---
-
 # %% [markdown]
 # # 4. Paper figures: regenerate and export the figure set
 #
@@ -50,18 +37,7 @@ print(preset.note)
 print("formats:", formats)
 
 # %%
-run_dirs = []
-for seed in seeds:
-    run_dir = RUNS / f"{preset.name}-seed{seed}"
-    train(
-        preset.task,
-        model_config,
-        replace(train_config, seed=seed),
-        run_dir,
-        resume=True,
-        progress=False,
-    )
-    run_dirs.append(run_dir)
+run_dirs = [setting.ensure_run(seed) for seed in seeds]  # seed 0: runs/demo, when it is there
 
 # %% [markdown]
 # ## The standard figure set

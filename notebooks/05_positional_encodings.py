@@ -1,16 +1,3 @@
-# ---
-# jupyter:
-#   jupytext:
-#     formats: ipynb,py:percent
-#     text_representation:
-#       extension: .py
-#       format_name: percent
-#   kernelspec:
-#     display_name: Python 3
-#     language: python
-#     name: python3
-# ---
-
 # %% [markdown]
 # # 5. Positional encodings, attention scale and length generalisation
 #
@@ -43,6 +30,7 @@ from interp.data.cope_tasks import FlipFlop, SelectiveCopy
 from interp.experiments.standard import train
 from interp.model.network import ModelConfig
 from interp.model.positional import UntrainedPositionWarning, rotary_frequency_report
+from interp.experiments.notebook_setting import runs_root
 from interp.train.presets import get_preset
 from interp.train.token_training import compare_encodings
 from interp.viz.notebook import show_static_images
@@ -50,7 +38,7 @@ from interp.viz.notebook import show_static_images
 show_static_images()  # interactive figures, each with a PNG beside it
 
 SMALL = os.environ.get("INDUCTION_CLIFF_SMALL", "0") not in ("", "0")
-RUNS = Path(os.environ.get("INDUCTION_CLIFF_RUNS", "../runs"))
+RUNS = Path(os.environ.get("INDUCTION_CLIFF_RUNS") or runs_root() / "notebooks")
 torch.set_num_threads(1)
 ENCODINGS = {"onehot": {}, "learned": {}, "rope": {"d_head": 64}, "cope": {}}
 if SMALL:

@@ -148,6 +148,9 @@ def open_fit_sources(
             src = _run_source(path, task_set, optimizer)
         elif path.is_file():
             src = _csv_source(path, task_set, optimizer)
+            from interp.io.curves import check_curve_rows
+
+            check_curve_rows(src.curve, [column, *aux], src.source)  # repeated steps, NaN, inf
         else:
             raise ValueError(f"{path}: no such run directory or CSV file")
         if json_out:

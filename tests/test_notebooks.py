@@ -13,6 +13,7 @@ import importlib.util
 import json
 import os
 import re
+import shutil
 import sys
 from pathlib import Path
 
@@ -28,7 +29,7 @@ EXPECTED = [
     "04_paper_figures.py",
     "05_positional_encodings.py",
 ]
-TOOLS = ["jupytext", "nbclient", "ipykernel"]
+TOOLS = ["jupytext", "nbclient", "ipykernel", "ipywidgets"]  # ipywidgets: the explorer (01)
 KERNEL = "induction-cliff-test"
 CELL_TIMEOUT_S = 600
 MAX_NOTEBOOK_BYTES = 1_000_000
@@ -71,6 +72,29 @@ def test_every_notebook_is_listed():
     assert [p.name for p in NOTEBOOKS] == EXPECTED
 
 
+WIDGET_STATE_MIME = "application/vnd.jupyter.widget-state+json"
+
+
+def _is_progress_widget(notebook, model_id: str) -> bool:
+    """Whether the widget ``model_id`` is (or holds) a progress bar, from the widget state that
+    nbclient saves in the notebook; a widget whose state is not there counts as one."""
+    state = notebook.metadata.get("widgets", {}).get(WIDGET_STATE_MIME, {}).get("state", {})
+    seen, todo = set(), [model_id]
+    while todo:
+        mid = todo.pop()
+        if mid in seen:
+            continue
+        seen.add(mid)
+        if mid not in state:
+            return True
+        model = state[mid]
+        if model.get("model_name", "").endswith("ProgressModel"):
+            return True
+        children = model.get("state", {}).get("children", [])
+        todo += [c.removeprefix("IPY_MODEL_") for c in children if isinstance(c, str)]
+    return False
+
+
 def _progress_outputs(notebook) -> list[str]:
     found = []
     for cell in notebook.cells:
@@ -78,8 +102,11 @@ def _progress_outputs(notebook) -> list[str]:
             text = out.get("text", "") if out.get("output_type") == "stream" else ""
             if isinstance(text, list):
                 text = "".join(text)
-            if PROGRESS_TEXT.search(text) or WIDGET_MIME in out.get("data", {}):
-                found.append(text[:80] or WIDGET_MIME)
+            widget = out.get("data", {}).get(WIDGET_MIME)
+            if widget is not None and _is_progress_widget(notebook, widget.get("model_id", "")):
+                found.append(WIDGET_MIME)
+            elif PROGRESS_TEXT.search(text):
+                found.append(text[:80])
     return found
 
 
@@ -92,7 +119,21 @@ def test_progress_check_catches_tqdm_output():
     assert len(_progress_outputs(nb)) == 1
     widget = nbformat.v4.new_output("display_data", data={WIDGET_MIME: {"model_id": "x"}})
     nb.cells = [nbformat.v4.new_code_cell(outputs=[widget])]
+    assert _progress_outputs(nb) == [WIDGET_MIME]  # no saved state: counted as a progress bar
+    # tqdm.notebook's bar: an HBox holding a FloatProgress; the explorer's VBox of controls is not
+    state = {
+        "x": {"model_name": "HBoxModel", "state": {"children": ["IPY_MODEL_p", "IPY_MODEL_t"]}},
+        "p": {"model_name": "FloatProgressModel", "state": {}},
+        "t": {"model_name": "HTMLModel", "state": {}},
+        "e": {"model_name": "VBoxModel", "state": {"children": ["IPY_MODEL_s", "IPY_MODEL_o"]}},
+        "s": {"model_name": "SelectionSliderModel", "state": {}},
+        "o": {"model_name": "OutputModel", "state": {}},
+    }
+    nb.metadata["widgets"] = {WIDGET_STATE_MIME: {"state": state}}
     assert _progress_outputs(nb) == [WIDGET_MIME]
+    explorer = nbformat.v4.new_output("display_data", data={WIDGET_MIME: {"model_id": "e"}})
+    nb.cells = [nbformat.v4.new_code_cell(outputs=[explorer])]
+    assert _progress_outputs(nb) == []
     plain = nbformat.v4.new_output("stream", text="transition step: 2502.0\nIC acc 0.98 at 3500\n")
     nb.cells = [nbformat.v4.new_code_cell(outputs=[plain])]
     assert _progress_outputs(nb) == []
@@ -130,6 +171,8 @@ def test_notebook_runs(path, runs_dir, jupyter_path, monkeypatch):
     ]
     assert not errors
     assert _progress_outputs(notebook) == []
+    if path.name == "03_fit_minimal_model.py":  # the fit goes beside the notebook runs
+        assert (runs_dir / "fits" / "tiny-seed0.json").is_file()
     size = len(nbformat.writes(notebook).encode())
     assert size < MAX_NOTEBOOK_BYTES, f"{path.name} executed is {size} bytes"
     figures = [
@@ -140,3 +183,40 @@ def test_notebook_runs(path, runs_dir, jupyter_path, monkeypatch):
     ]
     if find_chromium() is not None:
         assert all("image/png" in data for data in figures), "an interactive plot has no PNG"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_saving_a_notebook_changes_its_script_only_where_cells_changed(path, tmp_path):
+    """Open and save in JupyterLab (jupytext's contents manager with the repository's
+    jupytext.toml), after a kernel ran it: the tracked script is unchanged; edit a cell: only
+    that cell's lines change."""
+    pytest.importorskip("jupytext")
+    manager = pytest.importorskip("jupytext.sync_contentsmanager")
+    shutil.copy(ROOT / "jupytext.toml", tmp_path / "jupytext.toml")
+    (tmp_path / "notebooks").mkdir()
+    script = tmp_path / "notebooks" / path.name
+    shutil.copy(path, script)
+    original = script.read_text()
+    cm = manager.TextFileContentsManager(root_dir=str(tmp_path))
+    name = f"notebooks/{path.name}"
+    model = cm.get(name)
+    nb = model["content"]
+    # what a JupyterLab kernel leaves in a notebook
+    nb["metadata"]["kernelspec"] = {
+        "display_name": "Python 3 (ipykernel)",
+        "language": "python",
+        "name": "python3",
+    }
+    nb["metadata"]["language_info"] = {"name": "python", "version": "3.11.2"}
+    code = next(c for c in nb["cells"] if c["cell_type"] == "code")
+    code["execution_count"] = 1
+    code["outputs"] = [{"output_type": "stream", "name": "stdout", "text": "ran\n"}]
+    cm.save(model, name)
+    assert script.read_text() == original
+    assert (tmp_path / "notebooks" / f"{path.stem}.ipynb").is_file()  # outputs live in the pair
+    model = cm.get(name)
+    code = next(c for c in model["content"]["cells"] if c["cell_type"] == "code")
+    code["source"] += "\nedited = True"
+    cm.save(model, name)
+    added = set(script.read_text().splitlines()) - set(original.splitlines())
+    assert added == {"edited = True"}

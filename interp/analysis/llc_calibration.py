@@ -99,13 +99,10 @@ def calibrate_llc(
         in ``llc/trace``), which :func:`interp.viz.llc_plots.write_calibration_traces` draws into
         ``llc_calibration_traces.html`` (:data:`CALIBRATION_HTML`).
     """
-    from interp.io.checkpoints import write_json_atomic, write_text_atomic
     from interp.io.rundir import load_run
 
     run = load_run(run_dir)
-    available = run.checkpoint_steps
-    if not available:
-        raise ValueError(f"{Path(run_dir) / 'checkpoints'} holds no weight checkpoints")
+    available = run.require_checkpoints()
     step = available[-1] if step is None else int(step)
     if step not in available:
         raise ValueError(f"--calibrate-step={step} has no checkpoint; saved: {available}")
@@ -118,7 +115,16 @@ def calibrate_llc(
     if not nbetas or any(not (math.isfinite(b) and b > 0) for b in nbetas):
         raise ValueError(f"--nbetas={list(nbetas)} is invalid: positive numbers")
     version = _require_devinterp()
+    from interp.io.outputs import writing
+
+    with writing(run_dir):  # the calibration files, under the run's lock
+        return _calibrate_locked(run, run_dir, step, epsilons, nbetas, base, default_nb, version)
+
+
+def _calibrate_locked(run, run_dir, step, epsilons, nbetas, base, default_nb, version):
     from devinterp.vis_utils import EpsilonBetaAnalyzer
+
+    from interp.io.checkpoints import write_json_atomic, write_text_atomic
 
     model = run.load_model(step)
     batches = run_batches(run, base.batch_size, base.n_batches, base.seed)

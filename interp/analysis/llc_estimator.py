@@ -94,6 +94,14 @@ class LLCConfig:
             )
         if not isinstance(self.seed, int):
             raise ValueError(f"LLCConfig.seed={self.seed!r} is invalid: an integer")
+        from interp.io.budget import check_count
+
+        # Bounds, so that no typo samples without end or allocates without limit.
+        for name, high in (("chains", 10**3), ("draws", 10**7), ("burnin", 10**7)):
+            check_count(f"LLCConfig.{name}", getattr(self, name), 0, high)
+        check_count("LLCConfig.n_batches", self.n_batches, 1, 10**5)
+        if self.batch_size is not None:
+            check_count("LLCConfig.batch_size", self.batch_size, 2, 10**7)
 
     def resolved(self, batch_size: int) -> LLCConfig:
         """This config with ``batch_size`` and ``nbeta`` filled in (``batch_size`` if unset)."""

@@ -70,7 +70,9 @@ def read_llc_csv(path: str | os.PathLike) -> pd.DataFrame:
     needed = ["step", "llc_mean", "llc_std", *SETTINGS, "warning"]
     missing = [c for c in needed if c not in df.columns]
     if missing:
-        raise ValueError(f"{path} is not an llc.csv: column(s) {missing} are missing")
+        from interp.io.errors import DamagedFileError
+
+        raise DamagedFileError(f"{path} is not an llc.csv: column(s) {missing} are missing")
     df["warning"] = df["warning"].fillna("").astype(str)
     return df.sort_values("step").reset_index(drop=True)
 
@@ -169,15 +171,24 @@ def llc_over_checkpoints(
     from interp.io.rundir import load_run
 
     run = load_run(run_dir)
-    available = run.checkpoint_steps
-    if not available:
-        raise ValueError(f"{Path(run_dir) / 'checkpoints'} holds no weight checkpoints")
+    available = run.require_checkpoints()  # none: an error, llc.csv left as it was
     steps = list(available) if steps is None else list(steps)
     bad = [s for s in steps if s not in set(available)]
     if bad:
         raise ValueError(f"steps {bad} have no checkpoint in {run_dir}; saved: {available}")
     cfg = cfg.resolved(run.train_config.batch_size)
     version = _require_devinterp()
+    from interp.io.outputs import writing
+
+    # Under the run's lock from before llc.csv is read until its last rewrite: a second llc (or
+    # any other writer of the run) is refused with the holder's pid, so no estimate is lost.
+    with writing(run_dir):
+        return _llc_locked(
+            run, run_dir, cfg, steps, available, version, overwrite, on_result, workers
+        )
+
+
+def _llc_locked(run, run_dir, cfg, steps, available, version, overwrite, on_result, workers):
     path = Path(run_dir) / LLC_CSV
     existing = read_llc_csv(path) if path.exists() and not overwrite else pd.DataFrame()
     _check_same_settings(existing, cfg, path)

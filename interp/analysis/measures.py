@@ -357,15 +357,19 @@ def last_layer_rows_read(
 
 def check_reads(model, names: Iterable[str] | None = None) -> None:
     """Raise a ``ValueError`` naming the measure if one reads a hook ``model`` does not have (the
-    command line checks this before training starts)."""
+    command line checks this before training starts). ``model``: anything
+    :func:`interp.analysis.hooked.probed` accepts (its ``ModelContractError`` is a ``ValueError``
+    too)."""
+    from interp.analysis.hooked import ModelContractError, probed
+
     measures = _selected(names)
-    have = model.hook_dict
+    pm = probed(model)
     for m in measures:
-        missing = [h for h in m.reads if h not in have]
+        missing = pm.missing_hooks(m.reads)
         if missing:
-            raise ValueError(
+            raise ModelContractError(
                 f"measure {m.name!r} (from {m.source or '?'}) reads {missing}, which this model "
-                f"({type(model).__name__}, {model.cfg.n_layers} layers) has no hook for"
+                f"({pm.name}, {pm.n_layers} layers) has no hook for"
             )
 
 
@@ -393,7 +397,10 @@ def compute_measures(
     the hooked model runs with ``names_filter`` on the hooks read.
 
     Args:
-        model: the network (any ``HookedRootModule`` with the hooks the measures read).
+        model: the network, or any model :func:`interp.analysis.hooked.probed` accepts (a
+            TransformerLens ``HookedRootModule`` with TL hook names; a ``TransformerBridge`` fed a
+            token batch of :mod:`interp.data.token_task`), or a
+            :class:`~interp.analysis.hooked.ProbedModel` saying how to feed and read it.
         batch: the sequences (normally the IC set).
         names: measures to compute (default: every registered one).
         chunk: sequences per forward pass.
@@ -402,29 +409,32 @@ def compute_measures(
         ``(logits [batch, L], {name: value})`` in registry order.
 
     Raises:
-        ValueError: a measure reads a hook the model does not have.
+        interp.analysis.hooked.ModelContractError: (a ``ValueError``) the model is not a hooked
+            model, a measure reads a hook it does not have, or it is not fed this kind of batch;
+            one line naming what is missing.
     """
     import torch
 
+    from interp.analysis.hooked import probed
     from interp.analysis.probes import cache_patterns
 
     measures = _selected(names)
-    check_reads(model, [m.name for m in measures])
-    n_layers = model.cfg.n_layers
+    pm = probed(model)
+    check_reads(pm, [m.name for m in measures])
+    pm.check((), batch)
+    n_layers = pm.n_layers
     reads = list(dict.fromkeys(h for m in measures for h in m.reads))
     with torch.no_grad():
         if all(_PATTERN_HOOK.match(h) for h in reads):
             rows = last_layer_rows_read(batch, n_layers, [m.name for m in measures])
-            logits, patterns = cache_patterns(model, batch, chunk=chunk, last_layer_rows=rows)
+            logits, patterns = cache_patterns(pm, batch, chunk=chunk, last_layer_rows=rows)
             acts = {_pattern_hook(layer): p for layer, p in enumerate(patterns)}
         else:
             wanted = set(reads)
             logits_parts, acts_parts = [], {h: [] for h in reads}
             for start in range(0, len(batch), chunk):
                 part = batch[start : start + chunk]
-                out, cache = model.run_with_cache(
-                    part.tokens, part.positions, names_filter=lambda n: n in wanted
-                )
+                out, cache = pm.run_with_cache(part, names_filter=lambda n: n in wanted)
                 logits_parts.append(out)
                 for h in reads:
                     acts_parts[h].append(cache[h])

@@ -56,9 +56,10 @@ def measures_over_checkpoints(
         Tidy DataFrame with columns ``step, measure, value``.
     """
     run = run if isinstance(run, Run) else load_run(run)
+    steps = steps or run.require_checkpoints()  # none: an error, never an empty table
     batch = run.eval_sets(n=n)[set_name].to(device)
     rows = []
-    for step in steps or run.checkpoint_steps:
+    for step in steps:
         model = run.load_model(step, device=device)
         if probes is None:
             logits, values = compute_measures(model, batch)
@@ -89,9 +90,10 @@ def score_terms_over_checkpoints(
     from interp.analysis.score_terms import score_terms
 
     run = run if isinstance(run, Run) else load_run(run)
+    steps = steps or run.require_checkpoints()
     batch = run.eval_sets(n=n)["ic"].to(device)
     rows = []
-    for step in steps or run.checkpoint_steps:
+    for step in steps:
         terms = score_terms(run.load_model(step, device=device), batch, layer=layer)
         rows.extend(
             {"step": step, "measure": f"l{layer + 1}_{k}", "value": v} for k, v in terms.items()

@@ -6,7 +6,11 @@ measures that evaluation writes to ``metrics.csv`` (``ila1``, ``tila2``, ...), a
 
 Every probe is a plain function of attention patterns (or a model) and a :class:`~interp.data.task.Batch`,
 returning numbers or tensors with documented shapes. Patterns come from
-``model.run_with_cache(..., names_filter=PATTERN_HOOKS)``; see :func:`cache_patterns`.
+``model.run_with_cache(..., names_filter=PATTERN_HOOKS)``; see :func:`cache_patterns`. What a
+model must provide for them (its hooks, how it is fed a batch) is one contract,
+:mod:`interp.analysis.hooked`: this toolkit's network, any TransformerLens ``HookedRootModule``
+with TL hook names and a ``TransformerBridge`` on the token task
+(:mod:`interp.data.token_task`) qualify.
 
 Masks are built from the batch's metadata (item classes and labels), not from token ids: in this task
 tokens are continuous vectors, so "the same token" means "an item of the same class".
@@ -23,6 +27,7 @@ import torch
 from jaxtyping import Bool, Float
 from torch import Tensor
 
+from interp.analysis.hooked import ProbedModel, pattern_hook, probed
 from interp.data.task import Batch
 
 __all__ = [
@@ -46,11 +51,6 @@ __all__ = [
 Pattern = Float[Tensor, "batch head_index query_pos key_pos"]
 
 
-def pattern_hook(layer: int) -> str:
-    """Full hook name of layer ``layer``'s attention pattern (0-based)."""
-    return f"blocks.{layer}.attn.hook_pattern"
-
-
 def PATTERN_HOOKS(name: str) -> bool:  # noqa: N802 - used as a names_filter constant
     """``names_filter`` that keeps only attention patterns."""
     return name.endswith("attn.hook_pattern")
@@ -58,7 +58,9 @@ def PATTERN_HOOKS(name: str) -> bool:  # noqa: N802 - used as a names_filter con
 
 def hooks_active(model) -> bool:
     """Whether any hook point of ``model`` has a forward hook (an intervention, an ablation)."""
-    return any(hp._forward_hooks for hp in model.hook_dict.values())
+    if isinstance(model, ProbedModel):
+        return model.hooks_active()
+    return any(getattr(hp, "_forward_hooks", None) for hp in model.hook_dict.values())
 
 
 @torch.no_grad()
@@ -68,7 +70,8 @@ def cache_patterns(
     """Logits and attention patterns of every layer, computed in chunks.
 
     Args:
-        model: the network.
+        model: the network, or any model :func:`interp.analysis.hooked.probed` accepts (a
+            TransformerLens ``HookedRootModule``, a ``TransformerBridge`` on token batches).
         batch: the sequences.
         chunk: sequences per forward pass.
         last_layer_rows: compute only these query rows of the last layer's pattern (and the query
@@ -78,26 +81,30 @@ def cache_patterns(
 
     Returns:
         ``(logits [batch, L], [pattern of layer l [batch, head_index, query_pos, key_pos]])``.
+
+    Raises:
+        interp.analysis.hooked.ModelContractError: the model lacks what the probes need, or
+            ``batch`` is not what it is fed (one line naming it).
     """
     from interp.model.fast import fast_patterns, supports_fast_path
 
+    pm = probed(model)
+    pm.check(pm.pattern_hooks, batch)
     # Without active hooks, the hook-free forward gives the same patterns for less work; with hooks
     # (an intervention, an ablation) the hooked model must run so that they take effect.
-    use_fast = not hooks_active(model) and supports_fast_path(model)
-    logits, patterns = [], [[] for _ in range(model.cfg.n_layers)]
+    use_fast = not pm.hooks_active() and supports_fast_path(pm.module)
+    logits, patterns = [], [[] for _ in range(pm.n_layers)]
     for start in range(0, len(batch), chunk):
         part = batch[start : start + chunk]
         if use_fast:
             out, layer_patterns = fast_patterns(
-                model, part.tokens, part.positions, last_layer_rows=last_layer_rows
+                pm.module, part.tokens, part.positions, last_layer_rows=last_layer_rows
             )
         else:
-            out, cache = model.run_with_cache(
-                part.tokens, part.positions, names_filter=PATTERN_HOOKS
-            )
-            layer_patterns = [cache[pattern_hook(layer)] for layer in range(model.cfg.n_layers)]
+            out, cache = pm.run_with_cache(part, names_filter=PATTERN_HOOKS)
+            layer_patterns = pm.patterns(cache, part)
         logits.append(out)
-        for layer in range(model.cfg.n_layers):
+        for layer in range(pm.n_layers):
             patterns[layer].append(layer_patterns[layer])
     return torch.cat(logits), [torch.cat(p) for p in patterns]
 
@@ -242,7 +249,9 @@ def copied_item_probe(
     from sklearn.model_selection import train_test_split
 
     hook = f"blocks.{layer}.hook_resid_post"
-    _, cache = model.run_with_cache(batch.tokens, batch.positions, names_filter=lambda n: n == hook)
+    pm = probed(model)
+    pm.check([hook], batch)
+    _, cache = pm.run_with_cache(batch, names_filter=lambda n: n == hook)
     resid = cache[hook][:, 1:-1:2]  # [batch, n_pairs, d_model]
     X = resid.reshape(-1, resid.shape[-1]).cpu().numpy()
     _, y = np.unique(batch.item_classes.reshape(-1).cpu().numpy(), return_inverse=True)

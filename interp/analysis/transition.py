@@ -464,6 +464,10 @@ def transition_report(
         groups = group_runs([load_run(r) for r in runs])
         named = [[(str(r.path), r.metrics) for r in g.runs] for g in groups]
         labels = [g.label for g in groups]
+    for name, metrics in (m for members in named for m in members):
+        if measure not in metrics.columns:  # before any detection, naming the run's columns
+            known = [c for c in metrics.columns if c != "step"]
+            raise ValueError(f"--measure {measure!r} is not a column of {name}: known: {known}")
     parts = []
     for label, members in zip(labels, named, strict=True):
         rows = []

@@ -106,10 +106,12 @@ def _setup_logging() -> None:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``induction-cliff`` command.
 
-    Every failure a user can cause ends in one line on stderr and a non-zero exit: 2 for invalid
-    input, 3 for a run or sweep directory that cannot be used (or a diverged run), 1 for anything
-    unexpected (``INDUCTION_CLIFF_TRACEBACK=1`` shows its traceback), 128 + the signal number
-    when SIGINT or SIGTERM stopped training (its state saved).
+    Every failure a user can cause ends in one line on stderr and a non-zero exit, the same code
+    for the same kind of failure from every command (:mod:`interp.io.errors`,
+    ``docs/run-format.md``): 2 invalid arguments or settings, 3 a run, sweep or file that cannot
+    be used (or a diverged run), 4 a run or sweep another process is writing, 5 no space, no write
+    access or not enough memory, 1 anything unexpected (``INDUCTION_CLIFF_TRACEBACK=1`` shows its
+    traceback), 128 + the signal number when SIGINT or SIGTERM stopped training (its state saved).
     """
     try:
         plugins, argv = _take_plugins(sys.argv[1:] if argv is None else list(argv))
@@ -121,8 +123,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     args = make_parser().parse_args(argv)
     _setup_logging()
-    from interp.io.checkpoints import CheckpointError
-    from interp.io.rundir import RunDirectoryError
+    from interp.train.threads import apply_thread_policy
+
+    apply_thread_policy()  # one torch thread; train's num_threads and llc's --threads override it
+    from interp.io.errors import EXIT_UNEXPECTED, WriteError, exit_code
     from interp.train.training import TrainingDiverged, TrainingInterrupted
 
     try:
@@ -132,22 +136,22 @@ def main(argv: list[str] | None = None) -> int:
         return 128 + err.signum
     except KeyboardInterrupt:
         return 130
-    except (RunDirectoryError, CheckpointError, TrainingDiverged) as err:
+    except TrainingDiverged as err:
         print(f"error: {_one_line(err)}", file=sys.stderr)
-        return 3
-    except (ValueError, OverflowError) as err:
-        print(f"error: {_one_line(err)}", file=sys.stderr)
-        return 2
-    except OSError as err:
-        where = f" {err.filename}" if getattr(err, "filename", None) else ""
-        print(f"error: cannot access{where}: {err.strerror or _one_line(err)}", file=sys.stderr)
         return 3
     except Exception as err:
-        if os.environ.get("INDUCTION_CLIFF_TRACEBACK"):
-            raise
-        print(
-            f"error: {type(err).__name__}: {_one_line(err)} (unexpected; rerun with "
-            "INDUCTION_CLIFF_TRACEBACK=1 for the traceback)",
-            file=sys.stderr,
-        )
-        return 1
+        code = exit_code(err)
+        if code == EXIT_UNEXPECTED:
+            if os.environ.get("INDUCTION_CLIFF_TRACEBACK"):
+                raise
+            print(
+                f"error: {type(err).__name__}: {_one_line(err)} (unexpected; rerun with "
+                "INDUCTION_CLIFF_TRACEBACK=1 for the traceback)",
+                file=sys.stderr,
+            )
+        elif isinstance(err, OSError) and not isinstance(err, WriteError):
+            where = f" {err.filename}" if getattr(err, "filename", None) else ""
+            print(f"error: cannot access{where}: {err.strerror or _one_line(err)}", file=sys.stderr)
+        else:
+            print(f"error: {_one_line(err)}", file=sys.stderr)
+        return code

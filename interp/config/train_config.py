@@ -17,11 +17,14 @@ import torch
 
 from interp.model.interventions import INTERVENTIONS
 
+MAX_STEPS = 10**9  # optimisation steps of a run, and its schedule's counts (the paper: 1e5)
+
 __all__ = [
     "TrainConfig",
     "OPTIMIZERS",
     "WEIGHT_DECAY_FORMS",
     "BACKENDS",
+    "SAMPLE_ON",
     "derive_seed",
     "checkpoint_schedule",
 ]
@@ -33,6 +36,10 @@ OPTIMIZERS = ("sgd", "adam")
 # written before format version 3.
 WEIGHT_DECAY_FORMS = ("multiplicative", "coupled")
 BACKENDS = ("fast", "hooked")
+# Where training batches are drawn: "host", the CPU sampler of interp.data.task (the stream of
+# every run written before the field existed); "device", interp.data.device_sampler on the
+# training device (another stream: runs are not bit-identical to host-sampled ones).
+SAMPLE_ON = ("host", "device")
 
 
 def _is_int(value) -> bool:
@@ -68,7 +75,9 @@ class TrainConfig:
         seed: the run's seed; class means, initial weights, the training stream and the evaluation
             sets each get their own stream derived from it (:func:`derive_seed`).
         device: torch device for training (``cpu`` by default).
-        num_threads: torch CPU threads (``None`` leaves torch's default).
+        num_threads: torch CPU threads of the process (default 1, the fastest for these shapes
+            and robust beside other busy processes: :mod:`interp.train.threads`). ``None`` (what
+            configs written before the default was 1 hold) means the same default.
         intervention: a training-time intervention from :data:`interp.model.interventions.INTERVENTIONS`
             (``None``: plain training).
         backend: ``fast`` computes the training forward with :func:`interp.model.fast.fast_logits` (the
@@ -85,6 +94,14 @@ class TrainConfig:
             "per_class_iw")``) and costs ``K * per_class_iw`` sequences per evaluation. A
             ``config.json`` without the field (written before it existed) reads as 0, which is
             what such a run did.
+        sample_on: where the training batches are drawn. ``host`` (the default): the CPU sampler
+            :meth:`interp.data.task.TaskGenerator.sample`, then moved to ``device``; ``device``:
+            :class:`interp.data.device_sampler.DeviceSampler` on ``device`` itself, many batches
+            per call with the run's own generator there (no host work per step; the stream a
+            GPU run needs, and a cheaper sampler on the CPU). The two draw the same distribution
+            but different streams, so a ``device`` run is not bit-identical to the ``host`` run
+            of its seed; stacked runs (``train_many``) draw what each would draw alone. A
+            ``config.json`` without the field reads as ``host``, which is what such a run did.
     """
 
     optimizer: str = "sgd"
@@ -100,11 +117,12 @@ class TrainConfig:
     checkpoint_on_jump: float | None = 0.02
     seed: int = 0
     device: str = "cpu"
-    num_threads: int | None = None
+    num_threads: int | None = 1
     intervention: str | None = None
     backend: str = "fast"
     live_forecast: bool = True
     per_class_iw: int = 0
+    sample_on: str = "host"
 
     def __post_init__(self) -> None:
         for name in ("lr", "weight_decay", "momentum"):
@@ -157,6 +175,23 @@ class TrainConfig:
             value = getattr(self, name)
             if not (math.isfinite(value) and value >= 0):
                 raise ValueError(f"TrainConfig.{name}={value!r} is invalid: must be >= 0")
+        if self.momentum >= 1:
+            raise ValueError(
+                f"TrainConfig.momentum={self.momentum!r} is invalid: must be in [0, 1) (at 1 or "
+                "more the velocity never decays)"
+            )
+        if self.weight_decay_form == "multiplicative" and self.weight_decay >= 1:
+            raise ValueError(
+                f"TrainConfig.weight_decay={self.weight_decay!r} is invalid: the multiplicative "
+                "form multiplies every weight by 1 - weight_decay each step, so it must be in "
+                "[0, 1)"
+            )
+        for name in ("steps", "eval_every", "checkpoint_every", "n_log_checkpoints"):
+            if getattr(self, name) > MAX_STEPS:
+                raise ValueError(
+                    f"TrainConfig.{name}={getattr(self, name)!r} is invalid: must be <= "
+                    f"{MAX_STEPS:.0e} (the paper trains 1e5 steps)"
+                )
         if self.num_threads is not None and not (
             _is_int(self.num_threads) and self.num_threads >= 1
         ):
@@ -171,6 +206,11 @@ class TrainConfig:
             raise ValueError(
                 f"TrainConfig.per_class_iw={self.per_class_iw!r} is invalid: must be an integer "
                 ">= 0 (sequences per class; 0 turns the per-class evaluation off)"
+            )
+        if self.sample_on not in SAMPLE_ON:
+            raise ValueError(
+                f"TrainConfig.sample_on={self.sample_on!r} is invalid: allowed values are "
+                f"{SAMPLE_ON}"
             )
         if self.backend not in BACKENDS:
             raise ValueError(

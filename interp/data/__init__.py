@@ -4,5 +4,6 @@ from, and CoPE's own token tasks (:mod:`interp.data.cope_tasks`: flip-flop, sele
 counting, with the small token network and the comparison of encodings that make them a positive
 control)."""
 
-# The built-in tasks register themselves (interp.data.tasks: the standard task; the token tasks).
-from interp.data import cope_tasks, tasks  # noqa: E402, F401
+# The built-in tasks register themselves (interp.data.tasks: the standard task; CoPE's token
+# tasks; the in-context task as token ids).
+from interp.data import cope_tasks, tasks, token_task  # noqa: E402, F401

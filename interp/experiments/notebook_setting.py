@@ -13,12 +13,42 @@ from interp.config.train_config import TrainConfig
 from interp.data.task import TaskConfig
 from interp.train.presets import Preset, get_preset
 
-__all__ = ["NotebookSetting", "notebook_setting"]
+__all__ = ["NotebookSetting", "notebook_setting", "repository_root", "runs_root"]
 
 logger = logging.getLogger(__name__)
 
-# The checkout this package runs from (an editable install): where scripts/demo.sh puts runs/demo.
-_REPO_ROOT = Path(__file__).resolve().parents[2]
+# Where the runs live when neither a checkout nor the working directory says (an installed wheel).
+RUNS_ENV = "INDUCTION_CLIFF_RUNS_ROOT"
+
+
+def repository_root() -> Path | None:
+    """The checkout this package was imported from (a clone, an editable install), or ``None``
+    when it runs from an installed wheel (``site-packages`` holds no ``pyproject.toml``)."""
+    root = Path(__file__).resolve().parents[2]
+    if (root / "pyproject.toml").is_file() and (root / "interp" / "__init__.py").is_file():
+        return root
+    return None
+
+
+def runs_root() -> Path:
+    """The folder that holds ``runs/demo`` and the notebooks' runs.
+
+    In order: ``INDUCTION_CLIFF_RUNS_ROOT``; the ``runs`` folder of the checkout this package runs
+    from (where ``bash scripts/demo.sh`` writes ``runs/demo``); for an installed wheel, the first
+    ``runs`` folder holding a ``demo`` run in the working directory or a folder above it; else
+    ``runs`` in the working directory.
+    """
+    configured = os.environ.get(RUNS_ENV)
+    if configured:
+        return Path(configured)
+    root = repository_root()
+    if root is not None:
+        return root / "runs"
+    here = Path.cwd().resolve()
+    for folder in (here, *here.parents):
+        if (folder / "runs" / "demo" / "config.json").is_file():
+            return folder / "runs"
+    return here / "runs"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -31,10 +61,12 @@ class NotebookSetting:
         train: the preset's train config (700 steps, evaluations every 25, when small: the tiny
             preset's transition comes after ~500 steps).
         model: the model config of the preset's task.
-        runs: folder of the notebook runs (``INDUCTION_CLIFF_RUNS``, default ``../runs/notebooks``).
+        runs: folder of the notebook runs and of what the notebooks write (fits, figures):
+            ``INDUCTION_CLIFF_RUNS``, default ``notebooks`` in :func:`runs_root`.
         demo_run: a finished run of the same setting to reuse instead of training seed 0 again
-            (``INDUCTION_CLIFF_DEMO_RUN``, default the ``runs/demo`` that ``scripts/demo.sh``
-            trains; not used in the small setting).
+            (``INDUCTION_CLIFF_DEMO_RUN``, default ``demo`` in :func:`runs_root`: the
+            ``runs/demo`` that ``scripts/demo.sh`` trains; not used in the small setting). It is
+            only read: what a notebook writes about it goes under :attr:`runs`.
     """
 
     small: bool
@@ -58,6 +90,12 @@ class NotebookSetting:
             if _finished_run_of(self.demo_run, self.preset.task, self.model, cfg):
                 logger.info("reusing the finished run %s", self.demo_run)
                 return self.demo_run
+            logger.warning(
+                "no finished demo run at %s (bash scripts/demo.sh trains it): training seed 0 "
+                "under %s",
+                self.demo_run,
+                self.runs,
+            )
         name = f"{self.preset.name}-seed{seed}" + (f"-{intervention}" if intervention else "")
         train(self.preset.task, self.model, cfg, self.runs / name, resume=True, progress=False)
         return self.runs / name
@@ -105,13 +143,13 @@ def notebook_setting() -> NotebookSetting:
     train_cfg = (
         dataclasses.replace(preset.train, steps=700, eval_every=25) if small else preset.train
     )
+    runs = os.environ.get("INDUCTION_CLIFF_RUNS")
+    demo = os.environ.get("INDUCTION_CLIFF_DEMO_RUN")
     return NotebookSetting(
         small=small,
         preset=preset,
         train=train_cfg,
         model=ModelConfig.from_task(preset.task, **preset.model),
-        runs=Path(os.environ.get("INDUCTION_CLIFF_RUNS", "../runs/notebooks")),
-        demo_run=None
-        if small
-        else Path(os.environ.get("INDUCTION_CLIFF_DEMO_RUN", _REPO_ROOT / "runs" / "demo")),
+        runs=Path(runs) if runs else runs_root() / "notebooks",
+        demo_run=None if small else Path(demo) if demo else runs_root() / "demo",
     )

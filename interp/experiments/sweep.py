@@ -77,6 +77,7 @@ from interp.experiments.sweep_summary import (
     write_sweep_figures,
 )
 from interp.io import checkpoints
+from interp.io.paths import check_no_links
 from interp.io.rundir import (
     LOCK_NAME,
     RunLock,
@@ -173,6 +174,8 @@ def _remove_sweep(out: Path, names: Sequence[str]) -> None:
     point directory that is not a run is left alone), its own files and its figures. Every name
     is checked by :func:`point_dir` first, so nothing outside ``out`` is touched."""
     dirs = [point_dir(out, name) for name in names]  # all checked before anything is deleted
+    for name in (MANIFEST, STATUS, SUMMARY, SUMMARY_OVER_SEEDS, "figures"):
+        check_no_links(out, name)  # a link is refused, never followed nor deleted
     for run_dir in dirs:
         if classify(run_dir) in ("run", "broken"):
             remove_run_files(run_dir)

@@ -18,6 +18,7 @@ import numpy as np
 
 from interp.config.train_config import TrainConfig
 from interp.data.task import TaskConfig
+from interp.io.paths import check_no_links
 from interp.io.rundir import (
     RunDirectoryError,
 )
@@ -450,6 +451,7 @@ def point_dir(out: Path, name, where: str = "point name") -> Path:
     path = out / name
     if path.resolve().parent != out.resolve():
         raise SweepDirectoryError(f"{where}={name!r} resolves outside {out}; refused")
+    check_no_links(out, name)  # a point folder that is a link would take writes elsewhere
     return path
 
 

@@ -23,6 +23,8 @@ from interp.experiments.sweep_spec import (
     point_dir,
 )
 from interp.io import checkpoints
+from interp.io.errors import RunDirectoryError
+from interp.io.paths import check_no_links
 from interp.io.rundir import (
     read_metrics,
 )
@@ -210,8 +212,11 @@ def write_sweep_figures(
             note=note or None,
         )
         stem = out / "figures" / f"phase_diagram{suffix}"
+        check_no_links(out, stem.relative_to(out))  # a linked figures/ is refused, not followed
         try:
             written += export_figure(fig, stem, formats)
+        except RunDirectoryError:
+            raise
         except RuntimeError as err:  # no Chromium for static formats: keep the interactive one
             log(f"warning: {err}; writing HTML only")
             written += export_figure(fig, stem, ("html",))

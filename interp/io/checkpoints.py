@@ -22,6 +22,7 @@ from interp.io.atomic import (
     write_text_atomic,
     write_with_atomic,
 )
+from interp.io.errors import CheckpointError
 
 __all__ = [
     "RESUME_NAME",
@@ -33,6 +34,7 @@ __all__ = [
     "weights_path",
     "save_weights",
     "load_weights",
+    "check_state",
     "list_steps",
     "save_resume",
     "load_resume",
@@ -42,28 +44,60 @@ RESUME_NAME = "resume.pt"
 STEP_RE = re.compile(r"^step_(\d{8})\.safetensors$")
 
 
-class CheckpointError(RuntimeError):
-    """A checkpoint file is missing, truncated or corrupted."""
-
-
 def weights_path(directory: Path, step: int) -> Path:
     return Path(directory) / f"step_{step:08d}.safetensors"
 
 
-def save_weights(directory: Path, step: int, model: torch.nn.Module) -> Path:
-    """Save the model's parameters and buffers as ``step_{step:08d}.safetensors``."""
+def save_weights(directory: Path, step: int, model: torch.nn.Module, *, root=None) -> Path:
+    """Save the model's parameters and buffers as ``step_{step:08d}.safetensors`` (``root``: the
+    run directory, below which no link is followed; :mod:`interp.io.atomic`)."""
     # A copy of each tensor: parameters may be views into a larger (stacked) tensor.
     state = {
         k: v.detach().cpu().clone(memory_format=torch.contiguous_format)
         for k, v in model.state_dict().items()
     }
     path = weights_path(directory, step)
-    write_bytes_atomic(path, save(state, metadata={"step": str(step)}))
+    write_bytes_atomic(path, save(state, metadata={"step": str(step)}), root=root)
     return path
 
 
+def check_state(state: dict, model: torch.nn.Module, path: Path) -> None:
+    """Refuse weights that do not fit ``model`` or hold NaN or infinities, naming the tensor: a
+    missing or unexpected tensor, another shape, another dtype (a float16 file is not upcast
+    silently), a non-finite value.
+
+    Raises:
+        CheckpointError: one line naming ``path`` and the tensor.
+    """
+    expected = model.state_dict()
+    missing = [k for k in expected if k not in state]
+    if missing:
+        raise CheckpointError(f"checkpoint {path} lacks the tensor {missing[0]} of this model")
+    unexpected = [k for k in state if k not in expected]
+    if unexpected:
+        raise CheckpointError(
+            f"checkpoint {path} holds the tensor {unexpected[0]}, which this model does not have"
+        )
+    for name, want in expected.items():
+        have = state[name]
+        if tuple(have.shape) != tuple(want.shape):
+            raise CheckpointError(
+                f"checkpoint {path}: tensor {name} has shape {list(have.shape)}, this model's "
+                f"is {list(want.shape)}"
+            )
+        if have.dtype != want.dtype:
+            raise CheckpointError(
+                f"checkpoint {path}: tensor {name} is {str(have.dtype).removeprefix('torch.')}, "
+                f"this model's is {str(want.dtype).removeprefix('torch.')}"
+            )
+        if have.is_floating_point() and not bool(torch.isfinite(have).all()):
+            bad = "NaN" if bool(torch.isnan(have).any()) else "infinite values"
+            raise CheckpointError(f"checkpoint {path}: tensor {name} holds {bad}")
+
+
 def load_weights(directory: Path, step: int, model: torch.nn.Module) -> None:
-    """Load ``step_{step:08d}.safetensors`` into ``model`` (strict), with a clear error if broken."""
+    """Load ``step_{step:08d}.safetensors`` into ``model`` (strict), with a clear error if broken
+    (:func:`check_state`: every tensor present, of the model's shape and dtype, finite)."""
     path = weights_path(directory, step)
     try:
         state = load_file(str(path))
@@ -72,10 +106,11 @@ def load_weights(directory: Path, step: int, model: torch.nn.Module) -> None:
         raise CheckpointError(
             f"cannot read checkpoint {path}: it is missing, truncated or corrupted ({first})"
         ) from None
+    check_state(state, model, path)
     try:
         model.load_state_dict(state, strict=True)
     except RuntimeError as err:
-        first = str(err).splitlines()[0]
+        first = " ".join(str(err).split())
         raise CheckpointError(f"checkpoint {path} does not fit this model: {first}") from None
 
 
@@ -87,10 +122,9 @@ def list_steps(directory: Path) -> list[int]:
     return sorted(int(m.group(1)) for p in directory.iterdir() if (m := STEP_RE.match(p.name)))
 
 
-def save_resume(path: Path, state: dict) -> None:
+def save_resume(path: Path, state: dict, *, root=None) -> None:
     """Atomically save the full resume state (model, optimizer, RNG, step, accumulators)."""
-
-    write_with_atomic(path, lambda f: torch.save(state, f))
+    write_with_atomic(path, lambda f: torch.save(state, f), root=root)
 
 
 def load_resume(path: Path, map_location=None) -> dict:

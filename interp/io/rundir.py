@@ -16,8 +16,12 @@ Guarantees:
 - **One writer.** :class:`RunWriter` takes an exclusive lock (``flock`` on ``.lock``) before it
   reads or writes anything; a second writer is refused with the holder's pid and host. A lock left
   by a dead process is taken over with a notice (the kernel drops ``flock`` locks of dead
-  processes, so this cannot take a live writer's lock). Readers need no lock: every file is
-  replaced atomically (:mod:`interp.io.atomic`), so a reader sees an old or a new file, never half.
+  processes, so this cannot take a live writer's lock; :mod:`interp.io.lock`). Every command
+  that writes an output into a run holds the same lock (:mod:`interp.io.outputs`). Readers need
+  no lock: every file is replaced atomically (:mod:`interp.io.atomic`), so a reader sees an old
+  or a new file, never half.
+- **No links.** A symbolic link among a run's files (``checkpoints/`` included) is refused before
+  anything is read to resume, written or deleted (:func:`check_run_tree`, :mod:`interp.io.paths`).
 - **Nothing lost, nothing mixed.** A directory that is not a run is never written into; resuming a
   directory that holds run files but no readable config is refused; ``overwrite`` deletes only the
   files a run consists of (:data:`OWNED_FILES`), never anything else; resuming takes its state
@@ -33,14 +37,11 @@ file and the field.
 from __future__ import annotations
 
 import dataclasses
-import datetime
-import fcntl
+import errno
 import importlib
-import io
 import json
 import logging
 import os
-import socket
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,11 +53,27 @@ from interp.data.task import TaskConfig, TaskGenerator
 from interp.data.tasks import get_task, make_generator
 from interp.io import checkpoints
 from interp.io.atomic import clean_temp_files, write_json_atomic, write_text_atomic
+from interp.io.errors import RunDirectoryError, RunLockedError, UnsafePathError, WriteError
+from interp.io.layout import (
+    CHECKPOINTS,
+    CONFIG_NAME,
+    METRICS_NAME,
+    OWNED_FILES,
+    _has_run_files,
+    check_run_tree,
+    remove_run_files,
+)
+from interp.io.lock import LOCK_NAME, RunLock
+from interp.io.metrics import PER_CLASS_IW_NAME, MetricsFile, read_metrics, read_per_class_iw
+from interp.io.outputs import output_path, write_output
+from interp.io.paths import open_directory
 
 __all__ = [
     "FORMAT_VERSION",
     "RunDirectoryError",
     "RunLockedError",
+    "UnsafePathError",
+    "RunLock",
     "RunWriter",
     "Run",
     "load_run",
@@ -78,24 +95,6 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 FORMAT_VERSION = 4
-CONFIG_NAME = "config.json"
-METRICS_NAME = "metrics.csv"
-PER_CLASS_IW_NAME = "per_class_iw.csv"
-CHECKPOINTS = "checkpoints"
-LOCK_NAME = ".lock"
-# What a run consists of: ``overwrite`` deletes these and nothing else.
-OWNED_FILES = (
-    CONFIG_NAME,
-    METRICS_NAME,
-    PER_CLASS_IW_NAME,
-    "fit.json",
-    "checkpoint_measures.csv",
-    "length_eval.csv",
-    "llc.csv",
-    "llc_calibration.json",
-    "quanta.json",
-    "report.html",
-)
 # Train fields that may change when resuming without changing the mathematics of the run.
 RESUMABLE_TRAIN_FIELDS = ("steps", "device", "num_threads")
 # Fields added after format version 1 was first written, with the value that older runs used.
@@ -103,7 +102,7 @@ _LEGACY_TRAIN_DEFAULTS = {"backend": "hooked"}
 # Train fields added within format 3 whose default is what a run without the field did: an absent
 # one is taken as the default, with no migration note (nothing about the run changes), so such a
 # run still loads, compares equal to its own config and resumes.
-_NEUTRAL_TRAIN_DEFAULTS = {"per_class_iw": 0}
+_NEUTRAL_TRAIN_DEFAULTS = {"per_class_iw": 0, "sample_on": "host"}
 # Format 3 made three of the author's forms the defaults; runs of formats 1 and 2 used these.
 _PRE_V3_FORMS = {
     "task": {"novel_pool": (None, "per-sequence novel classes")},
@@ -112,14 +111,6 @@ _PRE_V3_FORMS = {
 }
 # Format 4 made the author's scalar hidden biases the default; runs of formats 1-3 had per-unit ones.
 _PRE_V4_HIDDEN_BIAS = "per_unit"
-
-
-class RunDirectoryError(RuntimeError):
-    """A run directory cannot be used as asked (the message is one line naming file and field)."""
-
-
-class RunLockedError(RunDirectoryError):
-    """Another live process is writing this run directory."""
 
 
 # ---- model kinds -----------------------------------------------------------------------------
@@ -394,121 +385,7 @@ def parse_configs(config: dict, path: Path):
     return task, model, train
 
 
-# ---- metrics.csv -----------------------------------------------------------------------------
-
-
-@dataclass
-class MetricsFile:
-    """``metrics.csv`` as read: its valid rows, and what was wrong with the rest (None if nothing).
-
-    Attributes:
-        frame: the rows before the first damaged or out-of-order one.
-        problem: one line saying what was dropped, or None.
-    """
-
-    frame: pd.DataFrame
-    problem: str | None = None
-
-
-def read_metrics(path: str | os.PathLike) -> MetricsFile:
-    """Read ``metrics.csv``, detecting a torn last row, rows with a wrong number of fields and
-    steps out of order. The valid prefix is kept; what was dropped is said in ``problem``."""
-    path = Path(path)
-    try:
-        text = path.read_text()
-    except FileNotFoundError:
-        return MetricsFile(pd.DataFrame())
-    except (OSError, UnicodeDecodeError) as err:
-        raise RunDirectoryError(f"cannot read {path}: {err}") from None
-    if not text.strip():
-        return MetricsFile(pd.DataFrame())
-    lines = text.split("\n")
-    complete = text.endswith("\n")
-    if complete:
-        lines = lines[:-1]
-    header = lines[0].split(",")
-    if "step" not in header:
-        raise RunDirectoryError(f"{path}: the column 'step' is missing; not a metrics file")
-    if len(lines) == 1 and not complete:
-        return MetricsFile(pd.DataFrame(), f"{path}: the header line is cut; no rows")
-    keep, problem = [lines[0]], None
-    for number, line in enumerate(lines[1:], start=2):
-        last = number == len(lines)
-        if last and not complete:
-            problem = f"{path}: line {number} (the last) is cut off mid-row; dropped"
-            break
-        if line.count(",") != len(header) - 1:
-            problem = (
-                f"{path}: line {number} has {line.count(',') + 1} fields, not {len(header)}; "
-                f"it and the {len(lines) - number} lines after it dropped"
-            )
-            break
-        keep.append(line)
-    frame = pd.read_csv(io.StringIO("\n".join(keep) + "\n"))
-    if len(frame):
-        steps = pd.to_numeric(frame["step"], errors="coerce")
-        bad = steps.isna() | (steps.diff() <= 0)
-        if bad.any():
-            first = int(bad.to_numpy().argmax())
-            problem = (
-                f"{path}: row {first + 1} has step {frame['step'].iloc[first]!r}, not after the "
-                f"previous one; it and {len(frame) - first - 1} rows after it dropped"
-            )
-            frame = frame.iloc[:first].reset_index(drop=True)
-        frame["step"] = frame["step"].astype(int)
-    return MetricsFile(frame, problem)
-
-
-def read_per_class_iw(run_dir: str | os.PathLike, n_classes: int | None = None) -> pd.DataFrame:
-    """Read a run's ``per_class_iw.csv``: one row per evaluation, ``step`` then ``c0, c1, ...``
-    (the IW accuracy of each class, :attr:`TrainConfig.per_class_iw` sequences each).
-
-    Damaged rows are dropped as :func:`read_metrics` drops them (a warning says what).
-
-    Args:
-        run_dir: the run directory.
-        n_classes: the number of class columns expected (the task's ``K``); None: any.
-
-    Returns:
-        The valid rows, ``step`` as int, class columns in class order.
-
-    Raises:
-        RunDirectoryError: the file is missing (the run was trained with ``per_class_iw=0``), or
-            its columns are not ``step, c0, .., c{K-1}``.
-    """
-    path = Path(run_dir) / PER_CLASS_IW_NAME
-    if not path.is_file():
-        raise RunDirectoryError(
-            f"{path} is missing: the run was trained without the per-class IW evaluation (train "
-            "it with --set per_class_iw=8)"
-        )
-    read = read_metrics(path)
-    if read.problem:
-        log.warning("warning: %s", read.problem)
-    frame = read.frame
-    columns = [c for c in frame.columns if c != "step"]
-    expected = [f"c{k}" for k in range(len(columns) if n_classes is None else n_classes)]
-    if columns != expected:
-        first = next((c for c, e in zip(columns, expected) if c != e), None)
-        raise RunDirectoryError(
-            f"{path}: the class columns must be {', '.join(expected[:3])}, ... up to "
-            f"c{len(expected) - 1} ({len(expected)} classes); found {len(columns)} columns"
-            + (f", {first!r} out of place" if first is not None else "")
-        )
-    return frame
-
-
 # ---- what a directory is ---------------------------------------------------------------------
-
-
-def _has_run_files(path: Path) -> bool:
-    ckpt = path / CHECKPOINTS
-    if not ckpt.is_dir():
-        return False
-    return any(
-        p.name == checkpoints.RESUME_NAME or checkpoints.STEP_RE.match(p.name)
-        for p in ckpt.iterdir()
-    )
 
 
 def classify(path: str | os.PathLike) -> str:
@@ -537,35 +414,6 @@ def classify(path: str | os.PathLike) -> str:
     return "other"
 
 
-def remove_run_files(path: str | os.PathLike) -> list[Path]:
-    """Delete the files a run consists of (:data:`OWNED_FILES`, the checkpoints and the writer's
-    temporary files) and nothing else. The directory itself stays, with whatever else it holds.
-
-    Returns:
-        What was deleted.
-    """
-    path = Path(path)
-    removed = []
-    for name in OWNED_FILES:
-        p = path / name
-        if p.is_symlink() or p.is_file():
-            p.unlink()
-            removed.append(p)
-    ckpt = path / CHECKPOINTS
-    if ckpt.is_dir() and not ckpt.is_symlink():
-        for p in ckpt.iterdir():
-            if (
-                p.name == checkpoints.RESUME_NAME or checkpoints.STEP_RE.match(p.name)
-            ) and not p.is_dir():
-                p.unlink()
-                removed.append(p)
-        removed += clean_temp_files(ckpt)
-        if not any(ckpt.iterdir()):
-            ckpt.rmdir()
-    removed += clean_temp_files(path)
-    return removed
-
-
 def refuse_broken(path: str | os.PathLike) -> None:
     """Raise the error for a directory with run files (checkpoints) but no readable config."""
     path = Path(path)
@@ -581,87 +429,6 @@ def refuse_broken(path: str | os.PathLike) -> None:
     )
 
 
-# ---- the lock --------------------------------------------------------------------------------
-
-
-class RunLock:
-    """An exclusive ``flock`` on ``DIR/.lock``, which records the holder (pid, host, start)."""
-
-    def __init__(self, directory: str | os.PathLike) -> None:
-        self.directory = Path(directory)
-        self.path = self.directory / LOCK_NAME
-        self._fd: int | None = None
-        self.took_over: dict | None = None
-
-    @staticmethod
-    def _read(fd: int) -> dict | None:
-        os.lseek(fd, 0, os.SEEK_SET)
-        raw = os.read(fd, 4096)
-        if not raw.strip():
-            return None
-        try:
-            info = json.loads(raw)
-        except ValueError:
-            return {"pid": "?", "host": "?"}
-        return info if isinstance(info, dict) else {"pid": "?", "host": "?"}
-
-    def acquire(self) -> RunLock:
-        try:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o666)
-        except OSError as err:
-            raise RunDirectoryError(f"cannot create the lock {self.path}: {err.strerror}") from None
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            info = self._read(fd) or {}
-            os.close(fd)
-            raise RunLockedError(
-                f"{self.directory} is being written by pid {info.get('pid', '?')} on host "
-                f"{info.get('host', '?')} (since {info.get('since', '?')}); wait for it to finish "
-                "or stop it"
-            ) from None
-        previous = self._read(fd)
-        if previous is not None:
-            # The kernel released the holder's flock, so it died without cleaning up.
-            self.took_over = previous
-            log.warning(
-                "note: taking over the stale lock of %s (pid %s on host %s, since %s, no longer "
-                "running)",
-                self.directory,
-                previous.get("pid", "?"),
-                previous.get("host", "?"),
-                previous.get("since", "?"),
-            )
-        me = {
-            "pid": os.getpid(),
-            "host": socket.gethostname(),
-            "since": datetime.datetime.now().isoformat(timespec="seconds"),
-        }
-        os.ftruncate(fd, 0)
-        os.lseek(fd, 0, os.SEEK_SET)
-        os.write(fd, (json.dumps(me) + "\n").encode())
-        os.fsync(fd)
-        self._fd = fd
-        return self
-
-    def release(self) -> None:
-        if self._fd is None:
-            return
-        try:
-            os.ftruncate(self._fd, 0)
-        except OSError:
-            pass
-        fcntl.flock(self._fd, fcntl.LOCK_UN)
-        os.close(self._fd)
-        self._fd = None
-
-    def __enter__(self) -> RunLock:
-        return self.acquire()
-
-    def __exit__(self, *exc) -> None:
-        self.release()
-
-
 def _check_writable(path: Path) -> None:
     """Refuse early (one line) when nothing can be created at ``path``."""
     probe = path
@@ -670,7 +437,7 @@ def _check_writable(path: Path) -> None:
     if not probe.is_dir():
         raise RunDirectoryError(f"cannot create {path}: {probe} is not a directory")
     if not os.access(probe, os.W_OK | os.X_OK):
-        raise RunDirectoryError(f"cannot write to {probe}: permission denied")
+        raise WriteError(errno.EACCES, f"cannot write to {probe}: permission denied")
 
 
 # ---- the writer ------------------------------------------------------------------------------
@@ -726,7 +493,13 @@ class RunWriter:
         if kind in ("other", "sweep"):
             # Refused before even the lock file is made (and again under the lock).
             cls(path, config)._refuse_foreign(kind)
+        if kind != "absent":
+            check_run_tree(path)  # a link inside is refused before the lock (and again under it)
+        from interp.io.budget import check_config_memory, check_free_space, disk_estimate
+
+        check_config_memory(config)  # before any directory or allocation
         _check_writable(path)
+        check_free_space(path, disk_estimate(config))
         path.mkdir(parents=True, exist_ok=True)
         writer = cls(path, config)
         writer._lock.acquire()
@@ -740,6 +513,7 @@ class RunWriter:
     def _prepare(self, resume: bool, overwrite: bool, map_location) -> None:
         path, config_path = self.path, self.path / CONFIG_NAME
         kind = classify(path)  # again, under the lock
+        check_run_tree(path)
         if kind in ("other", "sweep"):
             self._drop_lock_file_if_ours()
             self._refuse_foreign(kind)
@@ -778,13 +552,13 @@ class RunWriter:
                     )
                 if existing["train"] != self.config["train"]:
                     # Extending (or moving) a run: config.json says what the run now is.
-                    write_json_atomic(config_path, self.config)
+                    write_json_atomic(config_path, self.config, root=path)
                 return
         elif kind == "broken":
             remove_run_files(path)
         self._clean()
-        (path / CHECKPOINTS).mkdir(exist_ok=True)
-        write_json_atomic(config_path, self.config)
+        os.close(open_directory(path / CHECKPOINTS, path))
+        write_json_atomic(config_path, self.config, root=path)
 
     def _refuse_foreign(self, kind: str) -> None:
         path = self.path
@@ -820,19 +594,22 @@ class RunWriter:
 
     def write_metrics(self, rows: list[dict]) -> None:
         """Replace ``metrics.csv`` with ``rows`` (atomically)."""
-        write_text_atomic(self.path / METRICS_NAME, pd.DataFrame(rows).to_csv(index=False))
+        text = pd.DataFrame(rows).to_csv(index=False)
+        write_text_atomic(self.path / METRICS_NAME, text, root=self.path)
 
     def write_per_class_iw(self, rows: list[dict]) -> None:
         """Replace ``per_class_iw.csv`` with ``rows`` (``step``, ``c0``, ``c1``, ...; atomically)."""
-        write_text_atomic(self.path / PER_CLASS_IW_NAME, pd.DataFrame(rows).to_csv(index=False))
+        text = pd.DataFrame(rows).to_csv(index=False)
+        write_text_atomic(self.path / PER_CLASS_IW_NAME, text, root=self.path)
 
     def save_weights(self, step: int, model) -> Path:
         """Write the weight checkpoint of ``step``."""
-        return checkpoints.save_weights(self.path / CHECKPOINTS, step, model)
+        return checkpoints.save_weights(self.path / CHECKPOINTS, step, model, root=self.path)
 
     def save_resume(self, state: dict) -> None:
         """Write ``resume.pt`` (atomically)."""
-        checkpoints.save_resume(self.path / CHECKPOINTS / checkpoints.RESUME_NAME, state)
+        path = self.path / CHECKPOINTS / checkpoints.RESUME_NAME
+        checkpoints.save_resume(path, state, root=self.path)
 
     def checkpoint_steps(self) -> list[int]:
         return checkpoints.list_steps(self.path / CHECKPOINTS)
@@ -849,13 +626,6 @@ class RunWriter:
 
 
 # ---- the reader ------------------------------------------------------------------------------
-
-
-def output_path(run_dir: str | os.PathLike, name: str) -> Path:
-    """The path of an output file beside a run (``name`` must be a plain file name)."""
-    if not name or name in (".", "..") or "/" in name or "\\" in name or "\0" in name:
-        raise RunDirectoryError(f"output name {name!r} is invalid: a plain file name is needed")
-    return Path(run_dir) / name
 
 
 @dataclass
@@ -888,11 +658,20 @@ class Run:
         """Steps with saved weights, ascending."""
         return checkpoints.list_steps(self.path / CHECKPOINTS)
 
-    def load_model(self, step: int | None = None, device: str = "cpu"):
-        """The model with the weights of checkpoint ``step`` (default: the last one)."""
+    def require_checkpoints(self) -> list[int]:
+        """:attr:`checkpoint_steps`, or a RunDirectoryError naming ``checkpoints/`` if there are
+        none (an analysis then has nothing to compute, and must not write an empty output)."""
         steps = self.checkpoint_steps
         if not steps:
-            raise RunDirectoryError(f"{self.path / CHECKPOINTS} holds no weight checkpoints")
+            raise RunDirectoryError(
+                f"{self.path / CHECKPOINTS} holds no weight checkpoints; nothing was computed or "
+                "written"
+            )
+        return steps
+
+    def load_model(self, step: int | None = None, device: str = "cpu"):
+        """The model with the weights of checkpoint ``step`` (default: the last one)."""
+        steps = self.require_checkpoints()
         if step is None:
             step = steps[-1]
         if step not in steps:
@@ -945,24 +724,14 @@ class Run:
         return output_path(self.path, name)
 
     def write_output(self, name: str, data: str | bytes | dict | list | pd.DataFrame) -> Path:
-        """Write an output beside the run, atomically and never through a symbolic link.
+        """Write an output beside the run: under its lock, atomically, never through a symbolic
+        link, never empty (:func:`interp.io.outputs.write_output`).
 
         Args:
             name: a plain file name (``fit.json``, ``checkpoint_measures.csv``, ...).
             data: text, bytes, a JSON-serialisable dict/list, or a DataFrame (written as CSV).
         """
-        from interp.io.atomic import write_bytes_atomic
-
-        path = self.output_path(name)
-        if isinstance(data, pd.DataFrame):
-            write_text_atomic(path, data.to_csv(index=False))
-        elif isinstance(data, (dict, list)):
-            write_json_atomic(path, data)
-        elif isinstance(data, bytes):
-            write_bytes_atomic(path, data)
-        else:
-            write_text_atomic(path, data)
-        return path
+        return write_output(self.path, name, data)
 
 
 def load_run(path: str | os.PathLike) -> Run:

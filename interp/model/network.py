@@ -31,7 +31,7 @@ from typing import Any, no_type_check
 import torch
 from jaxtyping import Float, Real
 from torch import Tensor, nn
-from transformer_lens import HookedRootModule
+from transformer_lens import ActivationCache, HookedRootModule
 from transformer_lens.hook_points import HookPoint
 
 from interp.data.task import TaskConfig
@@ -239,6 +239,12 @@ class ModelConfig:
         )
 
     @property
+    def attn_only(self) -> bool:
+        """TransformerLens's ``cfg.attn_only``: the residual stream has attention blocks only (the
+        classifier reads it after the last block), as ``ActivationCache.decompose_resid`` asks."""
+        return True
+
+    @property
     def d_head_effective(self) -> int:
         return self.d_head if self.d_head is not None else self.d_model
 
@@ -392,6 +398,16 @@ class InductionNet(HookedRootModule):
         for block in self.blocks:
             resid = block(resid, positions)
         return self.hook_logits(self.classifier(resid[:, -1]))
+
+    def run_with_cache(self, *model_args, return_cache_object: bool = True, **kwargs):
+        """TransformerLens's ``run_with_cache``: ``(logits, cache)`` with the cache a
+        ``transformer_lens.ActivationCache`` (dict-compatible: ``cache[name]``, ``keys()``,
+        ``items()``, ``in``; ``return_cache_object=False`` gives the plain dict)."""
+        out, cache = super().run_with_cache(*model_args, **kwargs)
+        if not return_cache_object:
+            return out, cache
+        has_batch_dim = not kwargs.get("remove_batch_dim", False)
+        return out, ActivationCache(cache, self, has_batch_dim=has_batch_dim)
 
     @property
     def attention_parameters(self) -> list[nn.Parameter]:

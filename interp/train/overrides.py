@@ -23,6 +23,7 @@ __all__ = [
     "settable_fields",
     "SettableField",
     "DERIVED_MODEL_FIELDS",
+    "check_one_spelling",
 ]
 
 # ModelConfig fields that follow the task (``ModelConfig.from_task``) and cannot be set.
@@ -71,8 +72,28 @@ def parse_overrides(pairs: list[str]) -> dict[str, str]:
         key, value = pair.split("=", 1)
         if not key.strip():
             raise ValueError(f"--set {pair!r} is invalid: the key is empty")
-        out[key.strip()] = value.strip()
+        key, value = key.strip(), value.strip()
+        if key in out and out[key] != value:
+            raise ValueError(
+                f"--set {key}={out[key]} and --set {key}={value} contradict each other: give "
+                f"{key} once"
+            )
+        out[key] = value
     return out
+
+
+def check_one_spelling(keys, field_of) -> None:
+    """Refuse two keys that name one field (``task.K`` and ``K``): which one wins would be an
+    accident of their order. ``field_of(key)`` is the ``group.name`` a key sets."""
+    seen: dict[str, str] = {}
+    for key in keys:
+        field = field_of(key)
+        if field in seen and seen[field] != key:
+            raise ValueError(
+                f"--set {seen[field]} and --set {key} both set {field}: give it once, in one "
+                "spelling"
+            )
+        seen[field] = key
 
 
 def build_configs(preset_name: str, overrides: dict[str, str], seed: int | None):
@@ -115,6 +136,14 @@ def build_configs(preset_name: str, overrides: dict[str, str], seed: int | None)
     str_fields |= {k for k, v in flat.items() if isinstance(v, str)}
     groups = {"task": task_f, "train": train_f, "model": model_f}
     allowed = sorted(set(task_f) | set(train_f) | set(model_f))
+
+    def field_of(key: str) -> str:
+        group_name, _, name = key.rpartition(".")
+        if group_name:
+            return key
+        return next((f"{g}.{name}" for g, fields in groups.items() if name in fields), key)
+
+    check_one_spelling(overrides, field_of)
     for key, value in overrides.items():
         group_name, _, name = key.rpartition(".")
         targets = (
@@ -148,7 +177,15 @@ def build_configs(preset_name: str, overrides: dict[str, str], seed: int | None)
             f"TaskConfig; this command trains the network on TaskConfig tasks only"
         )
     task = TaskConfig(**task_f)
-    return task, ModelConfig.from_task(task, **model_f), TrainConfig(**train_f), preset
+    model, train = ModelConfig.from_task(task, **model_f), TrainConfig(**train_f)
+    from interp.io.budget import check_config_memory
+
+    # Before any directory or allocation: a batch or a K too large for this machine.
+    model_dict = {**model.to_dict(), "d_model": model.d_model}
+    check_config_memory(
+        {"task": dataclasses.asdict(task), "model": model_dict, "train": dataclasses.asdict(train)}
+    )
+    return task, model, train, preset
 
 
 convert_value = _convert

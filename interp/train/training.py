@@ -50,6 +50,7 @@ from interp.model.fast import fast_logits, supports_fast_path
 from interp.model.interventions import intervention_hooks
 from interp.model.network import InductionNet, ModelConfig
 from interp.train.allocator import retain_freed_memory
+from interp.train.threads import apply_thread_policy
 
 __all__ = [
     "EvalCallback",
@@ -361,8 +362,7 @@ class _RunState:
             )
         check_device(cfg)
         # Everything is checked: only now is anything written.
-        if cfg.num_threads:
-            torch.set_num_threads(cfg.num_threads)
+        apply_thread_policy(cfg.num_threads)  # interp.train.threads: one thread by default
         retain_freed_memory()  # reuse freed step tensors instead of page-faulting them anew
         self.device = device = torch.device(cfg.device)
         self.callbacks = tuple(callbacks)
@@ -405,6 +405,13 @@ class _RunState:
         self.optimizer_state = None  # the resumed optimizer state, until an optimizer takes it
         self.optimizer_state_fn = None  # () -> this run's optimizer state, for save_resume
         self.stream = torch.Generator().manual_seed(derive_seed(cfg.seed, "stream"))
+        self.sampler = self.sampler_state = None  # sample_on="device": the batches' own stream
+        if cfg.sample_on == "device":
+            from interp.data.device_sampler import DeviceSampler
+
+            seeds = [derive_seed(cfg.seed, "stream")]
+            self.sampler = DeviceSampler([self.generator], seeds, cfg.batch_size, device)
+            self.sampler_state = lambda: self.sampler.get_state(0)
         self.hooks = (
             intervention_hooks(cfg.intervention, self.model, task) if cfg.intervention else []
         )
@@ -417,6 +424,8 @@ class _RunState:
             self.model.load_state_dict(state["model"])
             self.optimizer_state = state["optimizer"]
             self.stream.set_state(state["stream"])
+            if self.sampler is not None:
+                self.sampler.set_state([state["device_stream"]])
             self.generator._novel_counter = state["novel_counter"]
             self.step, self.loss_sum, self.loss_count = (
                 state["step"],
@@ -473,6 +482,7 @@ class _RunState:
                 "last_eval_step": self.last_eval_step,
                 "rows": [dict(r) for r in self.rows],
                 "per_class_rows": [dict(r) for r in self.per_class_rows],
+                **({"device_stream": self.sampler_state()} if self.sampler is not None else {}),
             },
         )
 
@@ -531,6 +541,8 @@ class _RunState:
     progress_columns = {"train_loss": "loss", "ic_acc": "ic", "iw_acc": "iw"}
 
     def sample(self):
+        if self.sampler is not None:  # drawn on the device already
+            return self.sampler.next_batch()
         return self.generator.sample(self.cfg.batch_size, self.stream).to(self.device)
 
     def batch_loss(self, batch) -> torch.Tensor:
@@ -595,17 +607,41 @@ def _single_step(run: Any):
     return step
 
 
+def _joint_sampler(runs: list[_RunState]):
+    """With ``sample_on="device"``: one :class:`~interp.data.device_sampler.DeviceSampler` for all
+    runs of a stack, continuing each run's own stream (the batches each would draw alone); each
+    run's resume state reads its part of it. ``None`` for host sampling."""
+    if runs[0].sampler is None:
+        return None
+    from interp.data.device_sampler import DeviceSampler
+
+    joint = DeviceSampler(
+        [r.generator for r in runs],
+        [derive_seed(r.cfg.seed, "stream") for r in runs],
+        runs[0].cfg.batch_size,
+        runs[0].device,
+    )
+    joint.set_state([r.sampler.get_state(0) for r in runs])
+    for i, run in enumerate(runs):
+        run.sampler, run.sampler_state = joint, (lambda i=i: joint.get_state(i))
+    return joint
+
+
 def _stacked_step(runs: list[_RunState], stack, optimizer):
     """One optimisation step of every run, as one stacked computation."""
     from interp.model.stacked import stacked_logits
 
     S = len(runs)
+    joint = _joint_sampler(runs)
 
     def step() -> None:
-        batches = [r.sample() for r in runs]
-        tokens = torch.stack([b.tokens for b in batches])
-        positions = torch.stack([b.positions for b in batches])
-        target = torch.stack([b.target for b in batches])
+        if joint is not None:  # every run's batch drawn on the device in one go
+            tokens, positions, target = joint.next_stacked()
+        else:
+            batches = [r.sample() for r in runs]
+            tokens = torch.stack([b.tokens for b in batches])
+            positions = torch.stack([b.positions for b in batches])
+            target = torch.stack([b.target for b in batches])
         logits = stacked_logits(stack, tokens, positions)
         losses = F.cross_entropy(logits.flatten(0, 1), target.flatten(), reduction="none")
         losses = losses.view(S, -1).mean(1)  # each run's own mean loss: its own gradient

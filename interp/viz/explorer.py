@@ -33,6 +33,8 @@ from interp.viz.plots import METRIC_COLORS, METRIC_LABELS, SEQUENTIAL_SCALE, pro
 __all__ = [
     "EVAL_SETS",
     "measure_columns",
+    "HEATMAP_SIZE",
+    "MEASURES_SIZE",
     "ExplorerConfig",
     "token_ticks",
     "explorer_data",
@@ -59,6 +61,14 @@ def measure_columns() -> tuple[str, ...]:
         "iw_acc",
         *(c for _, cols in progress_panels() for c in cols if c != "ic_acc"),
     )
+
+# Figure sizes in CSS px, (width, height). Side by side they must fit a 1280-px browser window
+# with JupyterLab's file browser open and a cell's prompt column beside them (about 400 px of
+# chrome, JUPYTERLAB_CHROME_PX), in the notebook and in the HTML report alike.
+HEATMAP_SIZE = (470, 470)
+MEASURES_SIZE = (390, 470)
+JUPYTERLAB_CHROME_PX = 400
+WINDOW_PX = 1280
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -174,6 +184,7 @@ def explorer_data(run, config: ExplorerConfig | None = None) -> dict:
     Raises:
         ValueError: the run has no checkpoints, or a requested step has none.
     """
+    from interp.analysis.hooked import probed
     from interp.analysis.probes import cache_patterns
 
     config = config or ExplorerConfig()
@@ -202,7 +213,7 @@ def explorer_data(run, config: ExplorerConfig | None = None) -> dict:
     for step in steps:
         model = run.load_model(step)
         model.eval()
-        n_layers = model.cfg.n_layers
+        n_layers = probed(model).n_layers
         for name, batch in batches.items():
             _, patterns = cache_patterns(model, batch)
             # [layer][batch, head, q, k] -> head 0 (the paper's networks have one head per layer)
@@ -285,10 +296,11 @@ def heatmap_figure(
             "text": f"{data['run']}: layer {layer + 1}, step {step}, "
             f"{data['set_names'][set_name]} sequence {sequence + 1}",
             "x": 0.5,
+            "font": {"size": 14},
         },
-        width=560,
-        height=540,
-        margin={"l": 90, "b": 90},
+        width=HEATMAP_SIZE[0],
+        height=HEATMAP_SIZE[1],
+        margin={"l": 80, "r": 10, "t": 50, "b": 80},
     )
     fig.update_xaxes(title_text="key", tickangle=-60, type="category")
     fig.update_yaxes(title_text="query", autorange="reversed", type="category")
@@ -329,10 +341,15 @@ def measures_figure(data: dict, step: float | None = None) -> go.Figure:
             line={"color": "#333333", "dash": "dot", "width": 2},
         )
     fig.update_layout(
-        title={"text": "Progress measures (cursor: the step shown)", "x": 0.5},
-        width=520,
-        height=540,
-        legend={"orientation": "h", "y": -0.2},
+        title={
+            "text": "Progress measures (cursor: the step shown)",
+            "x": 0.5,
+            "font": {"size": 14},
+        },
+        width=MEASURES_SIZE[0],
+        height=MEASURES_SIZE[1],
+        margin={"l": 60, "r": 10, "t": 50, "b": 80},
+        legend={"orientation": "h", "y": -0.25},
     )
     fig.update_xaxes(title_text="training step", tickformat="~s")
     fig.update_yaxes(title_text="accuracy / attention", range=[-0.02, 1.02])
@@ -377,7 +394,8 @@ function inductionCliffExplorer(root) {
           "attention %{z:.3f}<extra></extra>"
       }],
       layout: {
-        title: {text: title, x: 0.5}, width: 560, height: 540, margin: {l: 90, b: 90},
+        title: {text: title, x: 0.5, font: {size: 14}}, width: __HEAT_W__, height: __HEAT_H__,
+        margin: {l: 80, r: 10, t: 50, b: 80},
         xaxis: {title: {text: "key"}, tickangle: -60, type: "category"},
         yaxis: {title: {text: "query"}, autorange: "reversed", type: "category"}
       }
@@ -398,8 +416,9 @@ function inductionCliffExplorer(root) {
     return {
       data: traces,
       layout: {
-        title: {text: "Progress measures (cursor: the step shown)", x: 0.5},
-        width: 520, height: 540, shapes: cursor(), legend: {orientation: "h", y: -0.2},
+        title: {text: "Progress measures (cursor: the step shown)", x: 0.5, font: {size: 14}},
+        width: __MEAS_W__, height: __MEAS_H__, margin: {l: 60, r: 10, t: 50, b: 80},
+        shapes: cursor(), legend: {orientation: "h", y: -0.25},
         xaxis: {title: {text: "training step"}, tickformat: "~s"},
         yaxis: {title: {text: "accuracy / attention"}, range: [-0.02, 1.02]}
       }
@@ -424,6 +443,13 @@ function inductionCliffExplorer(root) {
 }
 document.querySelectorAll(".induction-cliff-explorer").forEach(inductionCliffExplorer);
 """
+for _token, _value in {
+    "__HEAT_W__": HEATMAP_SIZE[0],
+    "__HEAT_H__": HEATMAP_SIZE[1],
+    "__MEAS_W__": MEASURES_SIZE[0],
+    "__MEAS_H__": MEASURES_SIZE[1],
+}.items():
+    EXPLORER_JS = EXPLORER_JS.replace(_token, str(_value))
 
 
 def _json_for_script(data: dict) -> str:
@@ -525,10 +551,16 @@ class AttentionExplorer:
         for w in (self.step, self.sequence, self.layer):
             w.observe(self._on_change, names="value")
         self.set_name.observe(self._on_set, names="value")
+        # Rows wrap rather than overflow: in a window narrower than the two figures the measures
+        # go below the heatmap instead of being clipped.
+        wrap = {"flex_flow": "row wrap"}
         self.widget = widgets.VBox(
             [
-                widgets.HBox([self.step, self.set_name, self.sequence, self.layer]),
-                widgets.HBox([self._heat_out, self._meas_out]),
+                widgets.HBox(
+                    [self.step, self.set_name, self.sequence, self.layer],
+                    layout=widgets.Layout(**wrap),
+                ),
+                widgets.HBox([self._heat_out, self._meas_out], layout=widgets.Layout(**wrap)),
             ]
         )
         self._redraw()

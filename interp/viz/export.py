@@ -32,6 +32,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from interp.io.atomic import write_bytes_atomic, write_text_atomic
+from interp.io.paths import enclosing_root, open_directory
 from interp.viz.plots import OKABE_ITO
 
 STATIC_FORMATS = ("pdf", "svg", "png")
@@ -603,7 +604,9 @@ def export_figure(
     if unknown:
         raise ValueError(f"unknown formats {unknown}; choose from {list(FORMATS)}")
     stem = Path(path_stem)
-    stem.parent.mkdir(parents=True, exist_ok=True)
+    # Missing folders are created without following links (inside a run or sweep directory, a
+    # link on the way is refused: interp.io.paths).
+    os.close(open_directory(stem.parent, enclosing_root(stem.parent)))
     styled = apply_paper_style(fig, style) if style is not None else go.Figure(fig)
     if style is not None:
         style = paper_style(style)

@@ -3,7 +3,6 @@ says, or as asked) and drawn over them, for the figure set and the report alike.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
@@ -23,7 +22,9 @@ def saved_fit(run) -> dict | None:
     path = Path(run.path) / "fit.json"
     if not path.exists():
         return None
-    saved = json.loads(path.read_text())
+    from interp.io.outputs import read_json_object
+
+    saved = read_json_object(path)  # a damaged fit.json: one line naming it
     target = saved.get("target", "ic_loss")
     model = saved.get("model") if saved.get("model") in model_names() else "nested-logit"
     return {

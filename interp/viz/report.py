@@ -32,6 +32,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from interp.analysis.compare import config_fields
+from interp.io.errors import RunDirectoryError
 from interp.viz.explorer import EXPLORER_JS, ExplorerConfig, explorer_data, explorer_html
 from interp.viz.figures import run_context, run_note
 from interp.viz.sections import Context, register_section, sections
@@ -102,21 +103,26 @@ class ReportInputError(ValueError):
     """A report was asked for with inputs it cannot use (the message names the path or option)."""
 
 
+class ReportRunError(ReportInputError, RunDirectoryError):
+    """A run given to the report cannot be used (missing, damaged, not trained): the exit code of
+    an unusable run (3), as from every command."""
+
+
 def _load(run_dir: Path):
     from interp.io.rundir import load_run
 
     if not run_dir.is_dir():
-        raise ReportInputError(f"{run_dir}: is not a directory (expected a run directory)")
+        raise ReportRunError(f"{run_dir}: is not a directory (expected a run directory)")
     if not (run_dir / "config.json").is_file():
-        raise ReportInputError(f"{run_dir}: not a run directory (no config.json)")
+        raise ReportRunError(f"{run_dir}: not a run directory (no config.json)")
     try:
         run = load_run(run_dir)
     except (ValueError, TypeError, KeyError, OSError, RuntimeError) as err:
-        raise ReportInputError(f"{run_dir / 'config.json'}: cannot be read ({err})") from err
+        raise ReportRunError(f"{run_dir / 'config.json'}: cannot be read ({err})") from err
     if run.metrics.empty or "step" not in run.metrics.columns:
-        raise ReportInputError(f"{run_dir / 'metrics.csv'}: missing or empty (train the run first)")
+        raise ReportRunError(f"{run_dir / 'metrics.csv'}: missing or empty (train the run first)")
     if not run.checkpoint_steps:
-        raise ReportInputError(f"{run_dir / 'checkpoints'}: holds no weight checkpoints")
+        raise ReportRunError(f"{run_dir / 'checkpoints'}: holds no weight checkpoints")
     return run
 
 

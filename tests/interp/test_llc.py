@@ -250,7 +250,7 @@ def test_cli_writes_resumes_and_refuses_other_settings(run_dir, capsys):
 
 
 def test_cli_bad_input_is_one_line(run_dir, tmp_path, capsys):
-    assert main(["llc", str(tmp_path), *FAST]) == 2
+    assert main(["llc", str(tmp_path), *FAST]) == 3  # not a run: as from every command
     err = capsys.readouterr().err.strip()
     assert err.startswith("error: RUN_DIR:") and "no config.json" in err and "\n" not in err
     assert main(["llc", str(run_dir), "--steps", "3", *FAST]) == 2

@@ -182,15 +182,15 @@ def _err(capsys) -> str:
 def test_report_cli_refuses_bad_input_in_one_line(run_dir, tmp_path, capsys):
     empty = tmp_path / "empty"
     empty.mkdir()
-    cases = [
-        ([str(tmp_path / "nowhere")], "nowhere: is not a directory"),
-        ([str(empty)], "empty: not a run directory (no config.json)"),
-        ([str(run_dir), str(run_dir)], "--out is required"),
-        ([str(run_dir), "--out", str(tmp_path / "no" / "r.html")], "does not exist"),
-        ([str(run_dir), "--out", str(tmp_path)], "is a directory"),
+    cases = [  # a run that cannot be used exits 3, a bad argument 2, as from every command
+        ([str(tmp_path / "nowhere")], "nowhere: is not a directory", 3),
+        ([str(empty)], "empty: not a run directory (no config.json)", 3),
+        ([str(run_dir), str(run_dir)], "--out is required", 2),
+        ([str(run_dir), "--out", str(tmp_path / "no" / "r.html")], "does not exist", 2),
+        ([str(run_dir), "--out", str(tmp_path)], "is a directory", 2),
     ]
-    for args, message in cases:
-        assert main(["report", *args]) == 2
+    for args, message, code in cases:
+        assert main(["report", *args]) == code
         err = _err(capsys)
         assert err.startswith("error: ") and message in err and "\n" not in err
     assert not (tmp_path / "no").exists()  # nothing created for a missing folder
@@ -198,7 +198,7 @@ def test_report_cli_refuses_bad_input_in_one_line(run_dir, tmp_path, capsys):
     tiny_run(bare, steps=10)
     for f in (bare / "checkpoints").glob("*.safetensors"):
         f.unlink()
-    assert main(["report", str(bare)]) == 2
+    assert main(["report", str(bare)]) == 3
     assert "checkpoints: holds no weight checkpoints" in _err(capsys)
     assert not (bare / "report.html").exists()
 

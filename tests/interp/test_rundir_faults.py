@@ -158,12 +158,12 @@ def test_3_a_second_writer_is_refused_with_pid_and_host(tmp_path, capsys):
     )
     try:
         assert holder.stdout.readline().strip() == "locked"
-        assert main(["train", "--preset", "tiny", *TINY, "--out", str(run)]) == 3
+        assert main(["train", "--preset", "tiny", *TINY, "--out", str(run)]) == 4
         line = one_error_line(capsys)
         assert f"pid {holder.pid}" in line and socket.gethostname() in line
         assert sorted(p.name for p in run.iterdir()) == [rundir.LOCK_NAME]  # nothing written
         sweep_args = ["sweep", "--preset", "tiny", "--grid", "K=16", "--no-figures"]
-        assert main([*sweep_args, "--out", str(run)]) == 3
+        assert main([*sweep_args, "--out", str(run)]) == 4
         assert f"pid {holder.pid}" in one_error_line(capsys)
     finally:
         holder.kill()
@@ -186,8 +186,8 @@ def test_3_two_real_training_processes_on_one_directory(tmp_path):
     b = cli("train", "--preset", "tiny", "--seed", "1", *long, "--out", str(run))
     (_, err_a), (_, err_b) = a.communicate(timeout=300), b.communicate(timeout=300)
     codes = sorted([a.returncode, b.returncode])
-    assert codes == [0, 3], (err_a, err_b)
-    loser_err = err_a if a.returncode == 3 else err_b
+    assert codes == [0, 4], (err_a, err_b)
+    loser_err = err_a if a.returncode == 4 else err_b
     assert "Traceback" not in loser_err and "error:" in loser_err
     winner_seed = 0 if a.returncode == 0 else 1
     loaded = load_run(run)
@@ -540,7 +540,7 @@ def test_grid_with_an_empty_value_is_refused(tmp_path, capsys):
 def test_read_only_location_is_one_line(tmp_path, capsys, monkeypatch):
     # Tests run as root, which ignores permission bits: the check itself is what is exercised.
     monkeypatch.setattr(rundir.os, "access", lambda path, mode: False)
-    assert main(["train", "--preset", "tiny", *TINY, "--out", str(tmp_path / "r")]) == 3
+    assert main(["train", "--preset", "tiny", *TINY, "--out", str(tmp_path / "r")]) == 5
     assert "permission denied" in one_error_line(capsys)
     assert not (tmp_path / "r").exists()
 

@@ -23,6 +23,7 @@ COMMANDS = (
     "figures",
     "quanta",
     "report",
+    "import_weights",
     "evaluate",
     "sweep",
     "sweep_summary",

@@ -33,18 +33,27 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
+    from interp.io.outputs import writing_into
+    from interp.io.rundir import load_run
+
+    load_run(args.run_dir)  # a clear error before any work
+    out = Path(args.out) if args.out else Path(args.run_dir) / "length_eval.csv"
+    with writing_into([out]):  # inside a run: under its lock
+        return _evaluate(args, out)
+
+
+def _evaluate(args, out: Path) -> int:
     from interp.analysis.length import evaluate_lengths, parse_n_pairs
     from interp.io.atomic import write_text_atomic
     from interp.io.rundir import load_run
 
-    load_run(args.run_dir)  # a clear error before any work
     scale = args.rope_scale if args.rope_scale == "auto" else float(args.rope_scale)
     df = evaluate_lengths(
         args.run_dir, parse_n_pairs(args.n_pairs), n=args.n, step=args.step,
         rope_scaling=args.rope_scaling, rope_scale=scale,
     )  # fmt: skip
     if args.out:
-        path = Path(args.out)
+        path = out
         write_text_atomic(path, df.to_csv(index=False))
     else:
         path = load_run(args.run_dir).write_output("length_eval.csv", df)

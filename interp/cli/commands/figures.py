@@ -69,9 +69,15 @@ def run(args) -> int:
     if problem:
         print(f"error: {problem}", file=sys.stderr)
         return 3
-    paths = write_standard_figures(
-        [Path(p) for p in args.run_dirs], Path(args.out), formats=formats, width=args.width
-    )
+    from interp.io.outputs import writing_into
+    from interp.io.rundir import load_run
+
+    for run_dir in args.run_dirs:
+        load_run(run_dir)  # a clear error before anything is locked or created
+    with writing_into([args.out], folders=True):  # inside a run: under its lock, no links
+        paths = write_standard_figures(
+            [Path(p) for p in args.run_dirs], Path(args.out), formats=formats, width=args.width
+        )
     print(f"wrote {len(paths)} files to {args.out}:")
     for p in paths:
         print(f"  {p}")

@@ -130,8 +130,9 @@ def _check_arguments(args):
     if fraction is not None and not 0 < fraction <= 1:
         raise ValueError(f"--fraction={args.fraction} must be in (0, 1]")
     n_boot = parse_number("--n-boot", args.n_boot, integer=True)
-    if n_boot < 0:
-        raise ValueError(f"--n-boot={args.n_boot} must be >= 0")
+    from interp.io.budget import MAX_BOOTSTRAP, check_count
+
+    check_count("--n-boot", n_boot, 0, MAX_BOOTSTRAP)
     if args.json and len(args.paths) > 1:
         raise ValueError("--json names one file: give one PATH with it")
     if args.json and not Path(args.json).resolve().parent.is_dir():
@@ -181,9 +182,7 @@ def _write_forecast_figure(args, src, result: dict) -> None:
 
 
 def run(args) -> int:
-    from interp.io.checkpoints import write_json_atomic
     from interp.train.overrides import parse_overrides
-    from phenomenology.fit import fit_curve
     from phenomenology.sources import open_fit_sources
 
     until, fraction, n_boot, options = _check_arguments(args)
@@ -193,6 +192,18 @@ def run(args) -> int:
         aux=tuple(args.aux or ()), options=options, method=args.method,
         progress_column=args.progress_column,
     )  # fmt: skip
+    from interp.io.outputs import writing_into
+
+    outs = [src.out for src in sources] + ([args.figure] if args.figure else [])
+    with writing_into(outs):  # the runs written into are locked until the last write
+        _fit_all(args, sources, until, fraction, options, n_boot)
+    return 0
+
+
+def _fit_all(args, sources, until, fraction, options, n_boot) -> None:
+    from interp.io.checkpoints import write_json_atomic
+    from phenomenology.fit import fit_curve
+
     for src in sources:
         result = fit_curve(
             src.curve, task=src.task, model=args.model, column=args.column,
@@ -207,4 +218,3 @@ def run(args) -> int:
         print(f"wrote {src.out}")
         if args.figure:
             _write_forecast_figure(args, src, result)
-    return 0

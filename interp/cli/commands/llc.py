@@ -149,8 +149,7 @@ def _llc_command(args) -> int:
     try:
         run_ = load_run(args.run_dir)
     except RunDirectoryError as err:
-        print(f"error: RUN_DIR: {err}", file=sys.stderr)
-        return 2
+        raise RunDirectoryError(f"RUN_DIR: {err}") from None
     cfg, workers = _config(args)
     try:
         if args.calibrate:
@@ -159,9 +158,11 @@ def _llc_command(args) -> int:
         df = llc_over_checkpoints(
             args.run_dir, cfg, steps, overwrite=args.overwrite, on_result=_report, workers=workers
         )
-    except ImportError as err:
+    except (
+        ImportError
+    ) as err:  # a tool it needs (devinterp) is missing: as figures without chromium
         print(f"error: {err}", file=sys.stderr)
-        return 2
+        return 3
     flagged = int((df["warning"] != "").sum())
     secs = [v for v in df["seconds"] if isinstance(v, float) and math.isfinite(v)]
     print(

@@ -29,15 +29,20 @@ def run(args) -> int:
         measures_over_checkpoints,
         score_terms_over_checkpoints,
     )
+    from interp.io.outputs import writing
     from interp.io.rundir import load_run
 
     runs = [load_run(d) for d in args.run_dirs]  # every directory checked before any work
     for run_ in runs:
-        df = measures_over_checkpoints(run_, n=args.n)
-        if args.score_terms:
-            import pandas as pd
+        run_.require_checkpoints()
+    with writing([run_.path for run_ in runs]):  # locked, links and write access checked
+        for run_ in runs:
+            df = measures_over_checkpoints(run_, n=args.n)
+            if args.score_terms:
+                import pandas as pd
 
-            df = pd.concat([df, score_terms_over_checkpoints(run_, n=args.n)], ignore_index=True)
-        path = run_.write_output("checkpoint_measures.csv", df)
-        print(f"wrote {path} ({len(df)} rows)")
+                terms = score_terms_over_checkpoints(run_, n=args.n)
+                df = pd.concat([df, terms], ignore_index=True)
+            path = run_.write_output("checkpoint_measures.csv", df)
+            print(f"wrote {path} ({len(df)} rows)")
     return 0

@@ -63,8 +63,11 @@ def run(args) -> int:
     if not 0 < threshold <= 1:
         raise ValueError(f"--threshold={args.threshold} is invalid: must be in (0, 1]")
     run_ = load_run(args.run_dir)
-    result = analyse_run(run_, threshold)
-    _print_result(run_, result, threshold)
-    path = run_.write_output("quanta.json", result.to_dict())
+    from interp.io.outputs import writing
+
+    with writing(run_.path):  # refused while another process writes the run
+        result = analyse_run(run_, threshold)
+        _print_result(run_, result, threshold)
+        path = run_.write_output("quanta.json", result.to_dict())
     print(f"wrote {path}")
     return 0

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import sys
-
 NAME = "report"
 HELP = (
     "one self-contained offline HTML page: config and deviations, dynamics, transition, fit and "
@@ -29,18 +27,16 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
-    from interp.io.checkpoints import CheckpointError
+    from interp.io.outputs import writing_into
     from interp.viz.explorer import ExplorerConfig
-    from interp.viz.report import ReportConfig, ReportInputError, write_report
+    from interp.viz.report import ReportConfig, check_report_inputs, write_report
 
     if args.sequences < 1:
         raise ValueError(f"--sequences {args.sequences} is invalid: must be >= 1")
     config = ReportConfig(fit=not args.no_fit, explorer=ExplorerConfig(n_sequences=args.sequences))
-    try:
-        path = write_report(args.run_dirs, args.out, config)
-    except (ReportInputError, CheckpointError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
+    _, out = check_report_inputs(args.run_dirs, args.out)
+    with writing_into([out]):  # RUN_DIR/report.html: under the run's lock
+        path = write_report(args.run_dirs, args.out, config)  # errors: one line, by main
     print(
         f"wrote {path} ({path.stat().st_size / 1e6:.1f} MB): open it in a browser (works offline)"
     )

@@ -83,7 +83,8 @@ def _spec(args):
 
 
 def run(args) -> int:
-    from interp.experiments.sweep import SweepDirectoryError, run_sweep
+    from interp.experiments.sweep import run_sweep
+    from interp.io.errors import RunDirectoryError
     from interp.io.plugins import loaded_plugins
 
     if loaded_plugins() and args.backend == "ray":
@@ -100,7 +101,9 @@ def run(args) -> int:
             ray_address=args.ray_address, overwrite=args.overwrite,
             figures=not args.no_figures, formats=tuple(args.formats.split(",")),
         )  # fmt: skip
-    except (SweepDirectoryError, RuntimeError) as err:
+    except RunDirectoryError:
+        raise  # a sweep folder that cannot be used, or is locked: one line and its code, by main
+    except RuntimeError as err:
         print(f"error: {err}", file=sys.stderr)
         return 3
     except KeyboardInterrupt:

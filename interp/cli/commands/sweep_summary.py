@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import sys
-
 NAME = "sweep-summary"
 HELP = "rebuild a sweep's summary and figure from what is on disk"
 EPILOG = """\
@@ -21,23 +19,21 @@ def add_arguments(p) -> None:
 def run(args) -> int:
     from interp.cli.commands.sweep import print_summary
     from interp.experiments.sweep import (
-        SweepDirectoryError,
         SweepSpec,
         load_manifest,
         summarize_sweep,
         write_summary,
         write_sweep_figures,
     )
+    from interp.io.outputs import writing
 
-    try:
-        spec = SweepSpec.from_dict(load_manifest(args.sweep_dir)["spec"])
-        summary = summarize_sweep(args.sweep_dir)
-    except SweepDirectoryError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 3
-    paths = write_summary(args.sweep_dir, summary)
-    if not args.no_figures:
-        paths += write_sweep_figures(args.sweep_dir, summary, tuple(args.formats.split(",")))
+    spec = SweepSpec.from_dict(load_manifest(args.sweep_dir)["spec"])
+    with writing(args.sweep_dir):  # refused while the sweep runs
+        summary = summarize_sweep(args.sweep_dir)  # errors: one line and code, by main
+        paths = write_summary(args.sweep_dir, summary)
+        if not args.no_figures:
+            formats = tuple(args.formats.split(","))
+            paths += write_sweep_figures(args.sweep_dir, summary, formats)
     print_summary(summary, spec.fields)
     for p in paths:
         print(f"wrote {p}")

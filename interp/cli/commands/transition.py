@@ -27,7 +27,9 @@ def run(args) -> int:
     print(report.to_string(index=False))
     if args.out:
         from interp.io.atomic import write_text_atomic
+        from interp.io.outputs import writing_into
 
-        write_text_atomic(args.out, report.to_csv(index=False))
+        with writing_into([args.out]):
+            write_text_atomic(args.out, report.to_csv(index=False))
         print(f"wrote {args.out}")
     return 0

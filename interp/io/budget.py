@@ -1,0 +1,179 @@
+"""Sizes and budgets, checked before anything is allocated or created.
+
+:func:`memory_estimate` says, from a run's configs alone, how much memory its largest tensors
+take (the class means, the evaluation sets, a training batch and its activations);
+:func:`check_config_memory` refuses a run whose estimate exceeds the machine's available memory,
+in one line naming the field that dominates and the estimate (``--set batch_size=1000000000``
+would otherwise be killed by the kernel with no message). :func:`check_count` bounds the counts a
+user types (steps, bootstrap replicates, ...) so that none runs without end.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Mapping
+
+from interp.config.train_config import MAX_STEPS
+from interp.io.errors import ResourceError
+
+__all__ = [
+    "MAX_STEPS",
+    "MAX_BOOTSTRAP",
+    "check_count",
+    "available_memory",
+    "memory_estimate",
+    "check_config_memory",
+    "disk_estimate",
+    "check_free_space",
+]
+
+MAX_BOOTSTRAP = 100_000  # bootstrap replicates of an interval
+_FLOAT = 4  # bytes of a float32
+# A training step keeps about this many tensors of the residual stream's size per layer (inputs,
+# queries, keys, values, outputs and their gradients), and this many of the attention's.
+_RESID_PER_LAYER = 12
+_ATTN_PER_LAYER = 4
+
+
+def check_count(name: str, value, low: int, high: int) -> int:
+    """``value`` as an integer in ``[low, high]``, or a ValueError naming ``name``."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"{name}={value!r} is invalid: must be an integer in [{low}, {high}]")
+    if not low <= value <= high:
+        raise ValueError(f"{name}={value!r} is invalid: must be in [{low}, {high:.3g}]")
+    return value
+
+
+def available_memory() -> int | None:
+    """Bytes of memory available to a new allocation (``MemAvailable``), None if unknown."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def _int(group: Mapping, name: str, default: int) -> int:
+    value = group.get(name, default)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return default
+    return max(int(value), 0)
+
+
+def memory_estimate(task: Mapping, model: Mapping, train: Mapping) -> dict[str, float]:
+    """Bytes of the largest tensors of a run, by the field they grow with (``task.K``,
+    ``train.batch_size``, ...); the dicts are the groups of ``config.json``."""
+    D, K, N = _int(task, "D", 63), _int(task, "K", 512), _int(task, "N", 8)
+    n_max, n_eval = _int(task, "N_max", 32), _int(task, "n_eval", 2048)
+    seq = 2 * N + 1
+    d_model = _int(model, "d_model", D + 2 * n_max + 1)
+    layers, heads = _int(model, "n_layers", 2), _int(model, "n_heads", 1)
+    d_mlp = _int(model, "d_mlp", 128)
+
+    def activations(batch: int) -> float:
+        resid = batch * seq * d_model * layers * _RESID_PER_LAYER
+        attn = batch * heads * seq * seq * layers * _ATTN_PER_LAYER
+        return _FLOAT * (resid + attn + batch * d_mlp * 8)
+
+    per_class = _int(train, "per_class_iw", 0)
+    return {
+        "task.K": _FLOAT * K * D,
+        "task.n_eval": 3 * _FLOAT * n_eval * seq * D + activations(n_eval) / 2,
+        "train.batch_size": activations(_int(train, "batch_size", 128)),
+        "train.per_class_iw": _FLOAT * K * per_class * seq * D + activations(K * per_class) / 2,
+    }
+
+
+def _size(nbytes: float) -> str:
+    for unit, scale in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6)):
+        if nbytes >= scale:
+            return f"{nbytes / scale:.3g} {unit}"
+    return f"{nbytes / 1e3:.3g} kB"
+
+
+def check_config_memory(config: Mapping, available: int | None = None) -> None:
+    """Refuse a run whose tensors would not fit in the available memory (before any allocation).
+
+    Args:
+        config: a run's ``config.json`` dict (``task``, ``model``, ``train`` groups).
+        available: bytes available (default: :func:`available_memory`).
+
+    Raises:
+        ResourceError: one line naming the dominant field, its value and both sizes.
+    """
+    groups = [config.get(g) for g in ("task", "model", "train")]
+    if not all(isinstance(g, Mapping) for g in groups):
+        return  # the config's own validation names what is malformed
+    if str(groups[2].get("device", "cpu")).startswith("cuda"):
+        return  # the device's memory is not the host's; torch says what it lacks
+    available = available_memory() if available is None else available
+    if available is None:
+        return
+    terms = memory_estimate(*groups)
+    total = sum(terms.values())
+    if total <= available:
+        return
+    field = max(terms, key=terms.get)
+    group, name = field.split(".")
+    value = config[group].get(name)
+    raise ResourceError(
+        f"{field}={value!r}: the run needs about {_size(total)} of memory ({_size(terms[field])} "
+        f"for {name}), but {_size(available)} are available; lower {name}"
+    )
+
+
+def disk_estimate(config: Mapping) -> float:
+    """Bytes a run writes (its weight checkpoints, the resume state, the metrics rows), from its
+    ``config.json`` dict; a rough upper estimate, for :func:`check_free_space`."""
+    task, model, train = (config.get(g) or {} for g in ("task", "model", "train"))
+    if not all(isinstance(g, Mapping) for g in (task, model, train)):
+        return 0.0
+    D, n_max, L = _int(task, "D", 63), _int(task, "N_max", 32), _int(task, "L", 32)
+    d_model = _int(model, "d_model", D + 2 * n_max + 1)
+    d_mlp, layers = _int(model, "d_mlp", 128), _int(model, "n_layers", 2)
+    heads = _int(model, "n_heads", 1)
+    d_head = _int(model, "d_head", d_model) or d_model
+    mlp_layers = _int(model, "n_mlp_layers", 3)
+    params = 4 * layers * heads * d_model * d_head + mlp_layers * d_mlp * max(d_model, d_mlp)
+    params += d_mlp * L
+    steps = _int(train, "steps", 100_000)
+    checkpoints = steps // max(_int(train, "checkpoint_every", 5000), 1)
+    checkpoints += _int(train, "n_log_checkpoints", 20) + 2
+    rows = steps // max(_int(train, "eval_every", 500), 1) + 1
+    per_class = _int(train, "per_class_iw", 0) and _int(task, "K", 512)
+    return _FLOAT * params * (checkpoints + 4) + rows * (400 + 12 * per_class)
+
+
+def check_free_space(directory, nbytes: float) -> None:
+    """Refuse when the file system of ``directory`` (or its nearest existing parent) has less
+    than ``nbytes`` free.
+
+    Raises:
+        WriteError: naming the folder and both sizes.
+    """
+    import errno
+    import shutil
+    from pathlib import Path
+
+    from interp.io.errors import WriteError
+
+    probe = Path(directory)
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    try:
+        free = shutil.disk_usage(probe).free
+    except OSError:
+        return
+    if free < nbytes:
+        raise WriteError(
+            errno.ENOSPC,
+            f"cannot write to {probe}: the run writes about {_size(nbytes)}, only {_size(free)} "
+            "are free",
+        )

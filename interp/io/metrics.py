@@ -1,0 +1,122 @@
+"""Reading ``metrics.csv`` and ``per_class_iw.csv``: the valid rows, and what was wrong with the
+rest (a torn last row, a row with the wrong number of fields, steps out of order), said in one
+line naming the file and the line."""
+
+from __future__ import annotations
+
+import io
+import logging
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from interp.io.errors import RunDirectoryError
+
+__all__ = ["MetricsFile", "read_metrics", "read_per_class_iw", "PER_CLASS_IW_NAME"]
+
+log = logging.getLogger("interp.io.rundir")
+
+PER_CLASS_IW_NAME = "per_class_iw.csv"
+
+
+@dataclass
+class MetricsFile:
+    """``metrics.csv`` as read: its valid rows, and what was wrong with the rest (None if nothing).
+
+    Attributes:
+        frame: the rows before the first damaged or out-of-order one.
+        problem: one line saying what was dropped, or None.
+    """
+
+    frame: pd.DataFrame
+    problem: str | None = None
+
+
+def read_metrics(path: str | os.PathLike) -> MetricsFile:
+    """Read ``metrics.csv``, detecting a torn last row, rows with a wrong number of fields and
+    steps out of order. The valid prefix is kept; what was dropped is said in ``problem``."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        return MetricsFile(pd.DataFrame())
+    except (OSError, UnicodeDecodeError) as err:
+        raise RunDirectoryError(f"cannot read {path}: {err}") from None
+    if not text.strip():
+        return MetricsFile(pd.DataFrame())
+    lines = text.split("\n")
+    complete = text.endswith("\n")
+    if complete:
+        lines = lines[:-1]
+    header = lines[0].split(",")
+    if "step" not in header:
+        raise RunDirectoryError(f"{path}: the column 'step' is missing; not a metrics file")
+    if len(lines) == 1 and not complete:
+        return MetricsFile(pd.DataFrame(), f"{path}: the header line is cut; no rows")
+    keep, problem = [lines[0]], None
+    for number, line in enumerate(lines[1:], start=2):
+        last = number == len(lines)
+        if last and not complete:
+            problem = f"{path}: line {number} (the last) is cut off mid-row; dropped"
+            break
+        if line.count(",") != len(header) - 1:
+            problem = (
+                f"{path}: line {number} has {line.count(',') + 1} fields, not {len(header)}; "
+                f"it and the {len(lines) - number} lines after it dropped"
+            )
+            break
+        keep.append(line)
+    frame = pd.read_csv(io.StringIO("\n".join(keep) + "\n"))
+    if len(frame):
+        steps = pd.to_numeric(frame["step"], errors="coerce")
+        bad = steps.isna() | (steps.diff() <= 0)
+        if bad.any():
+            first = int(bad.to_numpy().argmax())
+            problem = (
+                f"{path}: row {first + 1} has step {frame['step'].iloc[first]!r}, not after the "
+                f"previous one; it and {len(frame) - first - 1} rows after it dropped"
+            )
+            frame = frame.iloc[:first].reset_index(drop=True)
+        frame["step"] = frame["step"].astype(int)
+    return MetricsFile(frame, problem)
+
+
+def read_per_class_iw(run_dir: str | os.PathLike, n_classes: int | None = None) -> pd.DataFrame:
+    """Read a run's ``per_class_iw.csv``: one row per evaluation, ``step`` then ``c0, c1, ...``
+    (the IW accuracy of each class, :attr:`TrainConfig.per_class_iw` sequences each).
+
+    Damaged rows are dropped as :func:`read_metrics` drops them (a warning says what).
+
+    Args:
+        run_dir: the run directory.
+        n_classes: the number of class columns expected (the task's ``K``); None: any.
+
+    Returns:
+        The valid rows, ``step`` as int, class columns in class order.
+
+    Raises:
+        RunDirectoryError: the file is missing (the run was trained with ``per_class_iw=0``), or
+            its columns are not ``step, c0, .., c{K-1}``.
+    """
+    path = Path(run_dir) / PER_CLASS_IW_NAME
+    if not path.is_file():
+        raise RunDirectoryError(
+            f"{path} is missing: the run was trained without the per-class IW evaluation (train "
+            "it with --set per_class_iw=8)"
+        )
+    read = read_metrics(path)
+    if read.problem:
+        log.warning("warning: %s", read.problem)
+    frame = read.frame
+    columns = [c for c in frame.columns if c != "step"]
+    expected = [f"c{k}" for k in range(len(columns) if n_classes is None else n_classes)]
+    if columns != expected:
+        first = next((c for c, e in zip(columns, expected) if c != e), None)
+        raise RunDirectoryError(
+            f"{path}: the class columns must be {', '.join(expected[:3])}, ... up to "
+            f"c{len(expected) - 1} ({len(expected)} classes); found {len(columns)} columns"
+            + (f", {first!r} out of place" if first is not None else "")
+        )
+    return frame
