@@ -83,8 +83,17 @@ def evaluate(
     df = _clean(m, ["ic_loss"])
     obs = observed_transition(df, column="ic_loss")
     if not obs["transitioned"]:
+        if obs["reason"].startswith("the steepest drop is at the last point"):
+            return (
+                [],
+                "ends at its cliff (the steepest drop is its last evaluation): train it longer",
+            )
         return [], f"no transition ({obs['reason']})"
     start, onset, actual = obs["plateau_start_step"], obs["onset_step"], obs["transition_step"]
+    after = int((df["step"] > actual).sum())
+    # A cliff in the last two evaluations is found (the smoothing keeps it there) but is known
+    # to fewer points after it than usual: validated, and marked.
+    near_end = f"cliff {after} evaluation(s) before the end" if after < 2 else ""
     progress = _clean(m, [PROGRESS_COLUMN]) if method == "progress" else None
     rows = []
     for f in FRACTIONS:
@@ -102,9 +111,21 @@ def evaluate(
             "run": str(run), "fraction": f, "cutoff": float(part["step"].iloc[-1]),
             "observed": actual, "forecast": fc.step, "low": fc.low, "high": fc.high,
             "raw": fc.raw_step, "seconds": time.perf_counter() - t0, "reason": fc.reason,
-            "optimizer": optimizer,
+            "optimizer": optimizer, "note": near_end,
         })  # fmt: skip
     return rows, None
+
+
+def skipped_summary(reasons: list[str], n_runs: int) -> str:
+    """One line: how many of the runs were not validated, and why (counted by reason)."""
+    if not reasons:
+        return f"skipped: none of {n_runs} runs"
+    kinds: dict[str, int] = {}
+    for why in reasons:
+        key = why.split(" (")[0]
+        kinds[key] = kinds.get(key, 0) + 1
+    said = "; ".join(f"{n} {k}" for k, n in sorted(kinds.items(), key=lambda kv: -kv[1]))
+    return f"skipped: {len(reasons)} of {n_runs} runs ({said})"
 
 
 def table(rows: pd.DataFrame) -> pd.DataFrame:
@@ -138,8 +159,9 @@ def main() -> None:
         "(phenomenology.progress)",
     )
     args = p.parse_args()
-    rows = []
-    for run in run_dirs(args.paths):
+    rows, skipped = [], []
+    runs = run_dirs(args.paths)
+    for run in runs:
         got, why = evaluate(
             run,
             calibration={"k": 1, "k_low": 1, "k_high": 1} if args.calibrate else None,
@@ -147,8 +169,10 @@ def main() -> None:
         )
         if why:
             print(f"skipped {run}: {why}")
+            skipped.append(why)
         rows.extend(got)
     if not rows:
+        print(skipped_summary(skipped, len(runs)), file=sys.stderr)
         print("error: no finished run with a transition", file=sys.stderr)
         sys.exit(1)
     df = pd.DataFrame(rows)
@@ -166,6 +190,10 @@ def main() -> None:
         print(
             f"forecast time: median {df['seconds'].median():.3f} s, max {df['seconds'].max():.3f} s"
         )
+    print(skipped_summary(skipped, len(runs)))
+    marked = sorted({r["run"] for r in rows if r["note"]})
+    if marked:
+        print(f"validated with a cliff in their last 2 evaluations: {len(marked)} run(s)")
     if args.csv:
         df.to_csv(args.csv, index=False)
 

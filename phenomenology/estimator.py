@@ -30,6 +30,17 @@ INTERVAL_LEVEL = 0.8
 # ---- the estimator -----------------------------------------------------------------------------
 
 
+def _at_bound(x: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
+    """Which entries of ``x`` sit at a finite bound (within 1e-6 of the bound's scale)."""
+    x, lower, upper = (np.asarray(a, dtype=float) for a in (x, lower, upper))
+    out = np.zeros(x.shape, dtype=bool)
+    for b in (lower, upper):
+        finite = np.isfinite(b)
+        tol = 1e-6 * np.maximum(1.0, np.abs(np.where(finite, b, 0.0)))
+        out |= finite & (np.abs(x - np.where(finite, b, 0.0)) <= tol)
+    return out
+
+
 def _block_length(r: np.ndarray) -> int:
     """Moving-block length for residuals ``r``: the lag where their autocorrelation first falls
     below ``1/e``, at least ``n^(1/3)`` and at most ``n/3``."""
@@ -70,7 +81,10 @@ class DynamicsFit(RegressorMixin, BaseEstimator):
 
     Attributes:
         model_: the fitted model instance; params_, stderr_: fitted parameters and Jacobian
-            standard errors (user units); cov_: covariance of the internal vector ``theta``.
+            standard errors (user units; None for a parameter at a bound); cov_: covariance of
+            the internal vector ``theta`` (zero rows and columns for those at a bound).
+        pinned_: ``{parameter: "lower" | "upper"}`` for the parameters that ended at one of the
+            model's bounds: not estimated by the data, only limited by the bound.
         r2_: R^2 of the target on the data it was fitted to; fit_steps_: first and last step.
         transition_step_, transition_step_stderr_: predicted transition step (``inf`` when the
             fitted model has no transition within 100 times the fitted span) and its
@@ -192,11 +206,25 @@ class DynamicsFit(RegressorMixin, BaseEstimator):
             res = best
         self.result_ = res
         m, k = res.fun.size, res.x.size
-        s2 = 2.0 * res.cost / max(m - k, 1)
+        # A parameter at one of its bounds is not estimated: the data pushed it there, and the
+        # Jacobian's curvature says nothing about its uncertainty. It gets no standard error and
+        # the covariance of the others is that of the free parameters alone.
+        pinned = _at_bound(res.x, lower, upper)
+        free = ~pinned
+        s2 = 2.0 * res.cost / max(m - int(free.sum()), 1)
         J = res.jac
-        self.cov_ = np.linalg.pinv(J.T @ J) * s2
+        self.cov_ = np.zeros((k, k))
+        self.cov_[np.ix_(free, free)] = np.linalg.pinv(J[:, free].T @ J[:, free]) * s2
         model.curves(model.trajectory(steps, res.x), res.x, ys)  # final closed-form maps
         self.params_, self.stderr_ = model.report(res.x, self.cov_)
+        # The report lists the parameters in theta's order (time scale first, then the rest).
+        names = list(self.params_)
+        self.pinned_ = {}
+        if len(names) == k:
+            for i in np.nonzero(pinned)[0]:
+                side = "lower" if abs(res.x[i] - lower[i]) <= abs(res.x[i] - upper[i]) else "upper"
+                self.pinned_[names[i]] = side
+                self.stderr_[names[i]] = None
         for name, value in model.fitted_attributes(res.x).items():
             setattr(self, name, value)
         self.n_features_in_ = 1
@@ -304,6 +332,7 @@ class DynamicsFit(RegressorMixin, BaseEstimator):
             "interval_method": self.interval_method_,
             "params": self.params_,
             "stderr": self.stderr_,
+            "pinned": dict(getattr(self, "pinned_", {})),
             "fit_steps": list(self.fit_steps_),
             "task": dict(m.task),
             "target": m.target,

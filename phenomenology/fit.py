@@ -233,13 +233,14 @@ def _add_forecast(out: dict, curve, est, problem, *, until, task, model, target,
             out["forecast_method"] = (
                 f"calibrated progress forecast (phenomenology.progress): {progress_column} "
                 f"excess reaches its threshold at {calibrated.raw_step:.0f}, x the "
-                f"{optimizer or 'sgd'} calibration; interval from development runs"
+                f"{optimizer or 'sgd'} calibration; interval: "
+                f"{calibrated.detail.get('interval')}, which {calibrated.detail.get('held_out')}"
             )
         else:
             out["forecast_method"] = (
                 "calibrated template fit (phenomenology.forecast): raw "
-                f"{calibrated.raw_step:.0f} x the {optimizer or 'sgd'} calibration; interval "
-                "split-conformal on development runs"
+                f"{calibrated.raw_step:.0f} x the {optimizer or 'sgd'} calibration; interval: "
+                f"{calibrated.detail.get('interval')}, which {calibrated.detail.get('held_out')}"
                 + (f" (progress forecast: {progress_why})" if progress_why else "")
             )
         out["forecast_calibration"] = optimizer or "sgd"

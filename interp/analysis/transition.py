@@ -43,6 +43,7 @@ __all__ = [
     "summarize_seeds",
     "logistic",
     "smooth",
+    "smooth_symmetric",
 ]
 
 _LN9 = math.log(9.0)
@@ -59,6 +60,23 @@ def smooth(values: np.ndarray, window: int) -> np.ndarray:
     if window <= 1:
         return np.asarray(values, float)
     return pd.Series(values).rolling(window, center=True, min_periods=1).median().to_numpy()
+
+
+def smooth_symmetric(values: np.ndarray, window: int) -> np.ndarray:
+    """Centred rolling median whose window shrinks symmetrically at the ends (the last point is
+    itself, the one before it the median of three, ...), same length as ``values``.
+
+    :func:`smooth` truncates the window on one side at the ends, so its last points are medians
+    of points that lie before them: a curve whose last evaluations fall 3.01 -> 0.82 -> 0.12
+    smooths to 3.0 -> 1.9 -> 0.82, which puts the steepest drop at the last point. Here it stays
+    3.0 -> 0.82 -> 0.12, and the drop stays where it happened."""
+    y = np.asarray(values, float)
+    half, n = max(int(window) // 2, 0), len(y)
+    out = pd.Series(y).rolling(2 * half + 1, center=True).median().to_numpy().copy()
+    for i in list(range(min(half, n))) + list(range(max(n - half, 0), n)):
+        h = min(i, n - 1 - i, half)
+        out[i] = float(np.median(y[i - h : i + h + 1]))
+    return out
 
 
 @dataclass(frozen=True)
@@ -277,7 +295,8 @@ def find_transition(
         max_width_ratio: ``cliff`` only: largest ``(end - onset) / step`` that counts as abrupt
             (a smooth exponential decay has about 2.2 and does not count).
         smooth_window: rolling-median window (``logistic``: default ~5% of the points;
-            ``cliff``: default 5 evaluations).
+            ``cliff``: default 5 evaluations, shrinking symmetrically at the curve's ends,
+            :func:`smooth_symmetric`, so that a cliff in the last evaluations is found).
 
     Returns:
         A :class:`Transition`. For ``cliff``, ``step`` is the steepest log-step drop even when
@@ -326,7 +345,7 @@ def find_transition(
             f"too few points ({len(steps)} < 5) to detect a transition",
             method=method, direction=direction, plateau_start=first,
         )  # fmt: skip
-    y = smooth(y, smooth_window or 5)
+    y = smooth_symmetric(y, smooth_window or 5)
     c = detect_cliff(np.maximum(steps, 1e-9), y)
     sign = 1.0 if direction == "falling" else -1.0
     drop = c.plateau_loss - c.floor_loss
@@ -425,7 +444,9 @@ def transition_report(
     config are summarised together; DataFrames count as seeds of one config.
 
     Returns:
-        One row per run (``run``, ``config`` and the fields of :class:`TransitionResult`); then,
+        One row per run (``run``, ``config``, the fields of :class:`TransitionResult`, whose
+        ``step`` is the transition step of ``measure``, and ``cliff_step``, the IC-loss cliff step
+        that the forecasters use, when the runs have an ``ic_loss`` column); then,
         per config, a ``mean`` and a ``std`` row over its runs that transitioned, with
         ``transitioned`` saying how many out of its runs. With several configs those rows are
         named ``mean [K=512]``, ``std [K=512]``, ..., after the fields that differ.
@@ -452,7 +473,12 @@ def transition_report(
         rows = []
         for name, metrics in members:
             r = detect_transition(metrics["step"], metrics[measure], min_rise=min_rise)
-            rows.append({"run": name, "config": label, **r.to_dict()})
+            row = {"run": name, "config": label, **r.to_dict()}
+            if "ic_loss" in metrics:  # the forecasters' transition, under its own name
+                c = find_transition(metrics["step"], metrics["ic_loss"], method="cliff",
+                                    direction="falling")  # fmt: skip
+                row["cliff_step"] = c.step if c.transitioned else None
+            rows.append(row)
         df = pd.DataFrame(rows)
         summary = summarize_seeds(df).assign(config=label)
         if len(named) > 1:
@@ -478,6 +504,7 @@ def summarize_seeds(report: pd.DataFrame) -> pd.DataFrame:
         "final_level",
         "r2",
     ]
+    numeric += [c for c in ("cliff_step",) if c in report]
     summary = []
     for stat in ("mean", "std"):
         row = {"run": stat, "transitioned": f"{len(done)}/{len(report)}", "reason": ""}

@@ -1,9 +1,10 @@
 """How to train: the optimiser, schedule, seed and device of a run (:class:`TrainConfig`).
 
 The paper's setting is plain SGD, lr 0.01, weight decay 1e-6 in the author's multiplicative form
-(every step, ``theta <- (1 - 1e-6) theta - lr * grad``), batch 128 of fresh sequences for 1e5
-steps. Adam (or another lr) is allowed and is recorded in ``config.json``; it is labelled as a
-deviation wherever a run is shown.
+(every step, ``theta <- (1 - 1e-6) theta - lr * grad``), batch 128 of fresh sequences; 1e5 steps
+is the toolkit's default length (the paper gives none; the author's driver defaults to 1.5e5).
+Adam (or another lr) is allowed and is recorded in ``config.json``; it is labelled as a deviation
+wherever a run is shown.
 """
 
 from __future__ import annotations
@@ -64,7 +65,8 @@ class TrainConfig:
             format version 3 used ``coupled`` and are migrated so on load.
         momentum: SGD momentum (the paper: 0).
         batch_size: fresh sequences per step (the paper: 128).
-        steps: optimisation steps (the paper: 1e5).
+        steps: optimisation steps (the toolkit's default 1e5: the paper does not give its
+            length; the author's driver defaults to 1.5e5).
         eval_every: steps between evaluations (each writes a row of ``metrics.csv``).
         checkpoint_every: steps between regular weight checkpoints.
         n_log_checkpoints: extra weight checkpoints, log-spaced between step 1 and ``steps``.

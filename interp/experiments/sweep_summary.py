@@ -148,8 +148,8 @@ def _figure_note(out: Path, manifest: dict, summary: pd.DataFrame) -> tuple[str,
     steps_text = f"{steps[0]} steps" if len(steps) == 1 else "steps per grid point"
     from interp.train.presets import PAPER_TRAIN
 
-    if max(steps) < PAPER_TRAIN.steps:  # every point stopped before the paper's length
-        steps_text += f" (paper: {PAPER_TRAIN.steps:.0e})".replace("e+0", "e")
+    if max(steps) < PAPER_TRAIN.steps:  # every point stopped before the default length
+        steps_text += f" (default: {PAPER_TRAIN.steps:.0e})".replace("e+0", "e")
     seeds = spec.get("seeds", [])
     seeds_text = f"mean over {len(seeds)} seeds" if len(seeds) > 1 else f"seed {seeds[0]}"
     unfinished = int((summary["status"] != "done").sum())

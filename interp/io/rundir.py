@@ -94,7 +94,7 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-FORMAT_VERSION = 3
+FORMAT_VERSION = 4
 # Train fields that may change when resuming without changing the mathematics of the run.
 RESUMABLE_TRAIN_FIELDS = ("steps", "device", "num_threads")
 # Fields added after format version 1 was first written, with the value that older runs used.
@@ -109,6 +109,8 @@ _PRE_V3_FORMS = {
     "model": {"readout_init": ("he", "He-initialised readout with a bias")},
     "train": {"weight_decay_form": ("coupled", "torch's coupled (L2) weight decay")},
 }
+# Format 4 made the author's scalar hidden biases the default; runs of formats 1-3 had per-unit ones.
+_PRE_V4_HIDDEN_BIAS = "per_unit"
 
 
 # ---- model kinds -----------------------------------------------------------------------------
@@ -297,6 +299,18 @@ def _migrate(config: dict, path: Path) -> tuple[dict, list[str]]:
                         "old form; the author's form is today's default)"
                     )
             config[group] = section
+        config["format_version"] = version = 3
+    if version == 3:
+        config = dict(config)
+        model = config.get("model")
+        if isinstance(model, Mapping) and config.get("kind") == "induction_net":
+            if "hidden_bias" not in model:
+                config["model"] = {**model, "hidden_bias": _PRE_V4_HIDDEN_BIAS}
+                notes.append(
+                    f"model.hidden_bias absent before format 4: taken as {_PRE_V4_HIDDEN_BIAS!r} "
+                    "(per-unit classifier biases, the form the run was trained with; the "
+                    "author's one scalar per hidden layer is today's default)"
+                )
         config["format_version"] = FORMAT_VERSION
     train = config.get("train")
     if isinstance(train, Mapping) and any(k not in train for k in _NEUTRAL_TRAIN_DEFAULTS):
@@ -735,6 +749,9 @@ def load_run(path: str | os.PathLike) -> Run:
         raise RunDirectoryError(f"{path} is not a run directory (no {CONFIG_NAME})")
     config, notes = read_config(config_path)
     task, model, train = parse_configs(config, config_path)
+    for note in notes:
+        if note.startswith("model.hidden_bias"):  # a model form other than today's: say so
+            log.info("note: %s: %s", path, note)
     metrics = read_metrics(path / METRICS_NAME)
     if metrics.problem:
         log.warning("warning: %s", metrics.problem)

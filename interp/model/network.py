@@ -4,12 +4,14 @@ Two causal attention-only layers (one head each, residual, no LayerNorm, no MLP 
 ``1/sqrt(d)`` scale), then a classifier on the final (query) token: three ReLU layers of width 128
 and a linear readout to L logits.
 
-The classifier is initialised as in the author's code (``readout_init="author"``): hidden layers
-He-normal ``N(0, 2/d_in)``, the readout ``N(0, 1/d_in)`` with no bias. One deviation, on purpose:
-each hidden layer has a per-unit trainable bias where the author's code has one scalar bias per
-layer; every unit's bias starts at the same scalar drawn from ``N(0, 1/d_in)``, so the initial
-network is the author's. ``readout_init="he"`` is the form of runs written before format version 3
-(He-normal readout with a zero-initialised bias, zero hidden biases).
+The classifier is the author's (``readout_init="author"``, ``hidden_bias="scalar"``): hidden
+layers He-normal ``N(0, 2/d_in)``, each with one trainable scalar bias drawn from ``N(0, 1/d_in)``
+and broadcast over its units, the readout ``N(0, 1/d_in)`` with no bias. ``hidden_bias="per_unit"``
+gives every unit its own trainable bias, each starting at that layer's scalar (the same initial
+network; training then moves the units apart, and the common mode moves ``d_mlp`` times more
+slowly than the author's scalar, which receives the sum of the units' gradients): the form of runs
+written before format version 4. ``readout_init="he"`` is the form of runs written before format
+version 3 (He-normal readout with a zero-initialised bias, zero hidden biases).
 
 Hook names follow TransformerLens, so ``run_with_cache``, ``run_with_hooks`` and ``ActivationCache``
 indexing work as usual::
@@ -42,6 +44,7 @@ from interp.model.positional import (
 
 __all__ = [
     "READOUT_INITS",
+    "HIDDEN_BIASES",
     "ModelConfig",
     "InductionNet",
     "Classifier",
@@ -52,6 +55,9 @@ __all__ = [
 
 
 READOUT_INITS = ("author", "he")
+# "scalar": one bias per hidden layer, broadcast over its units (the author's code);
+# "per_unit": one bias per unit (runs before format version 4).
+HIDDEN_BIASES = ("scalar", "per_unit")
 
 
 # Self-validating: __post_init__ gives the one-line error that names the field; the test run's
@@ -93,6 +99,9 @@ class ModelConfig:
         readout_init: the classifier's initialisation, ``author`` (the author's code: readout
             ``N(0, 1/d)`` without bias, hidden biases one ``N(0, 1/d)`` scalar per layer) or ``he``
             (He-normal readout with a trainable bias, zero hidden biases: runs before format 3).
+        hidden_bias: the classifier's hidden biases, ``scalar`` (the author's code: one trainable
+            scalar per hidden layer, broadcast over its units; the parameter has shape ``[1]``)
+            or ``per_unit`` (one per unit, shape ``[d_mlp]``: runs before format 4).
     """
 
     D: int = 63
@@ -110,6 +119,7 @@ class ModelConfig:
     attn_init_std: float | None = None
     qk_bias: bool = False
     readout_init: str = "author"
+    hidden_bias: str = "scalar"
 
     def __post_init__(self) -> None:
         for name in (
@@ -145,6 +155,11 @@ class ModelConfig:
                 f"ModelConfig.readout_init={self.readout_init!r} is invalid: allowed values are "
                 f"{READOUT_INITS}"
             )
+        if self.hidden_bias not in HIDDEN_BIASES:
+            raise ValueError(
+                f"ModelConfig.hidden_bias={self.hidden_bias!r} is invalid: allowed values are "
+                f"{HIDDEN_BIASES}"
+            )
         if self.attn_scale not in ATTN_SCALES:
             raise ValueError(
                 f"ModelConfig.attn_scale={self.attn_scale!r} is invalid: allowed values are {ATTN_SCALES}"
@@ -172,8 +187,10 @@ class ModelConfig:
         Migrates the old format: flat encoding parameters ``{encoding}_{field}`` (``rope_base``,
         ``rope_scaling``, ``rope_scale``, ``rope_mix_b``, ``cope_p_max``) go into the selected
         encoding's ``positional_config`` (overriding the same field there); those of other
-        encodings are dropped, as they never acted on the model. Fields added since
-        (``qk_bias``) take their defaults, which are the old behaviour.
+        encodings are dropped, as they never acted on the model. Fields added since take their
+        defaults: for ``qk_bias`` that is the old behaviour; ``readout_init`` and ``hidden_bias``
+        changed form with format versions 3 and 4, and :func:`interp.io.rundir.read_config` fills
+        an old run's absent field with the form it was trained with before this is called.
 
         Raises:
             ValueError: a key is neither a field nor a flat encoding parameter (the message names
@@ -286,15 +303,21 @@ class Classifier(nn.Module):
     """ReLU MLP on the query token's residual, then a linear readout to L logits.
 
     Initialisation (``cfg.readout_init``, see the module docstring): ``author`` draws hidden
-    weights ``N(0, 2/d_in)``, each hidden layer's biases as one scalar ``N(0, 1/d_in)`` (per-unit
-    trainable), and the readout ``N(0, 1/d_in)`` without bias; ``he`` draws every weight
-    ``N(0, 2/d_in)`` with zero biases, the readout's included.
+    weights ``N(0, 2/d_in)``, each hidden layer's bias as one scalar ``N(0, 1/d_in)``, and the
+    readout ``N(0, 1/d_in)`` without bias; ``he`` draws every weight ``N(0, 2/d_in)`` with zero
+    biases, the readout's included. With ``cfg.hidden_bias="scalar"`` a hidden layer's bias is a
+    ``[1]`` parameter broadcast over the units; with ``per_unit`` it is ``[d_mlp]``, every entry
+    starting at the layer's scalar. Both forms draw the same numbers: a seed gives the same initial
+    network in either.
     """
 
     def __init__(self, cfg: ModelConfig) -> None:
         super().__init__()
         widths = [cfg.d_model] + [cfg.d_mlp] * cfg.n_mlp_layers
         self.hidden = nn.ModuleList(nn.Linear(a, b) for a, b in zip(widths[:-1], widths[1:]))
+        if cfg.hidden_bias == "scalar":
+            for layer in self.hidden:  # nn.Linear adds a [1] bias to every unit (broadcast)
+                layer.bias = nn.Parameter(torch.zeros(1))
         author = cfg.readout_init == "author"
         self.readout = nn.Linear(widths[-1], cfg.L, bias=not author)
         for i in range(cfg.n_mlp_layers):

@@ -65,7 +65,9 @@ def _fig2_presets() -> list[Preset]:
     """The sweeps of the paper's Fig 2, at the paper's settings and reduced (``-quick``).
 
     Fig 2 varies one or two data parameters with the others fixed. The fixed values are this
-    toolkit's choice (the headline setting of Fig 1d, K=512, B=2, p_C=0, where it applies).
+    toolkit's choice (K=512, B=2 of Fig 1d, where it applies; p_C=0 is the toolkit's, the paper
+    does not state it). The paper does not give the training length: 1e5 steps is the toolkit's
+    (the author's driver defaults to 1.5e5).
     ``B = 0`` points train without bursty sequences (the sweep sets ``p_B = p_C = 0`` there, as
     docs/science.md section 1 says). The ``-quick`` variants take minutes on 2 cores, not days:
     Adam lr 1e-3 for 1500 steps (a DEVIATION, as in the demo, with a larger lr so that the picture
@@ -76,9 +78,13 @@ def _fig2_presets() -> list[Preset]:
         DEMO_TRAIN, lr=1e-3, steps=1500, eval_every=100, n_log_checkpoints=6
     )
     headline = TaskConfig(K=512, L=32, N=8, B=2, eps=0.1, alpha=0.0, p_B=1.0, p_C=0.0)
-    paper = "plain SGD lr 0.01, batch 128, 1e5 steps, seeds 0-5"
+    paper = (
+        "plain SGD lr 0.01, batch 128 (paper), p_C 0 (the toolkit's: the paper does not state "
+        "it), 1e5 steps (the toolkit's: the paper gives no length, the author's driver defaults "
+        "to 1.5e5), seeds 0-5"
+    )
     quick = (
-        "DEVIATION: Adam lr 1e-3 for 1500 steps (paper: SGD lr 0.01 for 1e5), 512 sequences "
+        "DEVIATION: Adam lr 1e-3 for 1500 steps (paper: SGD lr 0.01), 512 sequences "
         "per evaluation set, seed 0"
     )
     # name: (what, task of the paper preset, task of the quick one, grid)
@@ -99,16 +105,18 @@ def _fig2_presets() -> list[Preset]:
         ),
         "fig2-alpha": (
             "Reddy 2024 Fig 2, Zipf exponent alpha in {0, 0.25, ..., 1.75} (the author's grid; "
-            "class frequencies in bursty and non-bursty sequences and in IW; the quick variant at "
-            "K=2048, B=1)",
+            "class frequencies in bursty and non-bursty sequences and in IW; DEVIATION at alpha > "
+            "0: bursty sequences draw their known classes Zipf-weighted, the author's code "
+            "unweighted; the quick variant at K=2048, B=1)",
             headline,
             dataclasses.replace(headline, K=2048, B=1),
             {"alpha": (0.0, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 1.75)},
         ),
         "fig2-ln": (
             "Reddy 2024 Fig A.5, L = N experiment: N in {2, 4, 8} with L = N (every label is in "
-            "the context) versus L = 32, on the paper-fig3 task (K=256, B=1, p_C=0.8: a GUESS, the "
-            "paper does not say which task; this one forms an induction head at N=8, L=32); B=1 "
+            "the context) versus L = 32, on the paper-fig3 task (K=256, B=1, p_C=0.8, from a "
+            "third-party script: a GUESS, the paper does not say which task; this one forms an "
+            "induction head at N=8, L=32); B=1 "
             "throughout (B must divide N and be < N, so N=2 allows only B=1), K a multiple of "
             "every L (256; the quick variant 2048)",
             dataclasses.replace(headline, K=256, B=1, p_C=0.8),
@@ -172,9 +180,10 @@ def _quanta_preset() -> Preset:
             "paper's Fig 2 alpha grid; not a paper figure), K=512, B=2, p_B=0.5 (a CHOICE: half "
             "the sequences non-bursty so that IW is learned within the budget; the paper's "
             "default is p_B=1), p_C=0, 8 held-out sequences per class evaluated every 25 steps "
-            "(per_class_iw.csv; `induction-cliff quanta RUN_DIR`). DEVIATION: Adam lr 1e-3 for "
-            "6000 steps (paper: SGD lr 0.01 for 1e5), 1024 sequences per evaluation set, "
-            "checkpoint_on_jump 0.05; seeds 0-2."
+            "(per_class_iw.csv; `induction-cliff quanta RUN_DIR`). DEVIATION: bursty sequences "
+            "draw their known classes Zipf-weighted (the author's code: unweighted). DEVIATION: "
+            "Adam lr 1e-3 for 6000 steps (paper: SGD lr 0.01), 1024 sequences per evaluation "
+            "set, checkpoint_on_jump 0.05; seeds 0-2."
         ),
     )
 
@@ -210,8 +219,8 @@ def _encoding_presets() -> list[Preset]:
             grid=rope_grid,
             seeds=(0, 1),
             note=(
-                f"{rope_what}. DEVIATION: Adam lr 2e-4 for 12000 steps (paper: SGD lr 0.01 for "
-                "1e5), 1024 sequences per evaluation set; seeds 0-1."
+                f"{rope_what}. DEVIATION: Adam lr 2e-4 for 12000 steps (paper: SGD lr 0.01), "
+                "1024 sequences per evaluation set; seeds 0-1."
             ),
         ),
         Preset(
@@ -223,8 +232,7 @@ def _encoding_presets() -> list[Preset]:
             seeds=(0, 1),
             note=(
                 f"{rope_what}. Plain SGD, batch 128. DEVIATION: lr 0.03 for 30000 steps (paper: lr "
-                "0.01 for 1e5; about 9e4 lr-0.01 steps), 1024 sequences per evaluation set; "
-                "seeds 0-1."
+                "0.01; about 9e4 lr-0.01 steps), 1024 sequences per evaluation set; seeds 0-1."
             ),
         ),
         Preset(
@@ -243,7 +251,7 @@ def _encoding_presets() -> list[Preset]:
                 "x positions (one-hot: the paper; learned; CoPE) on the paper-fig1d task with "
                 "p_C=0.8 (a GUESS, as in paper-fig1d), positional table for N_max=64; evaluate "
                 "at N=8..64 with `induction-cliff evaluate RUN --n-pairs 8,16,32,64`. DEVIATION: "
-                "Adam lr 2e-4 for 8000 steps (paper: SGD lr 0.01 for 1e5); seeds 0-2."
+                "Adam lr 2e-4 for 8000 steps (paper: SGD lr 0.01); seeds 0-2."
             ),
         ),
     ]
@@ -257,17 +265,24 @@ PRESETS: dict[str, Preset] = {
             task=TaskConfig(K=512, L=32, N=8, B=2, eps=0.1, alpha=0.0, p_B=1.0, p_C=0.8),
             train=PAPER_TRAIN,
             note=(
-                "Reddy 2024 Fig 1d: K=512, B=2, plain SGD lr 0.01, batch 128, 1e5 steps. p_C=0.8 "
+                "Reddy 2024 Fig 1d: K=512, B=2, plain SGD lr 0.01, batch 128 (paper). p_C=0.8 "
                 "is a GUESS (the paper does not state p_C for this figure; p_B=1 is its default): "
                 "with p_C=0 IC accuracy climbs gradually with no jump (measured to 1.05e5 "
-                "lr-0.01-equivalent steps), with p_C=0.25, 0.5 or 0.8 it jumps abruptly (docs/results/fig1d.md)."
+                "lr-0.01-equivalent steps), with p_C=0.25, 0.5 or 0.8 it jumps abruptly "
+                "(docs/results/fig1d.md). 1e5 steps is the toolkit's length (the paper gives "
+                "none; the author's driver defaults to 1.5e5)."
             ),
         ),
         Preset(
             name="paper-fig3",
             task=TaskConfig(K=256, L=32, N=8, B=1, eps=0.1, alpha=0.0, p_B=1.0, p_C=0.8),
             train=PAPER_TRAIN,
-            note="Reddy 2024 Fig 3: K=256, B=1, p_C=0.8, plain SGD lr 0.01, batch 128, 1e5 steps.",
+            note=(
+                "Reddy 2024 Fig 3, as a third-party script sets it up: K=256, B=1, p_C=0.8 are "
+                "that script's (a GUESS: the paper does not state Fig 3's task); plain SGD lr "
+                "0.01, batch 128 (paper); 1e5 steps is the toolkit's length (the paper gives "
+                "none; the author's driver defaults to 1.5e5)."
+            ),
         ),
         Preset(
             name="demo",
@@ -276,8 +291,9 @@ PRESETS: dict[str, Preset] = {
             ),
             train=DEMO_TRAIN,
             note=(
-                "Fast demo of the paper-fig3 task. DEVIATION: Adam lr 2e-4 for 3500 steps instead of "
-                "the paper's SGD lr 0.01 for 1e5 steps, and 1024 sequences per evaluation set."
+                "Fast demo of the paper-fig3 task (a third-party script's guess at Fig 3's task). "
+                "DEVIATION: Adam lr 2e-4 for 3500 steps instead of the paper's SGD lr 0.01, and "
+                "1024 sequences per evaluation set."
             ),
         ),
         Preset(

@@ -83,6 +83,8 @@ def run_note(run) -> str | None:
         notes.append(f"attention scale {model.attn_scale} (paper: none)")
     if getattr(model, "qk_bias", False):
         notes.append("query/key biases (paper: none)")
+    if getattr(model, "hidden_bias", "scalar") == "per_unit":
+        notes.append("per-unit classifier biases (author's code: one scalar per layer)")
     intervention = getattr(run.train_config, "intervention", None)
     if intervention:
         notes.append(f"intervention {intervention}")

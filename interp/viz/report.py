@@ -53,8 +53,6 @@ PAPER_STEPS = 100_000
 
 # True of every run of this toolkit (see the README's "Deviations from the paper, everywhere").
 TOOLKIT_DEVIATIONS = (
-    "The classifier's hidden layers have per-unit biases (the original code: one scalar bias per "
-    "layer).",
     "IC and IC2 sets use the training burstiness B (or 1 when B = 0), a choice of this toolkit.",
 )
 
@@ -201,7 +199,8 @@ def deviations(run) -> list[str]:
 
     Returns:
         The optimiser, positional encoding, attention scale and intervention deviations (as in the
-        figure titles), the number of training steps when it is not the paper's 1e5, and the note
+        figure titles), the number of training steps when it is not the toolkit's default 1e5
+        (the paper gives no length; the author's driver defaults to 1.5e5), and the note
         of the preset whose settings the run uses, if any.
     """
     from interp.viz.figures import run_note
@@ -209,7 +208,7 @@ def deviations(run) -> list[str]:
     out = [n for n in (run_note(run) or "").split("; ") if n]
     steps = run.train_config.steps
     if steps != PAPER_STEPS:
-        out.append(f"{steps} training steps (paper: 1e5)")
+        out.append(f"{steps} training steps (the toolkit's default 1e5; the paper gives no length)")
     preset = _matching_preset(run)
     if preset is not None:
         extra = "" if preset.train.steps == steps else f" (steps set to {steps})"
@@ -319,9 +318,11 @@ def _calibrated_forecast(run, note, cutoff: float, fraction: float, observed) ->
     how = fc.detail.get("method", "template")
     error = (fc.step - observed) / observed if observed else float("nan")
     text = (
-        f"<p>{head}, by the calibrated {how} forecaster: step {_num(fc.step, '.0f')}, 80% "
-        f"interval [{_num(fc.low, '.0f')}, {_num(fc.high, '.0f')}]; observed "
-        f"{_num(observed, '.0f')}; relative error {_num(error, '+.1%')}.</p>"
+        f"<p>{head}, by the calibrated {how} forecaster: IC-loss cliff step "
+        f"{_num(fc.step, '.0f')}, interval [{_num(fc.low, '.0f')}, {_num(fc.high, '.0f')}] "
+        f"({html.escape(str(fc.detail.get('interval', '')))}, which "
+        f"{html.escape(str(fc.detail.get('held_out', 'was not measured on held-out runs')))}); "
+        f"observed {_num(observed, '.0f')}; relative error {_num(error, '+.1%')}.</p>"
     )
     fig = forecast_figure(run.metrics, task=task, until=cutoff, observed_step=observed, note=note,
                           optimizer=optimizer, method=how)  # fmt: skip

@@ -86,4 +86,42 @@ def test_figures_and_fit_report_the_same_transition():
 def test_a_steady_fall_is_not_a_cliff():
     """A straight line's steepest log-step drop is at its end, with no real plateau before it."""
     r = find_transition(STEPS, 3.0 - STEPS / 30000.0, direction="falling")
-    assert not r.transitioned and "no plateau" in r.reason
+    assert not r.transitioned and ("no plateau" in r.reason or "last point" in r.reason)
+    assert r.step == STEPS[-1]
+
+
+# A plateau drifting from 3.45 down to 3.01, then the cliff in the last two evaluations.
+END_STEPS = np.arange(1, 41) * 250.0
+END_LOSS = np.concatenate([3.45 - 0.44 * np.arange(37) / 36, [3.01, 0.82, 0.12]])
+
+
+def test_a_cliff_in_the_last_evaluations_is_found():
+    from interp.analysis.transition import smooth, smooth_symmetric
+
+    # The ends of the one-sided smoothing put the drop at the last point (3.01 -> 1.9 -> 0.82);
+    # the symmetric window keeps the last evaluations as they are.
+    assert smooth(END_LOSS, 5)[-2] == pytest.approx((3.01 + 0.82) / 2)
+    np.testing.assert_allclose(smooth_symmetric(END_LOSS, 5)[-3:], [3.01, 0.82, 0.12])
+    np.testing.assert_allclose(smooth_symmetric(END_LOSS, 5)[2:-2], smooth(END_LOSS, 5)[2:-2])
+    m = pd.DataFrame({"step": END_STEPS, "ic_loss": END_LOSS})
+    obs = observed_transition(m, column="ic_loss")
+    assert obs["transitioned"], obs["reason"]
+    assert obs["transition_step"] == 9750.0  # the 0.82 evaluation: the steepest log-step drop
+    # Unsmoothed, the same detector finds the same step.
+    raw = find_transition(END_STEPS, END_LOSS, method="cliff", smooth_window=1)
+    assert raw.transitioned and raw.step == 9750.0
+    # A curve that stops at its cliff's first point still says why it counts no cliff.
+    cut = observed_transition(m.iloc[:-1], column="ic_loss")
+    assert not cut["transitioned"] and "last point" in cut["reason"]
+
+
+def test_the_transition_report_gives_both_steps_by_name():
+    from interp.analysis.transition import transition_report
+
+    acc = np.concatenate([np.full(37, 0.12), [0.2, 0.8, 0.97]])
+    report = transition_report([pd.DataFrame({"step": END_STEPS, "ic_acc": acc,
+                                              "ic_loss": END_LOSS})])  # fmt: skip
+    row = report.iloc[0]
+    assert row["cliff_step"] == 9750.0  # the IC-loss cliff step
+    assert row["step"] == detect_transition(END_STEPS, acc).step  # the IC-accuracy midpoint
+    assert report.loc[report["run"] == "mean", "cliff_step"].item() == 9750.0

@@ -151,7 +151,7 @@ def test_per_sequence_novel_classes_remain_an_option():
 
 def test_a_format_2_run_opens_with_the_old_forms_marked(tmp_path):
     task = TaskConfig(D=15, K=64, L=8, N=4, N_max=4, B=1, p_C=0.5, n_eval=128, novel_pool=None)
-    mcfg = ModelConfig.from_task(task, d_mlp=32, readout_init="he")
+    mcfg = ModelConfig.from_task(task, d_mlp=32, readout_init="he", hidden_bias="per_unit")
     tcfg = TrainConfig(optimizer="adam", lr=1e-3, batch_size=32, steps=20, eval_every=10,
                        checkpoint_every=20, n_log_checkpoints=0, weight_decay_form="coupled")  # fmt: skip
     metrics = train(task, mcfg, tcfg, tmp_path / "old", progress=False)
@@ -159,16 +159,24 @@ def test_a_format_2_run_opens_with_the_old_forms_marked(tmp_path):
     config = json.loads(path.read_text())
     config["format_version"] = 2
     del config["task"]["novel_pool"], config["model"]["readout_init"]
+    del config["model"]["hidden_bias"]
     del config["train"]["weight_decay_form"]
     path.write_text(json.dumps(config))
     run = load_run(tmp_path / "old")
     assert run.task.novel_pool is None
     assert run.model_config.readout_init == "he"
+    assert run.model_config.hidden_bias == "per_unit"
     assert run.train_config.weight_decay_form == "coupled"
     notes = " ".join(run.notes)
     assert "format version 2" in notes
-    for field in ("task.novel_pool", "model.readout_init", "train.weight_decay_form"):
+    for field in (
+        "task.novel_pool",
+        "model.readout_init",
+        "model.hidden_bias",
+        "train.weight_decay_form",
+    ):
         assert field in notes
     model = run.load_model()  # the old checkpoint (with its readout bias) loads
     assert model.classifier.readout.bias is not None
+    assert model.classifier.hidden[0].bias.shape == (32,)  # and its per-unit hidden biases
     np.testing.assert_allclose(run.metrics["ic_acc"], metrics["ic_acc"])

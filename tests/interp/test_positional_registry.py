@@ -129,9 +129,10 @@ def _old_format_model_dict(**fields) -> dict:
 )
 def test_old_config_json_migrates_and_its_checkpoints_load(tmp_path, fields, check):
     old = _old_format_model_dict(**fields)
-    # A format-1 run's classifier was He-initialised with a readout bias: load_run migrates the
-    # missing readout_init field to "he" (format 3), and the flat encoding fields as below.
-    migrated = ModelConfig.from_dict({**old, "readout_init": "he"})
+    # A format-1 run's classifier was He-initialised with a readout bias and per-unit hidden
+    # biases: load_run migrates the missing readout_init field to "he" (format 3), hidden_bias to
+    # "per_unit" (format 4), and the flat encoding fields as below.
+    migrated = ModelConfig.from_dict({**old, "readout_init": "he", "hidden_bias": "per_unit"})
     original = InductionNet(migrated, seed=3)
     with torch.no_grad():
         for block in original.blocks:

@@ -152,7 +152,7 @@ def test_deviations_name_optimiser_steps_and_preset(tmp_path):
     train(task, model, cfg, tmp_path / "t", progress=False)
     devs = deviations(load_run(tmp_path / "t"))
     assert devs[0] == "adam lr 0.003 (paper: SGD lr 0.01)"
-    assert devs[1] == "10 training steps (paper: 1e5)"
+    assert devs[1] == "10 training steps (the toolkit's default 1e5; the paper gives no length)"
     assert devs[2].startswith("settings of preset 'tiny' (steps set to 10): Tiny smoke-test")
 
 

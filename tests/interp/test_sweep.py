@@ -424,8 +424,8 @@ def test_cli_sweep_then_summary(tmp_path, capsys):
     (out / "summary.csv").unlink()
     assert main(["sweep-summary", str(out), "--formats", "html"]) == 0
     pd.testing.assert_frame_equal(pd.read_csv(out / "summary.csv"), summary)
-    # runs stopped before the paper's 1e5 steps say so in the title
-    assert "steps (paper: 1e5)" in (out / "figures" / "phase_diagram.html").read_text()
+    # runs stopped before the default 1e5 steps say so in the title
+    assert "steps (default: 1e5)" in (out / "figures" / "phase_diagram.html").read_text()
     # a rerun with only --out continues the sweep found there (here: nothing left to do)
     assert main(["sweep", "--out", str(out), "--no-figures"]) == 0
     assert main(["sweep", "--preset", "tiny", "--grid", "B=1,3", "--out", str(tmp_path / "x")]) == 2

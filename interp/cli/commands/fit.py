@@ -97,20 +97,24 @@ def _print_fit(result: dict, src) -> None:
           f"({src.task_note})")  # fmt: skip
     width = max(12, *(len(k) for k in result["params"]))
     print(f"  {'parameter':<{width}s} {'value':>12s} {'stderr':>12s}")
+    pinned = result.get("pinned") or {}
     for name, value in result["params"].items():
         se = result["stderr"].get(name)
-        print(f"  {name:<{width}s} {_fmt(value):>12s} {_fmt(se):>12s}")
+        mark = f"  at its {pinned[name]} bound: not estimated" if name in pinned else ""
+        print(f"  {name:<{width}s} {_fmt(value):>12s} {_fmt(se):>12s}{mark}")
     print(f"  R^2 {_fmt(result['r2'])} on {result['n_points_fitted']} points up to step "
           f"{result['fitted_until']:g} (whole curve: R^2 {_fmt(result['r2_all'])})")  # fmt: skip
     if result["forecast"] == "ok":
         low, high = result["forecast_interval"]
-        print(f"  forecast_transition_step {_fmt(result['forecast_transition_step'])}, "
-              f"80% interval [{_fmt(low)}, {_fmt(high)}] ({result['forecast_method']})")  # fmt: skip
+        what = " (the IC-loss cliff step)" if result["column"] == "ic_loss" else ""
+        print(f"  forecast_transition_step {_fmt(result['forecast_transition_step'])}{what}, "
+              f"interval [{_fmt(low)}, {_fmt(high)}] ({result['forecast_method']})")  # fmt: skip
     else:
         print(f"  forecast: {result['forecast']}")
     obs = result["observed"]
     seen = _fmt(obs["transition_step"]) if obs["transitioned"] else f"none ({obs['reason']})"
-    print(f"  observed transition ({obs['method']}, whole curve): {seen}")
+    what = "IC-loss cliff step" if result["column"] == "ic_loss" else "transition"
+    print(f"  observed {what} ({obs['method']}, whole curve): {seen}")
 
 
 def _check_arguments(args):
