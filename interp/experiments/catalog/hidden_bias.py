@@ -47,6 +47,20 @@ def paired(rows: pd.DataFrame) -> pd.DataFrame:
     return wide.reset_index()
 
 
+def _headline(rows: pd.DataFrame) -> str:
+    """How many seeds of each form jumped, per learning rate, and the paired difference."""
+    parts = []
+    for lr, g in rows.groupby(pd.to_numeric(rows["lr"]), sort=True):
+        jumped = _jumped(g)
+        counts = ", ".join(
+            f"{f} {int(jumped[g['hidden_bias'] == f].sum())} of {int((g['hidden_bias'] == f).sum())}"
+            for f in FORMS
+        )
+        diff = _spread(paired(g)["difference"])
+        parts.append(f"lr {lr:g}: jumped {counts}; per-unit - scalar {diff}")
+    return "; ".join(parts)
+
+
 def render_hidden_bias(experiment: Experiment, rows: pd.DataFrame) -> str:
     bad = sorted(set(rows["hidden_bias"].astype(str)) - set(FORMS))
     if bad:
@@ -163,9 +177,6 @@ EXPERIMENT = register_experiment(
         ),
         page=render_hidden_bias,
         meta=("commit", "command", "wall_s"),
-        headline=lambda r: "; ".join(
-            f"lr {lr:g}: per-unit - scalar {_spread(g['difference'])}"
-            for lr, g in paired(r).groupby("lr", sort=True)
-        ),
+        headline=_headline,
     )
 )
