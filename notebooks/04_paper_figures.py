@@ -22,7 +22,7 @@ from interp.viz.dynamics_plots import plot_landscape
 from interp.viz.export import export_figure, find_chromium
 from interp.viz.figures import summarize_runs, write_standard_figures
 from interp.viz.notebook import show_static_images
-from interp.viz.plots import plot_phase_diagram
+from interp.viz.sweep_plots import plot_phase_diagram
 from phenomenology.landscape import gradient_flow, landscape_grid
 
 show_static_images()  # interactive figures, each with a PNG beside it

@@ -154,6 +154,48 @@ class DeviceSampler:
 
     # ----------------------------------------------------------------------------------------
 
+    def _bursty(self, u_lab, u_within, u_perm, u_query, novel, plain, seq_cls, seq_lab):
+        """The bursty sequences' classes and labels laid over the plain ones (``[S, C, b, N + 1]``
+        each, items then the query), and which tokens are of novel classes."""
+        cfg, S, b, dev = self.config, self.S, self.batch_size, self.device
+        N, L, K, n_cls = cfg.N, cfg.L, cfg.K, self.n_cls
+        # Bursty sequences: n_cls distinct labels (novel: uniform; known: weighted by the
+        # labels' total class probability), a class within each, B copies in random order.
+        labels_novel = u_lab.topk(n_cls, dim=-1).indices  # [S, C, b, n_cls]
+        if self.uniform_labels:
+            labels_known = labels_novel
+        else:
+            keys = u_lab.log() / self.label_probs  # Efraimidis-Spirakis: log(u) / w
+            labels_known = keys.topk(n_cls, dim=-1).indices
+        u_j = u_within[..., :n_cls]
+        if self.uniform_labels and self.uniform_classes:
+            j_known = (u_j * (K // L)).long().clamp_(max=K // L - 1)
+        else:
+            cdf = self.within_cdf[labels_known]  # [S, C, b, n_cls, K/L]
+            j_known = (u_j[..., None] >= cdf).sum(-1).clamp_(max=K // L - 1)
+        known_cls = labels_known + L * j_known
+        if self.pool:
+            j_novel = (u_j * (self.pool // L)).long().clamp_(max=self.pool // L - 1)
+            novel_cls = labels_novel + L * j_novel  # index into the batch's pool
+        else:
+            novel_cls = torch.arange(n_cls, device=dev).expand_as(labels_novel)
+        if cfg.B == 1 and self.uniform_labels:
+            # One copy per class, and the top-k of i.i.d. keys comes in uniformly random
+            # order already (weighted keys would put heavy labels first: those are shuffled).
+            which = torch.arange(N, device=dev).expand(S, CHUNK, b, N)
+        else:
+            which = _burst_order(u_perm, n_cls, cfg.B)  # [S, C, b, N]: each item's class slot
+        q = (u_query * n_cls).long().clamp_(max=n_cls - 1)[..., None]  # [S, C, b, 1]
+        slots = torch.cat([which, q], dim=-1)  # items, then the query
+        nb = novel[..., None]
+        b_lab = torch.where(nb, labels_novel, labels_known).gather(-1, slots)
+        b_cls = torch.where(nb, novel_cls, known_cls).gather(-1, slots)
+        is_b = (~plain)[..., None]
+        seq_cls = torch.where(is_b, b_cls, seq_cls)
+        seq_lab = torch.where(is_b, b_lab, seq_lab)
+        seq_novel = nb.expand_as(seq_cls)
+        return seq_cls, seq_lab, seq_novel
+
     def _refill(self) -> None:
         """Draw the chunk that batch ``drawn`` belongs to (its batches ``[S, CHUNK, b, ...]``)."""
         cfg, S, b, dev = self.config, self.S, self.batch_size, self.device
@@ -187,41 +229,9 @@ class DeviceSampler:
         seq_cls, seq_lab = plain_cls, plain_cls % L  # [S, C, b, N + 1]
         seq_novel = torch.zeros_like(seq_cls, dtype=torch.bool)
         if n_cls:
-            # Bursty sequences: n_cls distinct labels (novel: uniform; known: weighted by the
-            # labels' total class probability), a class within each, B copies in random order.
-            labels_novel = u_lab.topk(n_cls, dim=-1).indices  # [S, C, b, n_cls]
-            if self.uniform_labels:
-                labels_known = labels_novel
-            else:
-                keys = u_lab.log() / self.label_probs  # Efraimidis-Spirakis: log(u) / w
-                labels_known = keys.topk(n_cls, dim=-1).indices
-            u_j = u_within[..., :n_cls]
-            if self.uniform_labels and self.uniform_classes:
-                j_known = (u_j * (K // L)).long().clamp_(max=K // L - 1)
-            else:
-                cdf = self.within_cdf[labels_known]  # [S, C, b, n_cls, K/L]
-                j_known = (u_j[..., None] >= cdf).sum(-1).clamp_(max=K // L - 1)
-            known_cls = labels_known + L * j_known
-            if self.pool:
-                j_novel = (u_j * (self.pool // L)).long().clamp_(max=self.pool // L - 1)
-                novel_cls = labels_novel + L * j_novel  # index into the batch's pool
-            else:
-                novel_cls = torch.arange(n_cls, device=dev).expand_as(labels_novel)
-            if cfg.B == 1 and self.uniform_labels:
-                # One copy per class, and the top-k of i.i.d. keys comes in uniformly random
-                # order already (weighted keys would put heavy labels first: those are shuffled).
-                which = torch.arange(N, device=dev).expand(S, CHUNK, b, N)
-            else:
-                which = _burst_order(u_perm, n_cls, cfg.B)  # [S, C, b, N]: each item's class slot
-            q = (u_query * n_cls).long().clamp_(max=n_cls - 1)[..., None]  # [S, C, b, 1]
-            slots = torch.cat([which, q], dim=-1)  # items, then the query
-            nb = novel[..., None]
-            b_lab = torch.where(nb, labels_novel, labels_known).gather(-1, slots)
-            b_cls = torch.where(nb, novel_cls, known_cls).gather(-1, slots)
-            is_b = (~plain)[..., None]
-            seq_cls = torch.where(is_b, b_cls, seq_cls)
-            seq_lab = torch.where(is_b, b_lab, seq_lab)
-            seq_novel = nb.expand_as(seq_cls)
+            seq_cls, seq_lab, seq_novel = self._bursty(
+                u_lab, u_within, u_perm, u_query, novel, plain, seq_cls, seq_lab
+            )
         # Every token from one flat table, one lookup: known classes' means from each run's
         # table, novel ones from the batch's pool or the sequence's fresh means (all scaled by
         # 1 / sqrt(1 + eps^2)), then label vectors; then the noise, added to the items and query.

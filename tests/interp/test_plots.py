@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 
 from interp.viz import dynamics_plots as pplots
-from interp.viz import plots
+from interp.viz import plots, sweep_plots
 
 METRIC_COLUMNS = (
     "train_loss ic_acc ic_loss ic2_acc ic2_loss iw_acc iw_loss "
@@ -239,7 +239,7 @@ def test_phase_diagram_averages_seeds():
         for B in (1, 2, 4)
         for s in (0, 1)
     ]
-    fig = plots.plot_phase_diagram(pd.DataFrame(rows), "K", "B", note="toy")
+    fig = sweep_plots.plot_phase_diagram(pd.DataFrame(rows), "K", "B", note="toy")
     assert len(fig.data) == 2
     ic = fig.data[0]
     assert list(ic.x) == ["128", "512"] and list(ic.y) == ["1", "2", "4"]
@@ -248,7 +248,7 @@ def test_phase_diagram_averages_seeds():
     assert [a.text for a in fig.layout.annotations] == ["final IC accuracy", "final IW accuracy"]
     assert "toy" in fig.layout.title.text
     with pytest.raises(ValueError, match="lacks columns"):
-        plots.plot_phase_diagram(pd.DataFrame(rows), "K", "eps")
+        sweep_plots.plot_phase_diagram(pd.DataFrame(rows), "K", "eps")
 
 
 def test_landscape_with_trajectory():
@@ -341,7 +341,7 @@ def test_summarize_runs_feeds_the_phase_diagram(tmp_path):
     ]
     assert summary["step"].tolist() == [2000] * 4
     np.testing.assert_allclose(summary["ic_acc"], [0.26, 0.36, 0.74, 0.84])
-    fig = plots.plot_phase_diagram(summary, "K", "B")
+    fig = sweep_plots.plot_phase_diagram(summary, "K", "B")
     assert fig.data[0].z[1][1] == pytest.approx(0.84)
 
 
