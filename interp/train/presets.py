@@ -281,7 +281,10 @@ PRESETS: dict[str, Preset] = {
                 "Reddy 2024 Fig 3, as a third-party script sets it up: K=256, B=1, p_C=0.8 are "
                 "that script's (a GUESS: the paper does not state Fig 3's task); plain SGD lr "
                 "0.01, batch 128 (paper); 1e5 steps is the toolkit's length (the paper gives "
-                "none; the author's driver defaults to 1.5e5)."
+                "none; the author's driver defaults to 1.5e5). With the author's scalar hidden "
+                "biases (the default) plain SGD collapsed on some seeds, where per-unit biases "
+                "transitioned (docs/results/hidden-bias.md); `--set hidden_bias=per_unit` is the "
+                "form of every earlier SGD result."
             ),
         ),
         Preset(
