@@ -579,7 +579,6 @@ class AttentionExplorer:
 
     def _redraw(self) -> None:
         from IPython import get_ipython
-        from IPython.display import display
 
         self.heatmap = heatmap_figure(
             self.data, self.set_name.value, self.sequence.value, self.step.value, self.layer.value
@@ -588,9 +587,11 @@ class AttentionExplorer:
         if get_ipython() is None:  # not in a kernel (a script, a test): keep the figures only
             return
         for out, fig in ((self._heat_out, self.heatmap), (self._meas_out, self.measures)):
-            out.clear_output(wait=True)
-            with out:
-                display(fig)
+            # Set the output widget's contents directly rather than capturing a display into it
+            # (``with out: display(fig)``): a notebook run headless (nbclient, nbconvert) waits
+            # out its whole cell timeout on output captured into a widget.
+            out.outputs = ()
+            out.append_display_data(fig)
 
     def _ipython_display_(self) -> None:
         from IPython.display import display
