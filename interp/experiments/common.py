@@ -136,8 +136,11 @@ def std_columns(*fields: str, extra: Sequence = ()) -> tuple:
 
 def line_figure(rows: pd.DataFrame, x: str, ys: Sequence[str], *, title: str, by: str | None = None,
                 where: dict | None = None, log_x: bool = False):  # fmt: skip
-    """A figure of the rows: each of ``ys`` against ``x`` (one line per value of ``by``)."""
+    """A figure of the rows: each of ``ys`` against ``x`` (one line per value of ``by``), named by
+    the measures' labels."""
     import plotly.graph_objects as go
+
+    from interp.viz.plots import METRIC_LABELS
 
     sel = select(rows, **(where or {}))
     fig = go.Figure()
@@ -145,7 +148,10 @@ def line_figure(rows: pd.DataFrame, x: str, ys: Sequence[str], *, title: str, by
     for key, g in groups:
         g = g.assign(_x=pd.to_numeric(g[x], errors="coerce")).sort_values("_x")
         for y in ys:
-            name = y if key is None else (str(key) if len(ys) == 1 else f"{y}, {key}")
+            label = METRIC_LABELS.get(y, y)
+            # a bare number (a seed) is named with its field; a descriptive key as it is
+            said = f"{by} {key}" if str(key).replace(".", "", 1).isdigit() else str(key)
+            name = label if key is None else (said if len(ys) == 1 else f"{label}, {said}")
             vals = pd.to_numeric(g[y], errors="coerce")
             fig.add_trace(go.Scatter(x=g["_x"], y=vals, mode="lines+markers", name=name))
     fig.update_layout(title=title, width=700, height=420, template="plotly_white")
@@ -159,8 +165,10 @@ def heatmap_figure(rows: pd.DataFrame, x: str, y: str, zs: Sequence[str], *, tit
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
+    from interp.viz.plots import METRIC_LABELS
+
     sel = select(rows, **(where or {}))
-    fig = make_subplots(rows=1, cols=len(zs), subplot_titles=list(zs))
+    fig = make_subplots(rows=1, cols=len(zs), subplot_titles=[METRIC_LABELS.get(z, z) for z in zs])
     for i, z in enumerate(zs):
         grid = sel.pivot_table(index=y, columns=x, values=z, aggfunc="mean")
         fig.add_trace(

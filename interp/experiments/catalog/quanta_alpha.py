@@ -49,6 +49,19 @@ def analyse_quanta(experiment: Experiment, tier: str, dirs: Sequence[Path]) -> p
     return rows
 
 
+def _slope_figure(rows: pd.DataFrame):
+    """Each seed's measured slope against alpha, and the prediction (slope = alpha) once."""
+    fig = line_figure(
+        rows, "alpha", ("slope",), by="seed",
+        title="Slope of t_k on frequency rank against the predicted alpha",
+    )  # fmt: skip
+    alphas = sorted(pd.to_numeric(rows["alpha"], errors="coerce").dropna().unique())
+    fig.add_scatter(x=alphas, y=alphas, mode="lines", name="predicted: slope = alpha",
+                    line={"dash": "dash", "color": "#333333"})  # fmt: skip
+    fig.update_yaxes(title="slope")
+    return fig
+
+
 EXPERIMENT = register_experiment(
     Experiment(
         name="quanta-alpha",
@@ -115,13 +128,7 @@ EXPERIMENT = register_experiment(
             + mean_sd(r, "slope", "{:.2f}", alpha=1)
             + " at alpha = 1"
         ),
-        figure=lambda r: line_figure(
-            r,
-            "alpha",
-            ("slope", "alpha"),
-            by="seed",
-            title="Slope of t_k on frequency rank against the predicted alpha",
-        ),
+        figure=_slope_figure,
         sort=("alpha", "seed"),
     )
 )
