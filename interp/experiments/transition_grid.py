@@ -1,0 +1,270 @@
+"""A grid of configurations trained until each run's transition, or its budget.
+
+The data of the transition-time law (:mod:`phenomenology.transition_law`): for every point of a
+declared :class:`TransitionGrid` and every seed, one run of the grid's preset with the point's
+``--set`` overrides, trained in chunks of :attr:`TransitionGrid.chunk` steps (each chunk resumes
+the last, bit for bit, so a run equals one uninterrupted run of as many steps) until the IC-loss
+cliff is seen with a margin after it, or the budget (``steps``) is spent.
+
+Layout under the grid's folder (``runs/experiments/transition-law/full`` by default)::
+
+    POINT-seedS/            a run directory (docs/run-format.md)
+    POINT-seedS.done.json   written once the run has ended: wall time, commit, date, machine
+
+A second call skips runs with a ``.done.json`` and resumes the others. :func:`collect` reads the
+folder (nothing is trained) and returns one summary row per ended run and its curve.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import math
+import os
+import time
+from collections.abc import Callable, Mapping
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+__all__ = [
+    "CURVE_COLUMNS",
+    "GridPoint",
+    "SUMMARY_COLUMNS",
+    "TransitionGrid",
+    "collect",
+    "run_grid",
+    "stop_rule",
+    "train_run",
+]
+
+CONFIG_COLUMNS = ("K", "L", "N", "B", "eps", "p_C", "lr", "batch_size")
+SUMMARY_COLUMNS = (
+    "point", "role", "seed", *CONFIG_COLUMNS, "budget", "steps", "status", "transitioned",
+    "transition_step", "transition_ic_acc", "plateau_end", "final_ic_loss", "final_ic_acc",
+)  # fmt: skip
+"""One row per run: its point, role and seed, the configuration, the budget and the steps trained,
+``status`` (``ended``, or ``diverged``: the loss became
+non-finite, the last good evaluation kept), whether the IC-loss cliff was seen within the budget and where (``transition_step``, the cliff of
+:func:`phenomenology.curves.observed_transition`; ``transition_ic_acc``: the IC-accuracy logistic
+midpoint; ``plateau_end``), and the last IC loss and accuracy."""
+CURVE_COLUMNS = ("point", "seed", "step", "train_loss", "ic_loss", "ic_acc", "tila2")
+"""The curves kept beside the summary: what the partial-curve forecasters read."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class GridPoint:
+    """One configuration: ``name`` (the run folders' prefix), its ``--set`` overrides of the grid's
+    base and its ``role`` in the design (``axis``: one field moved from the centre; ``sub``: the
+    smaller sub-grid; ``cross``: two fields moved; ``negative``: chosen to test runs expected not
+    to transition within the budget; the label is measured, never assumed)."""
+
+    name: str
+    overrides: Mapping[str, object] = field(default_factory=dict)
+    role: str = "axis"
+
+
+@dataclass(frozen=True, kw_only=True)
+class TransitionGrid:
+    """A declared grid: a preset, the overrides every point shares (``base``), the points, the
+    seeds, the step budget of a run and the chunk between checks of the stopping rule."""
+
+    preset: str
+    base: Mapping[str, object]
+    points: tuple[GridPoint, ...]
+    seeds: tuple[int, ...] = (0, 1, 2)
+    budget: int = 16_000
+    chunk: int = 1000
+
+    def __post_init__(self) -> None:
+        names = [p.name for p in self.points]
+        dup = sorted({n for n in names if names.count(n) > 1})
+        if dup:
+            raise ValueError(f"TransitionGrid.points: the names {dup} are used twice")
+
+    def overrides(self, point: GridPoint) -> dict[str, str]:
+        """The ``--set`` overrides of one point's runs (the budget as ``steps``)."""
+        merged = {**self.base, **point.overrides, "steps": self.budget}
+        return {k: _text(v) for k, v in merged.items()}
+
+    def jobs(self) -> list[tuple[GridPoint, int]]:
+        """Every (point, seed), points in their declared order, then seeds."""
+        return [(p, s) for p in self.points for s in self.seeds]
+
+    def validate(self) -> None:
+        """Build every point's configs (an invalid field fails here, naming it, before training)."""
+        from interp.train.overrides import build_configs
+
+        for p in self.points:
+            try:
+                build_configs(self.preset, self.overrides(p), self.seeds[0])
+            except ValueError as err:
+                raise ValueError(f"grid point {p.name}: {err}") from None
+
+
+def _text(value) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)
+
+
+def run_name(point: GridPoint, seed: int) -> str:
+    return f"{point.name}-seed{seed}"
+
+
+def stop_rule(metrics: pd.DataFrame, budget: int) -> bool:
+    """Whether a run may end: its budget is spent, or its IC-loss cliff is seen and the curve
+    reaches ``max(800, 0.25 x cliff)`` steps beyond it (room for the cliff detector to settle)."""
+    from phenomenology.curves import MIN_POINTS, observed_transition
+
+    if not len(metrics):
+        return False
+    last = float(metrics["step"].iloc[-1])
+    if last >= budget:
+        return True
+    if len(metrics) < MIN_POINTS:
+        return False
+    cliff = observed_transition(metrics, column="ic_loss")["transition_step"]
+    return cliff is not None and last >= cliff + max(800.0, 0.25 * cliff)
+
+
+def train_run(grid: TransitionGrid, point: GridPoint, seed: int, run_dir: Path) -> dict:
+    """Train (or resume) one run until :func:`stop_rule`; returns its ``.done.json`` record."""
+    from interp.experiments.core import _commit, _machine
+    from interp.experiments.standard import train
+    from interp.io.atomic import write_text_atomic
+    from interp.train.overrides import build_configs
+    from interp.train.training import TrainingDiverged
+
+    task, model, cfg, _ = build_configs(grid.preset, grid.overrides(point), seed)
+    done = run_dir.with_name(run_dir.name + ".done.json")
+    t0 = time.perf_counter()
+    metrics = pd.DataFrame()
+    start = _steps_done(run_dir)
+    status = "ended"
+    while not stop_rule(metrics, grid.budget):
+        target = min(grid.budget, (start // grid.chunk + 1) * grid.chunk)
+        try:
+            metrics = train(task, model, cfg, run_dir, resume=True, progress=False,
+                            stop_after=target)  # fmt: skip
+        except TrainingDiverged:  # an outcome of the configuration, kept as such
+            status = "diverged"
+            start = _steps_done(run_dir)
+            break
+        start = int(metrics["step"].iloc[-1])
+    record = {
+        "status": status,
+        "steps": start,
+        "wall_s": round(time.perf_counter() - t0, 1),
+        "commit": _commit(),
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"),
+        "machine": _machine(cfg.device),
+    }
+    if done.exists():  # an earlier, interrupted call trained part of it: its time counts too
+        record["wall_s"] += json.loads(done.read_text()).get("wall_s", 0.0)
+    write_text_atomic(done, json.dumps(record, indent=1, sort_keys=True))
+    return record
+
+
+def _steps_done(run_dir: Path) -> int:
+    metrics = run_dir / "metrics.csv"
+    if not metrics.exists():
+        return 0
+    try:
+        m = pd.read_csv(metrics)
+    except (pd.errors.EmptyDataError, OSError):
+        return 0
+    return int(m["step"].iloc[-1]) if len(m) else 0
+
+
+def _worker(grid: TransitionGrid, point: GridPoint, seed: int, run_dir: str) -> dict:
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    import contextlib
+    import io
+
+    with contextlib.redirect_stderr(io.StringIO()):
+        return train_run(grid, point, seed, Path(run_dir))
+
+
+def run_grid(
+    grid: TransitionGrid,
+    out: str | os.PathLike,
+    *,
+    workers: int = 2,
+    log: Callable[[str], None] = print,
+) -> int:
+    """Train every run of ``grid`` not yet ended into ``out``, ``workers`` one-thread processes
+    at a time (in the declared order). Returns how many runs were trained now."""
+    grid.validate()
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    todo = [(p, s) for p, s in grid.jobs() if not (out / f"{run_name(p, s)}.done.json").exists()]
+    log(
+        f"{len(grid.jobs()) - len(todo)} of {len(grid.jobs())} runs ended already; {len(todo)} to go"
+    )
+    if not todo:
+        return 0
+    if workers <= 1:
+        for p, s in todo:
+            rec = _worker(grid, p, s, str(out / run_name(p, s)))
+            log(f"{run_name(p, s)}: {rec['steps']} steps, {rec['wall_s']:.0f} s")
+        return len(todo)
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        futures = {pool.submit(_worker, grid, p, s, str(out / run_name(p, s))): (p, s)
+                   for p, s in todo}  # fmt: skip
+        for fut in as_completed(futures):
+            p, s = futures[fut]
+            rec = fut.result()
+            log(f"{run_name(p, s)}: {rec['steps']} steps, {rec['wall_s']:.0f} s")
+    return len(todo)
+
+
+def collect(grid: TransitionGrid, out: str | os.PathLike) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The summary rows (:data:`SUMMARY_COLUMNS` plus ``wall_s, commit, date, machine``) and the
+    curves (:data:`CURVE_COLUMNS`) of the runs of ``grid`` in ``out`` that have ended."""
+    from interp.analysis.transition import detect_transition
+    from interp.io.rundir import load_run
+    from phenomenology.curves import observed_transition
+
+    out = Path(out)
+    rows, curves = [], []
+    for p, s in grid.jobs():
+        done = out / f"{run_name(p, s)}.done.json"
+        if not done.exists():
+            continue
+        rec = json.loads(done.read_text())
+        run = load_run(out / run_name(p, s))
+        m = run.metrics
+        t, c = run.task, run.train_config
+        loss = observed_transition(m, column="ic_loss")
+        acc = detect_transition(m["step"], m["ic_acc"])
+        cliff = loss["transition_step"]
+        rows.append({
+            "point": p.name, "role": p.role, "seed": s,
+            **{k: getattr(t, k) for k in ("K", "L", "N", "B", "eps", "p_C")},
+            "lr": c.lr, "batch_size": c.batch_size, "budget": grid.budget,
+            "steps": int(m["step"].iloc[-1]), "status": rec.get("status", "ended"),
+            "transitioned": cliff is not None,
+            "transition_step": _round(cliff),
+            "transition_ic_acc": _round(acc.step if acc.transitioned else None),
+            "plateau_end": _round(loss["onset_step"]),
+            "final_ic_loss": round(float(m["ic_loss"].iloc[-1]), 4),
+            "final_ic_acc": round(float(m["ic_acc"].iloc[-1]), 4),
+            **{k: rec[k] for k in ("wall_s", "commit", "date", "machine")},
+        })  # fmt: skip
+        cols = [k for k in CURVE_COLUMNS if k in m.columns]
+        curve = m[cols].copy()
+        curve.insert(0, "seed", s)
+        curve.insert(0, "point", p.name)
+        curves.append(curve.round(5))
+    summary = pd.DataFrame(rows, columns=[*SUMMARY_COLUMNS, "wall_s", "commit", "date", "machine"])
+    curve = pd.concat(curves, ignore_index=True) if curves else pd.DataFrame(columns=CURVE_COLUMNS)
+    return summary, curve
+
+
+def _round(v) -> float:
+    return math.nan if v is None or not math.isfinite(float(v)) else round(float(v), 1)
