@@ -64,6 +64,8 @@ class GridPoint:
     name: str
     overrides: Mapping[str, object] = field(default_factory=dict)
     role: str = "axis"
+    budget: int | None = None
+    """Steps this point's runs may take (None: the grid's budget)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -84,9 +86,12 @@ class TransitionGrid:
         if dup:
             raise ValueError(f"TransitionGrid.points: the names {dup} are used twice")
 
+    def budget_of(self, point: GridPoint) -> int:
+        return self.budget if point.budget is None else point.budget
+
     def overrides(self, point: GridPoint) -> dict[str, str]:
         """The ``--set`` overrides of one point's runs (the budget as ``steps``)."""
-        merged = {**self.base, **point.overrides, "steps": self.budget}
+        merged = {**self.base, **point.overrides, "steps": self.budget_of(point)}
         return {k: _text(v) for k, v in merged.items()}
 
     def jobs(self) -> list[tuple[GridPoint, int]]:
@@ -118,7 +123,7 @@ def run_name(point: GridPoint, seed: int) -> str:
 
 def stop_rule(metrics: pd.DataFrame, budget: int) -> bool:
     """Whether a run may end: its budget is spent, or its IC-loss cliff is seen and the curve
-    reaches ``max(800, 0.25 x cliff)`` steps beyond it (room for the cliff detector to settle)."""
+    reaches ``max(800, 0.15 x cliff)`` steps beyond it (room for the cliff detector to settle)."""
     from phenomenology.curves import MIN_POINTS, observed_transition
 
     if not len(metrics):
@@ -129,7 +134,7 @@ def stop_rule(metrics: pd.DataFrame, budget: int) -> bool:
     if len(metrics) < MIN_POINTS:
         return False
     cliff = observed_transition(metrics, column="ic_loss")["transition_step"]
-    return cliff is not None and last >= cliff + max(800.0, 0.25 * cliff)
+    return cliff is not None and last >= cliff + max(800.0, 0.15 * cliff)
 
 
 def train_run(grid: TransitionGrid, point: GridPoint, seed: int, run_dir: Path) -> dict:
@@ -146,8 +151,9 @@ def train_run(grid: TransitionGrid, point: GridPoint, seed: int, run_dir: Path) 
     metrics = pd.DataFrame()
     start = _steps_done(run_dir)
     status = "ended"
-    while not stop_rule(metrics, grid.budget):
-        target = min(grid.budget, (start // grid.chunk + 1) * grid.chunk)
+    budget = grid.budget_of(point)
+    while not stop_rule(metrics, budget):
+        target = min(budget, (start // grid.chunk + 1) * grid.chunk)
         try:
             metrics = train(task, model, cfg, run_dir, resume=True, progress=False,
                             stop_after=target)  # fmt: skip
@@ -246,7 +252,7 @@ def collect(grid: TransitionGrid, out: str | os.PathLike) -> tuple[pd.DataFrame,
         rows.append({
             "point": p.name, "role": p.role, "seed": s,
             **{k: getattr(t, k) for k in ("K", "L", "N", "B", "eps", "p_C")},
-            "lr": c.lr, "batch_size": c.batch_size, "budget": grid.budget,
+            "lr": c.lr, "batch_size": c.batch_size, "budget": grid.budget_of(p),
             "steps": int(m["step"].iloc[-1]), "status": rec.get("status", "ended"),
             "transitioned": cliff is not None,
             "transition_step": _round(cliff),

@@ -27,6 +27,7 @@ GRID = TransitionGrid(
     points=(
         _P(name="centre"),
         _P(name="lr0.2", overrides={"lr": 0.2}),
+        _P(name="lr0.01", overrides={"lr": 0.01}, budget=60_000),
         _P(name="lr0.05", overrides={"lr": 0.05}),
         _P(name="N4", overrides={"N": 4}),
         _P(name="N16", overrides={"N": 16}),
@@ -44,7 +45,9 @@ GRID = TransitionGrid(
         _P(name="pC0.95", overrides={"p_C": 0.95}, role="sub"),
         _P(name="L8", overrides={"L": 8}, role="negative"),
         _P(name="pC0-K512-B2", overrides={"p_C": 0.0, "K": 512, "B": 2}, role="negative"),
-        _P(name="lr0.01", overrides={"lr": 0.01}, role="negative"),
+        _P(name="lr0.003", overrides={"lr": 0.003}, role="negative"),
+        _P(name="L64", overrides={"L": 64}),
+        _P(name="N24", overrides={"N": 24}),
         _P(name="lr0.05-N4", overrides={"lr": 0.05, "N": 4}, role="cross"),
         _P(name="lr0.05-B2", overrides={"lr": 0.05, "B": 2}, role="cross"),
         _P(name="lr0.2-N16", overrides={"lr": 0.2, "N": 16}, role="cross"),
