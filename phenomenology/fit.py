@@ -113,11 +113,17 @@ def calibrated_forecast(
     method: str = "auto",
     progress_column: str = "tila2",
     column: str = "ic_loss",
+    prior=None,
+    calibration=None,
 ):
     """The calibrated forecast of a curve's IC-loss plateau (``column``) seen up to step
     ``until``: the progress forecast (:mod:`phenomenology.progress`) of ``progress_column`` where
     ``method`` allows it and it can forecast, else the template forecast
     (:mod:`phenomenology.forecast`). What ``fit`` reports and the report page shows.
+
+    With a ``prior`` (the transition law's forecast of the run's configuration,
+    :func:`phenomenology.transition_law.law_prior`) and ``method="auto"``, the prior updated by
+    the partial curve (:func:`phenomenology.prior.combine`; ``detail["method"] == "combined"``).
 
     Returns:
         A :class:`~phenomenology.forecast.Forecast` (with ``detail["progress_why"]`` when ``auto``
@@ -133,6 +139,8 @@ def calibrated_forecast(
     steps, y = df["step"].to_numpy(dtype=float), df[column].to_numpy(dtype=float)
     if find_transition(steps, y, method="cliff", direction="falling").transitioned:
         return None
+    if prior is not None and method == "auto":
+        return _combined_forecast(curve, df, task, progress_column, column, prior, calibration)
     fc, why = None, None
     if method in ("auto", "progress") and progress_column in curve.columns:
         seen = _clean(curve, [progress_column])
@@ -144,6 +152,29 @@ def calibrated_forecast(
         if why:
             fc.detail["progress_why"] = why
     return fc
+
+
+def _combined_forecast(curve, df, task, progress_column, column, prior, calibration):
+    from phenomenology.forecast import Forecast
+    from phenomenology.prior import combine, curve_step
+
+    part = pd.DataFrame({"step": df["step"], "ic_loss": df[column]})
+    if progress_column in curve.columns:
+        by_step = dict(zip(curve["step"].astype(float), curve[progress_column].astype(float)))
+        part["tila2"] = [by_step.get(float(s), math.nan) for s in part["step"]]
+    step, how = curve_step(part, task, extended=True)
+    last = float(part["step"].iloc[-1])
+    post = combine(prior, step, how, last, calibration or {})
+    if not post.transitions:
+        return Forecast(None, None, None, last, reason=f"cannot forecast: {prior.reason}",
+                        detail={"method": "combined"})  # fmt: skip
+    return Forecast(post.step, post.low, post.high, last, raw_step=step, detail={
+        "method": "combined", "update": how or "none", "prior_step": prior.step,
+        "prior_interval": [prior.low, prior.high],
+        "interval": "the 10-90% quantiles of log T's posterior given the law's prior and the "
+        "calibrated partial-curve forecast, truncated to T > the last step seen",
+        "held_out": "is scored held out in docs/results/transition-law.md",
+    })  # fmt: skip
 
 
 def check_curve(
@@ -211,7 +242,7 @@ def _seen_part(df: pd.DataFrame, observed: dict, until, fraction, source: str):
 
 
 def _add_forecast(out: dict, curve, est, problem, *, until, task, model, target, column,
-                  optimizer, method, progress_column):  # fmt: skip
+                  optimizer, method, progress_column, prior=None, calibration=None):  # fmt: skip
     """The forecast fields of :func:`fit_curve`'s result: the calibrated forecast of an IC-loss
     plateau where it applies, else the fitted model's transition, else why there is none.
     Returns the problem that stops a forecast (None: there is a forecast)."""
@@ -219,7 +250,8 @@ def _add_forecast(out: dict, curve, est, problem, *, until, task, model, target,
     if problem is None and model == NestedLogitModel.name and target == "ic_loss":
         calibrated = calibrated_forecast(curve, until=until, task=task, column=column,
                                          optimizer=optimizer, method=method,
-                                         progress_column=progress_column)  # fmt: skip
+                                         progress_column=progress_column, prior=prior,
+                                         calibration=calibration)  # fmt: skip
     progress_why = None if calibrated is None else calibrated.detail.get("progress_why")
     calibrated_ok = calibrated is not None and calibrated.ok
     if not calibrated_ok and method == "progress" and calibrated is not None:
@@ -229,7 +261,15 @@ def _add_forecast(out: dict, curve, est, problem, *, until, task, model, target,
         out["forecast_transition_step"] = calibrated.step
         out["forecast_interval"] = [calibrated.low, calibrated.high]
         out["forecast_from"] = calibrated.detail.get("method", "template")
-        if out["forecast_from"] == "progress":
+        if out["forecast_from"] == "combined":
+            d = calibrated.detail
+            out["forecast_method"] = (
+                f"the transition law's forecast of this configuration ({d['prior_step']:.0f}, "
+                f"80% {d['prior_interval'][0]:.0f}-{d['prior_interval'][1]:.0f}) updated by the "
+                f"partial curve ({d['update']} forecaster); interval: {d['interval']}; it "
+                f"{d['held_out']}"
+            )
+        elif out["forecast_from"] == "progress":
             out["forecast_method"] = (
                 f"calibrated progress forecast (phenomenology.progress): {progress_column} "
                 f"excess reaches its threshold at {calibrated.raw_step:.0f}, x the "
@@ -275,6 +315,8 @@ def fit_curve(
     optimizer: str | None = None,
     method: str = "auto",
     progress_column: str = "tila2",
+    prior=None,
+    calibration=None,
 ) -> dict:
     """Fits a registered model to a curve table and forecasts its transition.
 
@@ -300,6 +342,7 @@ def fit_curve(
             :mod:`phenomenology.progress`; the curve must have that column and the optimiser a
             progress calibration) or ``auto`` (progress where it can forecast, else template).
         progress_column: the progress measure's column (default ``tila2``).
+        prior, calibration: the law's prior (:func:`phenomenology.transition_law.law_prior`).
 
     Returns:
         JSON-ready dict: :meth:`DynamicsFit.summary` plus ``column``, ``options``,
@@ -346,6 +389,7 @@ def fit_curve(
     problem = _add_forecast(
         out, curve, est, problem, until=float(steps[-1]), task=task, model=model, target=target,
         column=column, optimizer=optimizer, method=method, progress_column=progress_column,
+        prior=prior, calibration=calibration,
     )  # fmt: skip
     actual = observed["transition_step"]
     if problem is None and actual is not None:

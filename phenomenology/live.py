@@ -2,7 +2,9 @@
 progress forecast (:mod:`phenomenology.progress`) where the optimiser has a calibration, else the
 template forecast (:mod:`phenomenology.forecast`), into the ``forecast_step``, ``forecast_low``
 and ``forecast_high`` columns of ``metrics.csv``; :class:`LiveForecast` hands it to the training
-loop as a callback."""
+loop as a callback. A run whose configuration lies inside the transition law's data
+(:mod:`phenomenology.transition_law`) starts from the law's forecast, which the curve updates
+(:mod:`phenomenology.prior`)."""
 
 from __future__ import annotations
 
@@ -54,12 +56,17 @@ def live_forecast(
     every: int = 1,
     optimizer: str | None = None,
     progress_column: str = "tila2",
+    prior=None,
+    calibration: Mapping | None = None,
 ) -> dict:
     """The forecast columns for the newest of ``rows`` (the metrics rows so far, dicts).
 
-    Where the rows have ``progress_column`` and the optimiser a progress calibration, the forecast
-    is the progress forecast (:mod:`phenomenology.progress`) once ``column`` shows a plateau;
-    otherwise (or when it cannot forecast) the template forecast of ``column``.
+    With a ``prior`` (the transition law's forecast of the run's configuration,
+    :func:`phenomenology.transition_law.law_prior`), the forecast is the prior updated by the
+    partial curve (:func:`phenomenology.prior.combine` with ``calibration``), at every
+    evaluation with enough points for a fit. Without one: where the rows have ``progress_column`` and the optimiser a
+    progress calibration, the progress forecast (:mod:`phenomenology.progress`) once ``column``
+    shows a plateau; otherwise (or when it cannot forecast) the template forecast of ``column``.
 
     A deterministic function of the rows (a resumed run writes the same values as an uninterrupted
     one): NaN in all three columns before a forecast is possible (too few points, no plateau yet)
@@ -85,12 +92,33 @@ def live_forecast(
             return nan
         return dict(zip(FORECAST_COLUMNS, carried, strict=True))
     idx = thin(len(steps))
+    if prior is not None:
+        return _live_combined(rows, steps, y, idx, task, progress_column, prior, calibration)
     fc = _live_progress(rows, steps[idx], y[idx], progress_column, optimizer)
     if fc is None or not fc.ok:
         fc = forecast_curve(steps[idx], y[idx], task=task, optimizer=optimizer)
     if not fc.ok:
         return nan
     return dict(zip(FORECAST_COLUMNS, (fc.step, fc.low, fc.high), strict=True))
+
+
+def _live_combined(rows, steps, y, idx, task, progress_column, prior, calibration) -> dict:
+    """The law's prior updated by the thinned curve so far (NaN once the transition is seen)."""
+    import pandas as pd
+
+    from phenomenology.prior import combine, curve_step
+
+    if find_transition(steps, y, method="cliff", direction="falling").transitioned:
+        return dict.fromkeys(FORECAST_COLUMNS, math.nan)
+    part = pd.DataFrame({"step": steps[idx], "ic_loss": y[idx]})
+    if progress_column in rows[-1]:
+        by_step = {float(r["step"]): float(r.get(progress_column, math.nan)) for r in rows}
+        part["tila2"] = [by_step.get(float(s), math.nan) for s in part["step"]]
+    step, method = curve_step(part, task, extended=True)
+    post = combine(prior, step, method, float(steps[-1]), calibration or {})
+    if not post.transitions:
+        return dict.fromkeys(FORECAST_COLUMNS, math.nan)
+    return dict(zip(FORECAST_COLUMNS, (post.step, post.low, post.high), strict=True))
 
 
 def _live_progress(rows, steps, y, column: str, optimizer: str | None) -> Forecast | None:
@@ -131,12 +159,17 @@ class LiveForecast:
     def __call__(self, run, row: Mapping[str, float]) -> dict:
         if "ic_loss" not in row:
             return {}
+        from phenomenology.transition_law import law_prior
+
         task, cfg = run.task, run.cfg
+        prior, calibration, _ = law_prior(task, getattr(run.model, "cfg", None), cfg)
         return live_forecast(
             [*run.rows, row],
             {"L": task.L, "N": task.N, "B": int(task.B_eval_effective)},
             every=live_every(cfg.steps, cfg.eval_every),
             optimizer=cfg.optimizer,
+            prior=prior,
+            calibration=calibration,
         )
 
     @staticmethod

@@ -29,6 +29,9 @@ class FitSource:
         out: where the fit's JSON goes.
         run_dir: the run directory, or None for a CSV.
         optimizer: the optimiser that trained the curve (picks the forecast's calibration).
+        prior: the transition law's forecast of a run directory's configuration, when it lies
+            inside the law's data (:func:`phenomenology.transition_law.law_prior`), else None.
+        calibration: the combination's calibration that goes with ``prior``.
     """
 
     source: str
@@ -38,6 +41,8 @@ class FitSource:
     out: Path
     run_dir: str | None
     optimizer: str
+    prior: object = None
+    calibration: dict = dataclasses.field(default_factory=dict)
 
 
 def parse_number(flag: str, value: str | None, *, integer: bool = False):
@@ -84,12 +89,15 @@ def _run_source(path: Path, task_set: Mapping[str, str], optimizer: str | None) 
             f"--optimizer: {path} is a run directory, its optimiser comes from "
             f"{path / 'config.json'}"
         )
+    from phenomenology.transition_law import law_prior
+
     run = load_run(path)  # opened once: its curve, task and optimiser
     curve, task = read_run(run)
+    prior, calibration, _ = law_prior(run.task, run.model_config, run.train_config)
     return FitSource(
         source=str(path / "metrics.csv"), curve=curve, task=task,
         task_note=f"from {path / 'config.json'}", out=path / "fit.json", run_dir=str(path),
-        optimizer=run.train_config.optimizer,
+        optimizer=run.train_config.optimizer, prior=prior, calibration=dict(calibration),
     )  # fmt: skip
 
 

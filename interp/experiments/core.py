@@ -45,6 +45,7 @@ __all__ = [
     "TIERS",
     "check_rows",
     "matches",
+    "page_text",
     "read_rows",
     "render_page",
     "reproduce",
@@ -241,8 +242,15 @@ class Experiment:
         figure: rows -> a plotly figure drawn beside the page (``NAME.png``), or None.
         notes: further lines of the page, rows -> markdown (computed from the data).
         page: ``(experiment, rows) -> markdown``: a renderer of its own instead of
-            :func:`render_page` (for data produced elsewhere, in a form of their own).
+            :func:`render_page` (for data produced elsewhere, in a form of their own); with
+            ``companions``, ``(experiment, rows, companions) -> markdown``.
         meta: the provenance columns its CSV must have (default :data:`META`).
+        produce: ``(experiment, tier, runs folder, workers, log) -> (rows, companions)``: trains
+            and collects the data in a form of its own, instead of the tiers' sweeps and
+            ``analyse`` (rows without the provenance columns ``source``, ``tier`` and
+            ``command``, which :func:`reproduce` adds; ``companions``: file name -> frame).
+        companions: further CSVs beside ``NAME.csv`` that ``produce`` writes and the page
+            reads (``--render-only`` reads them back).
     """
 
     name: str
@@ -259,8 +267,10 @@ class Experiment:
     headline: Callable[[pd.DataFrame], str] | None = None
     figure: Callable[[pd.DataFrame], object] | None = None
     notes: Callable[[pd.DataFrame], str] | None = None
-    page: Callable[[Experiment, pd.DataFrame], str] | None = None
+    page: Callable[..., str] | None = None
     meta: tuple[str, ...] = META
+    produce: Callable[..., tuple[pd.DataFrame, dict[str, pd.DataFrame]]] | None = None
+    companions: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         missing = [t for t in TIERS if t not in self.tiers]
@@ -489,17 +499,35 @@ def write_figure(experiment: Experiment, rows: pd.DataFrame, out: Path) -> list[
     return export_figure(fig, out / experiment.name, formats, csv=False)
 
 
-def render(experiment: Experiment, out: str | os.PathLike, *, figures: bool = True) -> list[Path]:
-    """Rebuild ``NAME.md`` (and its figure) in ``out`` from ``out/NAME.csv`` alone."""
-    from interp.io.atomic import write_text_atomic
-
+def page_text(experiment: Experiment, out: str | os.PathLike) -> str:
+    """The page of ``experiment`` rendered from ``out/NAME.csv`` (and its companions) alone."""
     out = Path(out)
     csv = out / f"{experiment.name}.csv"
     if not csv.exists():
         raise ValueError(f"{csv} is missing: run `induction-cliff reproduce {experiment.name}`")
     rows = read_rows(csv, experiment.meta)
+    if not experiment.companions:
+        return (experiment.page or render_page)(experiment, rows)
+    extra = {}
+    for name in experiment.companions:
+        if not (out / name).exists():
+            raise ValueError(f"{out / name} is missing: run `induction-cliff reproduce "
+                             f"{experiment.name}`")  # fmt: skip
+        try:
+            extra[name] = pd.read_csv(out / name)
+        except pd.errors.EmptyDataError:  # a table with nothing in it (too little data)
+            extra[name] = pd.DataFrame()
+    return experiment.page(experiment, rows, extra)
+
+
+def render(experiment: Experiment, out: str | os.PathLike, *, figures: bool = True) -> list[Path]:
+    """Rebuild ``NAME.md`` (and its figure) in ``out`` from ``out/NAME.csv`` alone."""
+    from interp.io.atomic import write_text_atomic
+
+    out = Path(out)
+    text = page_text(experiment, out)
+    rows = read_rows(out / f"{experiment.name}.csv", experiment.meta)
     page = out / f"{experiment.name}.md"
-    text = (experiment.page or render_page)(experiment, rows)
     write_text_atomic(page, text)
     written = [page]
     if figures:
@@ -538,6 +566,9 @@ def reproduce(
 
     if tier not in TIERS:
         raise ValueError(f"--tier {tier!r} is invalid: allowed values are {list(TIERS)}")
+    if experiment.produce is not None:
+        return _reproduce_own(experiment, tier, Path(out), Path(runs), workers, figures,
+                              command, log)  # fmt: skip
     t = experiment.tiers[tier]
     base = Path(runs) / experiment.name
     dirs, trained_by = [], {}
@@ -605,6 +636,32 @@ def reproduce(
     csv = out / f"{experiment.name}.csv"
     write_text_atomic(csv, rows.to_csv(index=False))
     written = [csv, *render(experiment, out, figures=figures)]
+    return read_rows(csv, experiment.meta), written
+
+
+def _reproduce_own(experiment, tier, out: Path, runs: Path, workers, figures, command, log):
+    """:func:`reproduce` for an experiment with a ``produce`` of its own."""
+    from interp.io.atomic import write_text_atomic
+
+    rows, companions = experiment.produce(experiment, tier, runs / experiment.name / tier,
+                                          workers, log)  # fmt: skip
+    rows = rows.copy()
+    rows["source"] = "run"
+    rows["tier"] = tier
+    rows["command"] = command or f"induction-cliff reproduce {experiment.name} --tier {tier}"
+    rows = rows[[*[c for c in rows.columns if c not in META], *[c for c in META if c in rows]]]
+    out.mkdir(parents=True, exist_ok=True)
+    csv = out / f"{experiment.name}.csv"
+    write_text_atomic(csv, rows.to_csv(index=False))
+    written = [csv]
+    for name, data in companions.items():  # frames as CSV, records (a dict) as JSON
+        import json
+
+        text = (json.dumps(data, indent=1, sort_keys=True) + "\n" if isinstance(data, dict)
+                else data.to_csv(index=False))  # fmt: skip
+        write_text_atomic(out / name, text)
+        written.append(out / name)
+    written += render(experiment, out, figures=figures)
     return read_rows(csv, experiment.meta), written
 
 

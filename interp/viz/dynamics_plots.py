@@ -371,13 +371,16 @@ def plot_forecast(
 def forecast_figure(curve: pd.DataFrame, *, task: Mapping[str, float], until: float,
                     column: str = "ic_loss", observed_step: float | None = None,
                     note: str | None = None, optimizer: str | None = None,
-                    method: str = "template", progress_column: str = "tila2"):  # fmt: skip
+                    method: str = "template", progress_column: str = "tila2",
+                    forecast=None):  # fmt: skip
     """The forecast figure (:func:`plot_forecast`) of ``curve`` seen up to
     step ``until``: the rows after it, if any, are drawn as the observed continuation.
 
     ``method="progress"`` forecasts from ``progress_column`` (:mod:`phenomenology.progress`) and
     adds a panel of its excess and the fitted growth; the fan is then the template's shape warped
     to the progress forecast's interval (none when no template fits with a cliff ahead).
+    ``method="combined"`` draws ``forecast`` (the transition law's prior updated by the curve,
+    :func:`phenomenology.fit.calibrated_forecast`), with the template's shape warped to it.
 
     Raises:
         ValueError: one line, when there is no forecast to draw (it says why).
@@ -409,6 +412,16 @@ def forecast_figure(curve: pd.DataFrame, *, task: Mapping[str, float], until: fl
             fan_fc = shape
         else:
             fan_fc = None
+    elif method == "combined":
+        if forecast is None or not forecast.ok:
+            raise ValueError("--figure: nothing to draw, the combined forecast has no step")
+        fc = forecast
+        shape = forecast_curve(seen["step"], seen[column], task=task, optimizer=optimizer,
+                               check_plateau=False)  # fmt: skip
+        fan_fc = None
+        if shape.ok and shape.raw_step > fc.last_step:
+            shape.step, shape.low, shape.high = fc.step, fc.low, fc.high
+            fan_fc = shape
     else:  # the template forecast (also for a figure of the plain fit's forecast)
         fc = forecast_curve(seen["step"], seen[column], task=task, optimizer=optimizer)
         if not fc.ok:
@@ -419,7 +432,9 @@ def forecast_figure(curve: pd.DataFrame, *, task: Mapping[str, float], until: fl
     fan = (
         continuations(fan_fc, fan_steps, task=task)[1] if fan_fc is not None else np.empty((0, 300))
     )
-    how = "its attention's growth" if method == "progress" else "the loss curve's template fit"
+    how = {"progress": "its attention's growth",
+           "combined": "the transition law's forecast updated by the curve"}.get(
+        method, "the loss curve's template fit")  # fmt: skip
     return plot_forecast(
         seen, {"step": fc.step, "low": fc.low, "high": fc.high}, fan_steps, fan,
         later=later, observed_step=observed_step, column=column, note=note, progress=progress,

@@ -306,10 +306,13 @@ def _calibrated_forecast(run, note, cutoff: float, fraction: float, observed) ->
     its figure and its error."""
     from interp.viz.dynamics_plots import forecast_figure
     from phenomenology.fit import calibrated_forecast, read_run
+    from phenomenology.transition_law import law_prior
 
     _, task = read_run(run)  # the run already open
     optimizer = run.train_config.optimizer
-    fc = calibrated_forecast(run.metrics, until=cutoff, task=task, optimizer=optimizer)
+    prior, calibration, _ = law_prior(run.task, run.model_config, run.train_config)
+    fc = calibrated_forecast(run.metrics, until=cutoff, task=task, optimizer=optimizer,
+                             prior=prior, calibration=calibration)  # fmt: skip
     head = f"Forecast from {fraction:.0%} of the plateau (steps &le; {cutoff:.0f})"
     if fc is None:
         return f"<p>{head}: the jump is already seen there.</p>"
@@ -325,7 +328,7 @@ def _calibrated_forecast(run, note, cutoff: float, fraction: float, observed) ->
         f"observed {_num(observed, '.0f')}; relative error {_num(error, '+.1%')}.</p>"
     )
     fig = forecast_figure(run.metrics, task=task, until=cutoff, observed_step=observed, note=note,
-                          optimizer=optimizer, method=how)  # fmt: skip
+                          optimizer=optimizer, method=how, forecast=fc)  # fmt: skip
     return text + _fig_html(fig)
 
 

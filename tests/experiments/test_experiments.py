@@ -18,6 +18,7 @@ from interp.experiments import (
     Check,
     check_rows,
     get_experiment,
+    page_text,
     read_rows,
     render_page,
     reproduce,
@@ -36,7 +37,7 @@ def test_every_page_is_its_csv_rendered_byte_for_byte(name):
     if name in FOREIGN and not csv.exists():
         pytest.skip(f"{csv.name} is produced by its own runs")
     assert csv.exists(), f"{csv} is missing: run `induction-cliff reproduce {name}`"
-    rendered = (e.page or render_page)(e, read_rows(csv, e.meta))  # as `--render-only` does
+    rendered = page_text(e, RESULTS_DIR)  # as `--render-only` does
     assert page.read_text() == rendered, (
         f"{page} differs from its CSV rendered: `induction-cliff reproduce {name} --render-only`"
     )

@@ -20,6 +20,7 @@ COMMANDS = (
     "measures",
     "transition",
     "fit",
+    "forecast",
     "figures",
     "quanta",
     "report",

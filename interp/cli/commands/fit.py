@@ -167,14 +167,20 @@ def _check_figure_args(args, until, fraction) -> None:
 def _write_forecast_figure(args, src, result: dict) -> None:
     from interp.viz.dynamics_plots import forecast_figure
     from interp.viz.export import export_figure
+    from phenomenology.forecast import Forecast
     from phenomenology.sources import display_source
 
     curve = src.curve.rename(columns={result["column"]: "ic_loss"})
+    combined = None
+    if result.get("forecast_from") == "combined":
+        low, high = result["forecast_interval"]
+        combined = Forecast(result["forecast_transition_step"], low, high, result["fitted_until"])
     fig = forecast_figure(
         curve, task=src.task, until=result["until_step"],
         observed_step=result["observed"]["transition_step"], note=display_source(src.source),
         optimizer=src.optimizer,
         method=result.get("forecast_from", "template"), progress_column=args.progress_column,
+        forecast=combined,
     )  # fmt: skip
     out = Path(args.figure)
     written = export_figure(fig, out.with_suffix(""), (out.suffix.lstrip(".").lower(),), csv=False)
@@ -209,7 +215,8 @@ def _fit_all(args, sources, until, fraction, options, n_boot) -> None:
             src.curve, task=src.task, model=args.model, column=args.column,
             target=args.target, aux=tuple(args.aux or ()), until=until, fraction=fraction,
             options=options, n_boot=n_boot, source=src.source, optimizer=src.optimizer,
-            method=args.method, progress_column=args.progress_column,
+            method=args.method, progress_column=args.progress_column, prior=src.prior,
+            calibration=src.calibration,
         )  # fmt: skip
         if src.run_dir is not None:
             result["run_dir"] = src.run_dir

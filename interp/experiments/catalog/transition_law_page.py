@@ -1,0 +1,245 @@
+"""The page of the transition-law experiment, rendered from its CSVs alone (deterministic)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+NAME = "transition-law"
+MODEL_ORDER = ("law", "nearest", "tokens", "n2", "free")
+
+
+def _num(v, spec: str = "{:.0f}") -> str:
+    try:
+        v = float(v)
+    except (TypeError, ValueError):
+        return "-"
+    return "-" if math.isnan(v) else ("never" if math.isinf(v) else spec.format(v))
+
+
+def _jumped(rows: pd.DataFrame) -> pd.Series:
+    return rows["transitioned"].astype(str).str.lower().isin(["true", "1", "1.0"])
+
+
+def _labels() -> dict[str, str]:
+    from phenomenology.transition_law import all_models
+
+    return {m.name: m.label for m in all_models()}
+
+
+def floor_median(rows: pd.DataFrame) -> float:
+    from phenomenology.transition_law import floor
+
+    f = floor(rows)
+    return float(f["floor"].median()) if len(f) else math.nan
+
+
+def loo_summary(loo: pd.DataFrame) -> pd.DataFrame:
+    """Per model: held-out runs, median ``|log error|``, the share within a factor 1.25 and 80%
+    interval coverage."""
+    out = []
+    for m in MODEL_ORDER:
+        g = loo[loo["model"] == m]
+        if not len(g):
+            continue
+        e = g["abs_log_error"].astype(float)
+        out.append({"model": m, "runs": len(g), "configs": g["point"].nunique(),
+                    "median": float(e.median()), "within_25": float((e <= math.log(1.25)).mean()),
+                    "coverage": float(g["covered"].astype(bool).mean())})  # fmt: skip
+    return pd.DataFrame(out)
+
+
+def headline(rows: pd.DataFrame) -> str:
+    jumped = _jumped(rows)
+    fl = floor_median(rows)
+    return (f"{int(jumped.sum())} of {len(rows)} runs transitioned over "
+            f"{rows['point'].nunique()} configurations; seed-scatter floor (median) "
+            f"{_num(fl, '{:.3f}')} in log T")  # fmt: skip
+
+
+def _grid_table(rows: pd.DataFrame) -> list[str]:
+    from phenomenology.transition_law import floor
+
+    fl = floor(rows).set_index("point")
+    lines = ["| point | role | K | L | N | B | eps | p_C | lr | budget | transitioned | "
+             "transition step (median, range) | floor |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]  # fmt: skip
+    for point, g in rows.groupby("point", sort=False):
+        r = g.iloc[0]
+        j = _jumped(g)
+        t = pd.to_numeric(g["transition_step"], errors="coerce")[j]
+        spread = f"{t.median():.0f} ({t.min():.0f}-{t.max():.0f})" if len(t) else "none"
+        cells = [point, r["role"], *(f"{r[k]:g}" for k in ("K", "L", "N", "B", "eps", "p_C", "lr")),
+                 f"{int(r['budget'])}", f"{int(j.sum())} of {len(g)}", spread,
+                 _num(fl["floor"].get(point, math.nan), "{:.3f}")]  # fmt: skip
+        lines.append("| " + " | ".join(str(c) for c in cells) + " |")
+    return lines
+
+
+def _law_lines(rows: pd.DataFrame) -> list[str]:
+    from phenomenology.transition_law import LAW, power_exponent
+
+    fitted = LAW.fit(rows)
+    coef, se = fitted.coefficients(), fitted.stderr()
+    lines = [f"Fitted on all {fitted.n} transitioned runs (residual sd {fitted.sigma:.3f} in "
+             f"log T, {fitted.dof} degrees of freedom):", "",
+             "| term | coefficient | standard error |", "| --- | --- | --- |"]  # fmt: skip
+    for k in coef:
+        lines.append(f"| {k} | {coef[k]:+.3f} | {se[k]:.3f} |")
+    n_exp = power_exponent(rows)
+    lines += ["", "## The context-length exponent", "",
+              f"The free power law's exponent of N is **{n_exp['estimate']:.2f}** (95%: "
+              f"{n_exp['ols_low']:.2f} to {n_exp['ols_high']:.2f} by least squares; "
+              f"{n_exp['boot_low']:.2f} to {n_exp['boot_high']:.2f} by a bootstrap over "
+              f"configurations, {n_exp['n_boot']} resamples)."]  # fmt: skip
+    axis = rows[rows["point"].isin(["N4", "N6", "centre", "N12", "N16", "N24"]) & _jumped(rows)]
+    if axis["N"].nunique() >= 3:
+        x, y = np.log(axis["N"].astype(float)), np.log(axis["transition_step"].astype(float))
+        slope, icpt = np.polyfit(x, y, 1)
+        resid = y - (slope * x + icpt)
+        from scipy.stats import t as student
+
+        se_s = math.sqrt((resid**2).sum() / (len(x) - 2) / ((x - x.mean()) ** 2).sum())
+        q = float(student.ppf(0.975, len(x) - 2))
+        lines.append(
+            f"On the N axis alone (lr 0.1, B=1, N = {', '.join(f'{v:g}' for v in sorted(axis['N'].unique()))}"
+            f", {len(axis)} runs) the slope of log T on log N is {slope:.2f} (95%: "
+            f"{slope - q * se_s:.2f} to {slope + q * se_s:.2f})."
+        )
+    for name, value in (("the N^2 form (Musat et al. 2025)", 2.0),
+                        ("the sqrt(B C) tokens form (Aoyama et al. 2025)", -0.5)):  # fmt: skip
+        inside = n_exp["boot_low"] <= value <= n_exp["boot_high"]
+        lines.append(f"- {name} has exponent {value:g}: "
+                     f"{'inside' if inside else 'outside'} the bootstrap interval.")  # fmt: skip
+    return lines
+
+
+def _loo_lines(rows: pd.DataFrame, loo: pd.DataFrame) -> list[str]:
+    labels = _labels()
+    fl = floor_median(rows)
+    s = loo_summary(loo)
+    lines = ["Every model refitted without one configuration and scored on that "
+             "configuration's runs; the same held-out runs for every model.", "",
+             "| model | held-out runs | configurations | median abs log error | x floor | "
+             "within 25% | 80% coverage |", "| --- | --- | --- | --- | --- | --- | --- |"]  # fmt: skip
+    for _, r in s.iterrows():
+        lines.append(f"| {labels.get(r['model'], r['model'])} | {r['runs']} | {r['configs']} | "
+                     f"{r['median']:.3f} | {r['median'] / fl:.2f} | {r['within_25']:.0%} | "
+                     f"{r['coverage']:.0%} |")  # fmt: skip
+    lines += ["", f"Seed-scatter floor: median over configurations of 0.6745 x the sd of "
+              f"their seeds' log T = **{fl:.3f}** (the median error of a predictor exact in "
+              "each configuration's mean)."]  # fmt: skip
+    if len(s):
+        law = s[s["model"] == "law"].iloc[0]
+        rest = s[s["model"] != "law"].sort_values("median")
+        best = rest.iloc[0]
+        verdict = "wins" if law["median"] < best["median"] else "does not win"
+        lines.append(
+            f"- The law {verdict}: median error {law['median']:.3f} against "
+            f"{best['median']:.3f} for the best baseline ({labels[best['model']]}), a ratio of "
+            f"{best['median'] / law['median']:.2f}; {law['median'] / fl:.2f} x the floor "
+            f"(target at most 1.5), coverage {law['coverage']:.0%} (target 70-90%)."
+        )
+    per = loo[loo["model"] == "law"].groupby("point", sort=False)["abs_log_error"].median()
+    worst = per.sort_values(ascending=False).head(3)
+    lines.append("- Worst held-out configurations for the law: " + ", ".join(
+        f"{p} ({v:.2f})" for p, v in worst.items()) + ".")  # fmt: skip
+    return lines
+
+
+def _combined_lines(combined: pd.DataFrame) -> list[str]:
+    from phenomenology.transition_scores import summarize_combined
+
+    s = summarize_combined(combined)
+    lines = ["At a cut-off of each held-out run's plateau (from its start to its onset), median "
+             "abs log error of the law alone (the prior), of the partial-curve forecaster alone "
+             "(progress where it forecasts, else the template, as `fit` reads them; over the "
+             "runs it forecasts) and of their combination (over all runs, and over the runs the "
+             "curve forecaster forecasts):", "",
+             "| plateau seen | runs | law | law 80% cover | curve (runs) | combined | combined on "
+             "the curve's runs | combined 80% cover |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- |"]  # fmt: skip
+    for _, r in s.iterrows():
+        lines.append(f"| {r['fraction']:.0%} | {r['runs']} | {r['law']:.3f} | "
+                     f"{r['law_coverage']:.0%} | {_num(r['curve'], '{:.3f}')} "
+                     f"({r['curve_runs']}) | {r['combined']:.3f} | "
+                     f"{_num(r['combined_on_curve_runs'], '{:.3f}')} | "
+                     f"{r['combined_coverage']:.0%} |")  # fmt: skip
+    worse = [f"{r['fraction']:.0%}" for _, r in s.iterrows()
+             if r["combined"] > r["law"] + 1e-12 or (
+                 r["curve_runs"] and r["combined_on_curve_runs"] > r["curve"] + 1e-12)]  # fmt: skip
+    lines += ["", ("- The combination is no worse than either part at every fraction."
+                   if not worse else "- The combination is worse than a part alone at "
+                   f"{', '.join(worse)} of the plateau.")]  # fmt: skip
+    return lines
+
+
+def _warning_lines(warning: pd.DataFrame) -> list[str]:
+    lines = ["\"Will this run transition within its budget?\", asked of every run not yet "
+             "transitioned at a fraction of its budget (95% bootstrap intervals, runs resampled "
+             "within their class):", "",
+             "| signal | " + " | ".join(f"AUROC at {f:.0%}" for f in sorted(
+                 warning.loc[warning["measure"] == "auroc", "at"].unique())) + " |"]  # fmt: skip
+    au = warning[warning["measure"] == "auroc"]
+    ats = sorted(au["at"].unique())
+    lines.append("| --- |" + " --- |" * len(ats))
+    for s in ("progress", "template", "law"):
+        cells = []
+        for a in ats:
+            r = au[(au["signal"] == s) & (au["at"] == a)].iloc[0]
+            cells.append(
+                f"{_num(r['value'], '{:.2f}')} [{_num(r['low'], '{:.2f}')}, "
+                f"{_num(r['high'], '{:.2f}')}] ({r['positives']}+/{r['negatives']}-)"
+            )
+        lines.append(f"| {s} | " + " | ".join(cells) + " |")
+    lines += ["", "Lead time at a 5% false-positive rate (the threshold above the peak signal of "
+              "all but 5% of the negatives over their whole budget): the median over positives "
+              "of the share of the transition step still ahead when the signal first crosses "
+              "(0 when it never crosses before the cliff).", "",
+              "| signal | median lead (share of the step) | positives warned |",
+              "| --- | --- | --- |"]  # fmt: skip
+    for s in ("progress", "template", "law"):
+        lead = warning[(warning["signal"] == s) & (warning["measure"] == "lead")].iloc[0]
+        warned = warning[(warning["signal"] == s) & (warning["measure"] == "warned")].iloc[0]
+        lines.append(
+            f"| {s} | {lead['value']:.2f} [{lead['low']:.2f}, {lead['high']:.2f}] | "
+            f"{warned['value']:.0%} [{warned['low']:.0%}, {warned['high']:.0%}] |"
+        )
+    return lines
+
+
+def render_page(experiment, rows: pd.DataFrame, companions: dict) -> str:
+    from interp.experiments.core import _provenance
+
+    loo, combined = companions[f"{NAME}-loo.csv"], companions[f"{NAME}-combined.csv"]
+    warning = companions[f"{NAME}-warning.csv"]
+    lines = [f"# {experiment.title}", "", f"**Question.** {experiment.question}", ""]
+    lines += ["## Data", "", *_provenance(rows), f"- **Headline:** {headline(rows)}.", ""]
+    lines += ["One row per configuration (three seeds each; `floor`: 0.6745 x the sd of the "
+              "seeds' log T). The transition step is the IC-loss cliff.", "",
+              *_grid_table(rows), ""]  # fmt: skip
+    if loo.empty:
+        lines += ["Too few configurations transitioned to fit and score the law.", ""]
+    else:
+        lines += ["## The law", "", "log T = c0 + a log lr + b log N + k log K + e log eps + "
+                  "p log p_C + d log(1/n - 1/L), n = N / B: a power law times a power of the "
+                  "nested-logit model's initial drive, which vanishes at L = n (no transition "
+                  "predicted there, nor at p_C = 0).", "", *_law_lines(rows), ""]  # fmt: skip
+        lines += ["## Held out: one configuration at a time", "", *_loo_lines(rows, loo), ""]
+        if not combined.empty:
+            lines += ["## Before and during training, combined", "",
+                      *_combined_lines(combined), ""]  # fmt: skip
+        if not warning.empty:
+            lines += ["## Early warning", "", *_warning_lines(warning), ""]
+    lines += ["## Deviations from the paper", ""]
+    lines += [f"- {d}" for d in experiment.deviations]
+    lines += ["", "## Tiers", ""]
+    for t, tier in experiment.tiers.items():
+        lines.append(f"- `{t}` ({tier.cost}): {tier.note}")
+    lines += ["", "## Reproduce", "", "```bash",
+              f"induction-cliff reproduce {NAME} --tier full   # trains what is missing",
+              f"induction-cliff reproduce {NAME} --render-only   # this page from its CSVs",
+              "```", ""]  # fmt: skip
+    return "\n".join(lines)

@@ -1,0 +1,501 @@
+"""A law of the transition step across configurations, four baselines, and their held-out scores.
+
+Every model here predicts ``log T``, the logarithm of a run's transition step (its IC-loss cliff),
+from the run's configuration alone, before anything is trained, with an 80% predictive interval:
+
+- :data:`LAW`, the toolkit's law: a power law in the learning rate, the context length ``N``, the
+  number of classes ``K``, the within-class noise ``eps`` and the novel-class share ``p_C``, times
+  a power of the nested-logit model's initial drive ``1/n - 1/L`` (``n = N / B``, the distinct
+  labels of a context; docs/science.md section 4), which carries ``L`` and ``B``. The drive
+  vanishes at ``L = n``, where the nested-logit model has no transition, and so does the law: it
+  predicts no transition there, and none at ``p_C = 0`` (its ``p_C`` term diverges);
+- :data:`FREE_POWER_LAW`: a free power law in ``K``, ``B``, ``N`` and the learning rate;
+- :data:`TOKENS_FORM`: induction heads form after about ``T sqrt(B C)`` training tokens (Aoyama et
+  al. 2025: ``B`` the batch size, ``C`` the context length), so ``steps ∝ 1 / sqrt(B C)``;
+- :data:`N2_FORM`: the emergence time grows as the square of the context length (Musat et al.
+  2025), ``steps ∝ N^2``;
+- :class:`NearestConfiguration`: the mean ``log T`` of the nearest configuration of the data.
+
+The two published forms state no dependence on the learning rate, which the data vary; they are
+given plain SGD's time scale, ``steps ∝ 1 / lr`` (gradient flow's time is ``steps x lr``), and a
+free constant, and are otherwise as published. Each log-linear model is fitted by least squares
+on the runs that transitioned (one row per run, so a configuration counts by its seeds); its 80%
+interval is the Student-t predictive interval of the fit. Runs that did not transition within
+their budget are not fitted (their step is censored); :func:`leave_one_out` scores every model on
+configurations held out one at a time.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+__all__ = [
+    "FIELDS",
+    "FREE_POWER_LAW",
+    "LAW",
+    "LogLinearLaw",
+    "MODELS",
+    "N2_FORM",
+    "NearestConfiguration",
+    "Prediction",
+    "TOKENS_FORM",
+    "drive",
+    "floor",
+    "leave_one_out",
+    "power_exponent",
+]
+
+Z80 = 1.2815515655446004
+"""The standard normal's 90% quantile: an 80% two-sided interval is ``mean ± Z80 sd``."""
+
+FIELDS = ("K", "L", "N", "B", "eps", "p_C", "lr", "batch_size")
+"""The configuration fields the models read (a row of the grid, or a run's configs)."""
+
+
+def drive(L: float, N: float, B: float) -> float:
+    """The nested-logit model's initial pull on the match, ``1/n - 1/L`` with ``n = N / B`` (the
+    distinct labels of a context); 0 or less: the model has no transition."""
+    return 1.0 / (N / B) - 1.0 / L
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """A predicted transition step: the median ``step`` (``exp`` of the predicted mean of ``log
+    T``), its 80% interval, and the predictive ``log_sd`` (``inf`` steps: no transition at all)."""
+
+    step: float
+    low: float
+    high: float
+    log_mean: float
+    log_sd: float
+    reason: str = ""
+
+    @property
+    def transitions(self) -> bool:
+        return math.isfinite(self.step)
+
+    def p_within(self, budget: float, seen: float = 0.0) -> float:
+        """The probability of a transition by step ``budget``, given none by step ``seen``."""
+        from scipy.stats import norm
+
+        if not self.transitions:
+            return 0.0
+        if budget <= seen:
+            return 0.0
+        sd = max(self.log_sd, 1e-9)
+        p_budget = norm.cdf((math.log(budget) - self.log_mean) / sd)
+        p_seen = norm.cdf((math.log(seen) - self.log_mean) / sd) if seen > 0 else 0.0
+        rest = 1.0 - p_seen
+        return float((p_budget - p_seen) / rest) if rest > 1e-300 else 1.0
+
+    @staticmethod
+    def never(reason: str) -> Prediction:
+        return Prediction(math.inf, math.inf, math.inf, math.inf, 0.0, reason)
+
+    def to_dict(self) -> dict:
+        return {
+            "step": self.step,
+            "low": self.low,
+            "high": self.high,
+            "log_mean": self.log_mean,
+            "log_sd": self.log_sd,
+            "reason": self.reason,
+        }
+
+
+def _log(x: float) -> float:
+    return math.log(x) if x > 0 else -math.inf
+
+
+Term = tuple[str, Callable[[Mapping[str, float]], float]]
+
+TERMS: dict[str, Callable[[Mapping[str, float]], float]] = {
+    "log lr": lambda c: _log(c["lr"]),
+    "log N": lambda c: _log(c["N"]),
+    "log B": lambda c: _log(c["B"]),
+    "log K": lambda c: _log(c["K"]),
+    "log eps": lambda c: _log(c["eps"]),
+    "log p_C": lambda c: _log(c["p_C"]),
+    "log drive": lambda c: _log(drive(c["L"], c["N"], c["B"])),
+}
+"""The features a log-linear model may use, by name (``-inf``: the feature's limit, where the
+model predicts no transition)."""
+
+OFFSETS: dict[str, Callable[[Mapping[str, float]], float]] = {
+    "none": lambda c: 0.0,
+    "tokens": lambda c: -_log(c["lr"]) - 0.5 * _log(c["batch_size"] * (2 * c["N"] + 1)),
+    "N2": lambda c: -_log(c["lr"]) + 2.0 * _log(c["N"]),
+}
+"""Fixed parts of a model's ``log T`` (slope 1, not fitted): the published forms' exponents, with
+SGD's ``1 / lr`` time scale (context length ``C = 2N + 1`` tokens, ``B`` the batch size)."""
+
+
+@dataclass(frozen=True)
+class LogLinearLaw:
+    """``log T = offset(config) + c0 + sum_i c_i term_i(config)``, fitted by least squares.
+
+    Attributes:
+        name: the model's short name (``law``, ``free``, ...).
+        label: what the page calls it.
+        terms: names in :data:`TERMS`.
+        offset: a name in :data:`OFFSETS`.
+    """
+
+    name: str
+    label: str
+    terms: tuple[str, ...]
+    offset: str = "none"
+
+    def design(self, configs: Sequence[Mapping[str, float]]) -> np.ndarray:
+        cols = [np.ones(len(configs))]
+        cols += [np.array([TERMS[t](c) for c in configs], float) for t in self.terms]
+        return np.column_stack(cols)
+
+    def fit(self, rows: pd.DataFrame) -> FittedLaw:
+        """Fit on the rows that transitioned (``transition_step`` finite)."""
+        ok = rows[_transitioned(rows)]
+        configs = _configs(ok)
+        y = np.log(ok["transition_step"].to_numpy(float))
+        y = y - np.array([OFFSETS[self.offset](c) for c in configs])
+        X = self.design(configs)
+        if not np.isfinite(X).all():
+            raise ValueError(f"{self.label}: a fitted row has a term at its limit (-inf)")
+        coef, *_ = np.linalg.lstsq(X, y, rcond=None)
+        resid = y - X @ coef
+        dof = len(y) - np.linalg.matrix_rank(X)
+        if dof < 1:
+            raise ValueError(f"{self.label}: {len(y)} runs cannot fit {X.shape[1]} coefficients")
+        sigma = float(math.sqrt(resid @ resid / dof))
+        return FittedLaw(self, coef, np.linalg.pinv(X.T @ X), sigma, int(dof), len(y))
+
+
+@dataclass(frozen=True)
+class FittedLaw:
+    """A :class:`LogLinearLaw` with its coefficients, ``(X'X)^-1``, residual sd and degrees of
+    freedom (what its predictive interval needs)."""
+
+    model: LogLinearLaw
+    coef: np.ndarray
+    xtx_inv: np.ndarray
+    sigma: float
+    dof: int
+    n: int
+
+    @property
+    def name(self) -> str:
+        return self.model.name
+
+    def coefficients(self) -> dict[str, float]:
+        return dict(zip(("intercept", *self.model.terms), map(float, self.coef), strict=True))
+
+    def stderr(self) -> dict[str, float]:
+        se = self.sigma * np.sqrt(np.diag(self.xtx_inv))
+        return dict(zip(("intercept", *self.model.terms), map(float, se), strict=True))
+
+    def predict(self, config: Mapping[str, float]) -> Prediction:
+        from scipy.stats import t as student
+
+        x = self.model.design([config])[0]
+        limit = [t for t, v in zip(self.model.terms, x[1:], strict=True) if not math.isfinite(v)]
+        if limit:
+            return Prediction.never(f"{limit[0]} is at its limit: {self.model.label} predicts no "
+                                    "transition")  # fmt: skip
+        mean = float(x @ self.coef) + OFFSETS[self.model.offset](config)
+        sd = self.sigma * math.sqrt(1.0 + float(x @ self.xtx_inv @ x))
+        q = float(student.ppf(0.9, self.dof))
+        return Prediction(math.exp(mean), math.exp(mean - q * sd), math.exp(mean + q * sd),
+                          mean, sd * q / Z80)  # fmt: skip
+
+    def to_dict(self) -> dict:
+        return {
+            "model": self.model.name,
+            "terms": list(self.model.terms),
+            "offset": self.model.offset,
+            "coef": [float(c) for c in self.coef],
+            "xtx_inv": [[float(v) for v in r] for r in self.xtx_inv],
+            "sigma": self.sigma,
+            "dof": self.dof,
+            "n": self.n,
+        }
+
+    @staticmethod
+    def from_dict(d: Mapping) -> FittedLaw:
+        model = next(m for m in MODELS if m.name == d["model"])
+        if list(model.terms) != list(d["terms"]) or model.offset != d["offset"]:
+            raise ValueError(f"the stored law {d['model']!r} has other terms than the code's")
+        return FittedLaw(model, np.array(d["coef"], float), np.array(d["xtx_inv"], float),
+                         float(d["sigma"]), int(d["dof"]), int(d["n"]))  # fmt: skip
+
+
+LAW = LogLinearLaw(
+    name="law",
+    label="the law (power law x nested-logit drive)",
+    terms=("log lr", "log N", "log K", "log eps", "log p_C", "log drive"),
+)
+FREE_POWER_LAW = LogLinearLaw(
+    name="free", label="free power law in K, B, N, lr", terms=("log lr", "log N", "log B", "log K")
+)
+TOKENS_FORM = LogLinearLaw(name="tokens", label="sqrt(B C) tokens form", terms=(), offset="tokens")
+N2_FORM = LogLinearLaw(name="n2", label="N^2-in-steps form", terms=(), offset="N2")
+
+
+@dataclass(frozen=True)
+class NearestConfiguration:
+    """The mean ``log T`` of the nearest configuration (Euclidean distance over the log fields,
+    each scaled by its spread in the data); 80% interval from the pooled spread of the seeds."""
+
+    name: str = "nearest"
+    label: str = "nearest-configuration lookup"
+    fields: tuple[str, ...] = ("lr", "N", "B", "K", "eps", "p_C", "L")
+
+    def fit(self, rows: pd.DataFrame) -> FittedNearest:
+        ok = rows[_transitioned(rows)].assign(y=lambda r: np.log(r["transition_step"]))
+        groups = ok.groupby(list(self.fields), sort=True)["y"]
+        table = groups.agg(["mean", "count", "var"]).reset_index()
+        dev = ok["y"] - groups.transform("mean")
+        dof = int(len(ok) - len(table))
+        pooled = float(math.sqrt((dev**2).sum() / dof)) if dof > 0 else math.nan
+        feats = np.log(table[list(self.fields)].to_numpy(float))
+        scale = feats.std(axis=0)
+        scale[scale == 0] = 1.0
+        return FittedNearest(self, table, feats, scale, pooled, dof)
+
+
+@dataclass(frozen=True)
+class FittedNearest:
+    model: NearestConfiguration
+    table: pd.DataFrame
+    feats: np.ndarray
+    scale: np.ndarray
+    sigma: float
+    dof: int
+    name: str = field(default="nearest")
+
+    def predict(self, config: Mapping[str, float]) -> Prediction:
+        from scipy.stats import t as student
+
+        x = np.log(np.array([max(float(config[f]), 1e-300) for f in self.model.fields]))
+        d = np.sqrt((((self.feats - x) / self.scale) ** 2).sum(axis=1))
+        i = int(np.argmin(d))
+        mean, n = float(self.table["mean"].iloc[i]), int(self.table["count"].iloc[i])
+        sd = self.sigma * math.sqrt(1.0 + 1.0 / n)
+        q = float(student.ppf(0.9, max(self.dof, 1)))
+        return Prediction(math.exp(mean), math.exp(mean - q * sd), math.exp(mean + q * sd),
+                          mean, sd * q / Z80)  # fmt: skip
+
+
+MODELS = (LAW, FREE_POWER_LAW, TOKENS_FORM, N2_FORM)
+"""The log-linear models, the law first."""
+BASELINES = ("nearest", "tokens", "n2", "free")
+
+
+def all_models() -> list:
+    return [LAW, NearestConfiguration(), TOKENS_FORM, N2_FORM, FREE_POWER_LAW]
+
+
+def _transitioned(rows: pd.DataFrame) -> pd.Series:
+    t = pd.to_numeric(rows["transition_step"], errors="coerce")
+    return t.notna() & np.isfinite(t) & (t > 0)
+
+
+def _configs(rows: pd.DataFrame) -> list[dict[str, float]]:
+    return [{f: float(r[f]) for f in FIELDS} for _, r in rows.iterrows()]
+
+
+def config_key(rows: pd.DataFrame) -> pd.Series:
+    """One label per configuration (the grid's ``point``)."""
+    return rows["point"].astype(str)
+
+
+def leave_one_out(rows: pd.DataFrame, models: Sequence | None = None) -> pd.DataFrame:
+    """Every model fitted without one configuration and scored on that configuration's runs.
+
+    Returns:
+        One row per (model, held-out run): ``model, point, seed, observed, predicted, low, high,
+        abs_log_error, covered`` (observed: the run's transition step; runs that did not
+        transition are left out; a prediction of no transition counts as an infinite error).
+    """
+    models = all_models() if models is None else list(models)
+    key = config_key(rows)
+    out = []
+    held = rows[_transitioned(rows)]
+    for point in dict.fromkeys(config_key(held)):
+        train = rows[key != point]
+        test = held[config_key(held) == point]
+        for m in models:
+            fitted = m.fit(train)
+            for _, r in test.iterrows():
+                p = fitted.predict({f: float(r[f]) for f in FIELDS})
+                obs = float(r["transition_step"])
+                err = abs(math.log(p.step / obs)) if p.transitions else math.inf
+                out.append({
+                    "model": m.name, "point": point, "seed": int(r["seed"]), "observed": obs,
+                    "predicted": p.step, "low": p.low, "high": p.high, "abs_log_error": err,
+                    "covered": bool(p.low <= obs <= p.high),
+                })  # fmt: skip
+    return pd.DataFrame(out)
+
+
+def floor(rows: pd.DataFrame) -> pd.DataFrame:
+    """The seed-scatter floor of each configuration with two or more transitioned seeds:
+    ``0.6745 x sd(log T)`` over its seeds, the median ``|log error|`` of a predictor exact in the
+    configuration's mean when the seeds scatter log-normally (columns ``point, n, sd_log,
+    floor``)."""
+    ok = rows[_transitioned(rows)].assign(y=lambda r: np.log(r["transition_step"]))
+    g = ok.groupby(config_key(ok), sort=False)["y"]
+    t = pd.DataFrame({"n": g.count(), "sd_log": g.std(ddof=1)}).reset_index(names="point")
+    t = t[t["n"] >= 2].copy()
+    t["floor"] = 0.6745 * t["sd_log"]
+    return t
+
+
+def power_exponent(
+    rows: pd.DataFrame, term: str = "log N", model: LogLinearLaw = FREE_POWER_LAW,
+    n_boot: int = 1000, seed: int = 0,
+) -> dict[str, float]:  # fmt: skip
+    """A model's exponent of one field with its 95% interval: the least-squares one (``t`` of the
+    fit) and a bootstrap over configurations (whole configurations resampled with their seeds)."""
+    from scipy.stats import t as student
+
+    fitted = model.fit(rows)
+    est, se = fitted.coefficients()[term], fitted.stderr()[term]
+    q = float(student.ppf(0.975, fitted.dof))
+    ok = rows[_transitioned(rows)]
+    points = list(dict.fromkeys(config_key(ok)))
+    groups = {p: ok[config_key(ok) == p] for p in points}
+    rng = np.random.default_rng(seed)
+    boot = []
+    for _ in range(n_boot):
+        pick = rng.choice(len(points), size=len(points), replace=True)
+        sample = pd.concat([groups[points[i]] for i in pick], ignore_index=True)
+        try:
+            boot.append(model.fit(sample).coefficients()[term])
+        except ValueError:
+            continue
+    lo, hi = np.percentile(boot, [2.5, 97.5]) if boot else (math.nan, math.nan)
+    return {"estimate": est, "ols_low": est - q * se, "ols_high": est + q * se,
+            "boot_low": float(lo), "boot_high": float(hi), "n_boot": len(boot)}  # fmt: skip
+
+
+# ---------------------------------------------------------------------------------------------
+# the stored law: forecasting a configuration before training
+
+LAW_FILE = __import__("pathlib").Path(__file__).with_name("transition_law.json")
+"""The law fitted on the transition-law experiment's data (docs/results/transition-law.md),
+packaged with the toolkit; ``induction-cliff reproduce transition-law --tier full`` writes it as
+``transition-law-law.json`` beside the page."""
+
+WARNED = {"hidden_bias"}
+"""Fixed fields of the data that a forecast does not refuse but names: the author's scalar
+hidden biases train as the per-unit ones where they train at all, but collapse on some seeds
+under plain SGD (docs/results/hidden-bias.md)."""
+
+
+@dataclass(frozen=True)
+class StoredLaw:
+    """The fitted law with the range of the data it was fitted on.
+
+    Attributes:
+        fitted: the law.
+        ranges: field -> ``[min, max]`` over the runs that transitioned.
+        fixed: ``section.field`` -> the value every run of the data had (as text).
+        calibration: the combination's calibration (:func:`phenomenology.prior.calibrate`).
+        source: where its data are.
+    """
+
+    fitted: FittedLaw
+    ranges: Mapping[str, Sequence[float]]
+    fixed: Mapping[str, str]
+    calibration: Mapping[str, list]
+    source: str = ""
+
+    @staticmethod
+    def load(path=None) -> StoredLaw:
+        import json
+        from pathlib import Path
+
+        path = Path(path) if path is not None else LAW_FILE
+        if not path.exists():
+            raise ValueError(f"{path} is missing: `induction-cliff reproduce transition-law "
+                             "--tier full` writes it")  # fmt: skip
+        try:
+            d = json.loads(path.read_text())
+            return StoredLaw(FittedLaw.from_dict(d["law"]), d["ranges"], d["fixed"],
+                             d.get("calibration", {}), d.get("data", ""))  # fmt: skip
+        except (KeyError, TypeError, ValueError, StopIteration) as err:
+            raise ValueError(f"{path} is not a stored transition law ({err})") from None
+
+    def problems(self, config: Mapping[str, float], settings: Mapping[str, str]) -> tuple:
+        """``(refusals, notes)``: one line per field outside the data (a value beyond its range,
+        or a fixed field set otherwise), and one per field in :data:`WARNED` set otherwise."""
+        refusals, notes = [], []
+        for f, (lo, hi) in self.ranges.items():
+            v = float(config[f])
+            if not lo <= v <= hi:
+                refusals.append(f"{f}={v:g} is outside the law's data ({lo:g} to {hi:g})")
+        for key, value in self.fixed.items():
+            have = settings.get(key)
+            if have is None or str(have) == str(value):
+                continue
+            field_name = key.split(".", 1)[-1]
+            line = f"{field_name}={have} is not the law's ({value})"
+            (notes if field_name in WARNED else refusals).append(line)
+        return refusals, notes
+
+    def forecast(self, config: Mapping[str, float]) -> Prediction:
+        return self.fitted.predict(config)
+
+
+FIXED_FIELDS = {
+    "task": ("D", "N_max", "alpha", "p_B", "novel_pool", "B_eval", "task"),
+    "model": ("n_layers", "n_heads", "d_head", "d_mlp", "n_mlp_layers", "positional",
+              "positional_config", "attn_scale", "attn_init_std", "qk_bias", "readout_init",
+              "hidden_bias"),
+    "train": ("optimizer", "weight_decay", "weight_decay_form", "momentum", "batch_size",
+              "intervention"),
+}  # fmt: skip
+"""The fields a grid holds fixed that can change a transition time (``section.field``); a forecast
+of a configuration that sets one otherwise is outside the data."""
+
+
+def law_inputs(task, model, train) -> tuple[dict[str, float], dict[str, str]]:
+    """A run's configs as the law reads them: ``(fields, settings)``, the fields of
+    :data:`phenomenology.transition_law.FIELDS` and the :data:`FIXED_FIELDS` as text."""
+    sections = {"task": task, "model": model, "train": train}
+    values = {**{f: getattr(task, f) for f in FIELDS if hasattr(task, f)},
+              "lr": train.lr, "batch_size": train.batch_size}  # fmt: skip
+    fields = {f: float(values[f]) for f in FIELDS}
+    settings = {f"{s}.{f}": str(getattr(sections[s], f))
+                for s, names in FIXED_FIELDS.items() for f in names}  # fmt: skip
+    return fields, settings
+
+
+_STORED: dict = {}
+
+
+def law_prior(task, model, train, path=None) -> tuple[Prediction | None, Mapping, str]:
+    """The stored law's forecast of a run's configuration, as the prior of the partial-curve
+    forecasters: ``(prediction, calibration, why)``; prediction None (and ``why`` says why) when
+    there is no stored law, the optimiser is not plain SGD, or the configuration is outside the
+    law's data (then the curve forecasters work alone, as before)."""
+    key = str(path)
+    if key not in _STORED:
+        try:
+            _STORED[key] = StoredLaw.load(path)
+        except ValueError as err:
+            _STORED[key] = str(err)
+    law = _STORED[key]
+    if isinstance(law, str):
+        return None, {}, law
+    if model is None or not all(hasattr(model, f) for f in FIXED_FIELDS["model"]):
+        return None, {}, "not the toolkit's network"
+    fields, settings = law_inputs(task, model, train)
+    refusals, _ = law.problems(fields, settings)
+    if refusals:
+        return None, {}, refusals[0]
+    return law.forecast(fields), law.calibration, ""

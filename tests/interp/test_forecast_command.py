@@ -1,0 +1,97 @@
+"""``induction-cliff forecast``: a configuration's transition step from a stored law, nothing
+trained, and a refusal by name outside the law's data; the live forecast starts from the law."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from interp.cli import main
+from interp.train.overrides import build_configs
+from phenomenology.transition_law import FIELDS, law_inputs, law_prior
+
+# A law with known coefficients: log T = log 350 - log lr, residual sd 0.1 on 10 degrees of
+# freedom, no uncertainty in the coefficients (X'X)^-1 = 0: at lr 0.01, T = 35,000 and the 80%
+# interval is exp(±t(0.9, 10) x 0.1) = exp(±0.13722) around it.
+T90_10 = 1.372183641
+TERMS = ["log lr", "log N", "log K", "log eps", "log p_C", "log drive"]
+
+
+def write_law(path, **ranges):
+    coef = [math.log(350.0), -1.0, 0.0, 0.0, 0.0, 0.0, 0.0]
+    _, settings = law_inputs(*build_configs("paper-fig3", {"hidden_bias": "per_unit"}, 0)[:3])
+    box = {"K": [128, 1024], "L": [16, 64], "N": [4, 24], "B": [1, 4], "eps": [0.05, 0.2],
+           "p_C": [0.5, 0.95], "lr": [0.01, 0.2], "batch_size": [128, 128]} | ranges  # fmt: skip
+    assert set(box) == set(FIELDS)
+    path.write_text(json.dumps({
+        "law": {"model": "law", "terms": TERMS, "offset": "none", "coef": coef,
+                "xtx_inv": [[0.0] * 7 for _ in range(7)], "sigma": 0.1, "dof": 10, "n": 17},
+        "calibration": {}, "ranges": box, "fixed": settings, "data": "a test law",
+    }))  # fmt: skip
+    return path
+
+
+def test_forecast_prints_the_step_its_interval_and_the_budget(tmp_path, capsys):
+    law = write_law(tmp_path / "law.json")
+    code = main(["forecast", "--preset", "paper-fig3", "--set", "hidden_bias=per_unit",
+                 "--law", str(law)])  # fmt: skip
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    low, high = 35000 * math.exp(-T90_10 * 0.1), 35000 * math.exp(T90_10 * 0.1)
+    assert "transition step: 35,000" in out.out
+    assert f"(80% interval {low:,.0f} to {high:,.0f})" in out.out
+    assert "within the budget of 100,000 steps: yes (P = 1.00)" in out.out
+    assert out.err == ""  # per-unit biases: nothing to note
+
+
+def test_a_short_budget_and_another_learning_rate(tmp_path, capsys):
+    law = write_law(tmp_path / "law.json")
+    code = main(["forecast", "--preset", "paper-fig3", "--set", "lr=0.03", "--set",
+                 "steps=11667", "--law", str(law)])  # fmt: skip
+    out = capsys.readouterr()
+    assert code == 0
+    assert "transition step: 11,667" in out.out  # 350 / 0.03
+    assert "within the budget of 11,667 steps: " in out.out and "(P = 0.50)" in out.out
+    # the author's scalar biases (the preset's default) are named, not refused
+    assert "hidden_bias=scalar" in out.err and "collapsed" in out.err
+
+
+@pytest.mark.parametrize(
+    ("setting", "words"),
+    [("lr=0.5", "lr=0.5 is outside the law's data (0.01 to 0.2)"),
+     ("K=64", "K=64 is outside the law's data (128 to 1024)"),
+     ("qk_bias=true", "qk_bias=True is not the law's (False)"),
+     ("optimizer=adam", "optimizer=adam is not the law's (sgd)")],
+)  # fmt: skip
+def test_outside_the_data_is_refused_by_name(tmp_path, capsys, setting, words):
+    law = write_law(tmp_path / "law.json")
+    code = main(["forecast", "--preset", "paper-fig3", "--set", setting, "--law", str(law)])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and "\n" not in err and words in err
+
+
+def test_a_missing_or_broken_law_is_one_line(tmp_path, capsys):
+    assert main(["forecast", "--law", str(tmp_path / "none.json")]) == 2
+    assert "none.json is missing" in capsys.readouterr().err
+    (tmp_path / "bad.json").write_text('{"law": 1}')
+    assert main(["forecast", "--law", str(tmp_path / "bad.json")]) == 2
+    assert "is not a stored transition law" in capsys.readouterr().err
+
+
+def test_the_live_forecast_starts_from_the_law(tmp_path):
+    from phenomenology.live import live_forecast
+
+    law = write_law(tmp_path / "law.json")
+    task, model, train, _ = build_configs("paper-fig3", {"hidden_bias": "per_unit"}, 0)
+    prior, calibration, why = law_prior(task, model, train, path=law)
+    assert why == "" and prior.step == pytest.approx(35000.0)
+    # a flat plateau seen to step 2000: no curve forecaster is calibrated, so the prior alone
+    rows = [{"step": float(s), "ic_loss": 3.0 - 1e-5 * s} for s in range(0, 2001, 250)]
+    cols = live_forecast(rows, {"L": 32, "N": 8, "B": 1}, prior=prior, calibration=calibration)
+    assert cols["forecast_step"] == pytest.approx(35000.0, rel=1e-6)
+    assert cols["forecast_low"] == pytest.approx(35000 * math.exp(-T90_10 * 0.1), rel=1e-6)
+    # outside the data (Adam): no prior, as before
+    adam = build_configs("paper-fig3", {"optimizer": "adam"}, 0)
+    assert law_prior(*adam[:3], path=law)[0] is None

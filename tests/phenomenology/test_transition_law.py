@@ -1,0 +1,170 @@
+"""The transition law, its baselines and their scores, on data drawn from known laws."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from phenomenology.prior import calibrate, combine, q_bin
+from phenomenology.transition_law import (
+    FREE_POWER_LAW,
+    LAW,
+    N2_FORM,
+    TOKENS_FORM,
+    NearestConfiguration,
+    Prediction,
+    drive,
+    floor,
+    leave_one_out,
+    power_exponent,
+)
+from phenomenology.transition_scores import _lead, auroc
+
+# The law's exponents, as the data below are drawn (log T = c0 + sum of these times the terms).
+TRUE = {"intercept": 3.0, "log lr": -1.0, "log N": 0.5, "log K": 0.1, "log eps": 0.2,
+        "log p_C": -0.4, "log drive": -1.2}  # fmt: skip
+CONFIGS = [
+    {}, {"lr": 0.2}, {"lr": 0.05}, {"lr": 0.03}, {"N": 4}, {"N": 16}, {"N": 12}, {"B": 2},
+    {"B": 4}, {"K": 1024}, {"K": 128}, {"eps": 0.2}, {"eps": 0.05}, {"p_C": 0.5}, {"p_C": 0.95},
+    {"L": 16}, {"L": 64}, {"lr": 0.05, "N": 4}, {"lr": 0.05, "B": 2},
+]  # fmt: skip
+CENTRE = {"K": 256, "L": 32, "N": 8, "B": 1, "eps": 0.1, "p_C": 0.8, "lr": 0.1, "batch_size": 128}
+
+
+def law_value(c: dict) -> float:
+    return (TRUE["intercept"] + TRUE["log lr"] * math.log(c["lr"]) + TRUE["log N"] * math.log(c["N"])
+            + TRUE["log K"] * math.log(c["K"]) + TRUE["log eps"] * math.log(c["eps"])
+            + TRUE["log p_C"] * math.log(c["p_C"])
+            + TRUE["log drive"] * math.log(drive(c["L"], c["N"], c["B"])))  # fmt: skip
+
+
+def grid_rows(sd: float = 0.1, seeds: int = 3, seed: int = 0) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    rows = []
+    for i, change in enumerate(CONFIGS):
+        c = {**CENTRE, **change}
+        for s in range(seeds):
+            t = math.exp(law_value(c) + sd * rng.standard_normal())
+            rows.append({"point": f"p{i}", "seed": s, **c, "transition_step": t,
+                         "transitioned": True, "budget": 1e9})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def test_the_law_recovers_the_exponents_it_was_drawn_from():
+    fitted = LAW.fit(grid_rows(sd=0.02))
+    coef = fitted.coefficients()
+    for k, v in TRUE.items():
+        assert coef[k] == pytest.approx(v, abs=0.05), k
+    assert fitted.sigma == pytest.approx(0.02, rel=0.3)
+
+
+def test_held_out_errors_and_coverage_on_a_well_specified_law():
+    rows = grid_rows(sd=0.1, seeds=3, seed=1)
+    loo = leave_one_out(rows)
+    law = loo[loo["model"] == "law"]
+    assert len(law) == len(rows)  # every run held out once
+    # the law is the truth: its error is near the scatter (0.6745 sd = 0.067 for a known mean)
+    assert 0.04 < law["abs_log_error"].median() < 0.12
+    assert 0.65 <= law["covered"].mean() <= 0.95
+    # a one-constant form cannot follow N, K, eps, p_C and the drive: far worse held out
+    for name in ("n2", "tokens"):
+        assert (
+            loo[loo["model"] == name]["abs_log_error"].median() > 2 * law["abs_log_error"].median()
+        )
+    assert floor(rows)["floor"].median() == pytest.approx(0.6745 * 0.1, rel=0.5)
+
+
+def test_the_law_predicts_no_transition_where_the_drive_or_the_novel_share_vanishes():
+    fitted = LAW.fit(grid_rows(sd=0.05))
+    stuck = fitted.predict({**CENTRE, "L": 8})  # n = N / B = 8 = L
+    assert not stuck.transitions and "log drive" in stuck.reason
+    assert stuck.p_within(1e12) == 0.0
+    assert not fitted.predict({**CENTRE, "p_C": 0.0}).transitions
+    assert drive(32, 8, 1) == pytest.approx(1 / 8 - 1 / 32)
+
+
+def test_the_published_forms_have_their_fixed_exponents():
+    rows = grid_rows(sd=0.05)
+    n2, tokens = N2_FORM.fit(rows), TOKENS_FORM.fit(rows)
+    a, b = n2.predict({**CENTRE, "N": 4}), n2.predict({**CENTRE, "N": 8})
+    assert b.step / a.step == pytest.approx(4.0)  # steps ∝ N^2
+    c, d = tokens.predict({**CENTRE, "lr": 0.1}), tokens.predict({**CENTRE, "lr": 0.05})
+    assert d.step / c.step == pytest.approx(2.0)  # steps ∝ 1 / lr
+    e, f = tokens.predict({**CENTRE, "N": 4}), tokens.predict({**CENTRE, "N": 12})
+    assert f.step / e.step == pytest.approx(math.sqrt(9 / 25))  # ∝ (2N + 1)^-1/2
+
+
+def test_the_free_power_laws_exponent_of_n_with_its_interval():
+    rng = np.random.default_rng(3)
+    rows = []
+    for i, (n, lr) in enumerate([(4, 0.1), (8, 0.1), (16, 0.1), (8, 0.05), (4, 0.2), (12, 0.1),
+                                 (8, 0.2), (16, 0.05)]):  # fmt: skip
+        for s in range(3):
+            t = math.exp(2.0 + 1.5 * math.log(n) - math.log(lr) + 0.05 * rng.standard_normal())
+            rows.append({"point": f"p{i}", "seed": s, **CENTRE, "N": n, "lr": lr,
+                         "transition_step": t})  # fmt: skip
+    rows = pd.DataFrame(rows)
+    for i, k in enumerate((256, 512)):  # K varies once, B once, so the free law is determined
+        rows.loc[rows["point"] == f"p{i}", "K"] = k
+    rows.loc[rows["point"] == "p5", "B"] = 2
+    e = power_exponent(rows, n_boot=200)
+    assert e["estimate"] == pytest.approx(1.5, abs=0.1)
+    assert e["ols_low"] < 1.5 < e["ols_high"] and e["boot_low"] < 1.5 < e["boot_high"]
+    assert e["ols_high"] - e["ols_low"] < 0.5
+    assert FREE_POWER_LAW.fit(rows).coefficients()["log lr"] == pytest.approx(-1.0, abs=0.1)
+
+
+def test_the_nearest_configuration_is_the_mean_of_its_seeds():
+    rows = grid_rows(sd=0.1)
+    fitted = NearestConfiguration().fit(rows)
+    c = {**CENTRE, "lr": 0.19}  # nearest: lr 0.2
+    mine = rows[rows["point"] == "p1"]
+    assert fitted.predict(c).step == pytest.approx(math.exp(np.log(mine["transition_step"]).mean()))
+
+
+def test_the_prior_truncated_and_a_forecast_weighted_by_its_precision():
+    prior = Prediction(1000.0, 500.0, 2000.0, math.log(1000.0), 0.5)
+    # no forecast: the prior, truncated to T > seen (seen far below: unchanged median)
+    alone = combine(prior, None, None, 10.0, {})
+    assert alone.step == pytest.approx(1000.0, rel=1e-6)
+    # a calibrated forecast of equal spread and no bias: the geometric mean
+    cal = {"progress": [{"bin": q_bin(0.1), "n": 10, "bias": 0.0, "sd": 0.5}]}
+    both = combine(prior, 4000.0, "progress", 100.0, cal)
+    assert both.step == pytest.approx(2000.0, rel=1e-3)
+    assert both.log_sd == pytest.approx(0.5 / math.sqrt(2))
+    # a bias of the forecaster is taken out: log(T / F) = +log 2 means F is 2x early
+    cal_b = {"progress": [{"bin": q_bin(0.1), "n": 10, "bias": math.log(2), "sd": 0.5}]}
+    assert combine(prior, 500.0, "progress", 100.0, cal_b).step == pytest.approx(1000.0, rel=1e-3)
+    # seen beyond the prior's median: the median moves past the cut-off
+    late = combine(prior, None, None, 1500.0, {})
+    assert late.step > 1500.0 and late.low > 1500.0
+
+
+def test_calibration_bins_by_the_fraction_of_the_expected_time_seen():
+    errors = pd.DataFrame({"method": ["template"] * 8, "q": [0.1] * 4 + [0.5] * 4,
+                           "log_error": [0.1, 0.3, 0.2, 0.2, -0.1, -0.1, -0.1, -0.1]})  # fmt: skip
+    cal = calibrate(errors)["template"]
+    assert [c["bin"] for c in cal] == [q_bin(0.1), q_bin(0.5)]
+    assert cal[0]["bias"] == pytest.approx(0.2) and cal[1]["bias"] == pytest.approx(-0.1)
+    assert cal[0]["sd"] == pytest.approx(np.std([0.1, 0.3, 0.2, 0.2], ddof=1))
+
+
+def test_auroc_and_the_lead_time_at_a_five_percent_false_positive_rate():
+    assert auroc([3, 4, 5], [0, 1, 2]) == 1.0
+    assert auroc([0, 1], [2, 3]) == 0.0
+    assert auroc([1, 1], [1, 1]) == 0.5
+    # two positives crossing 0.5 at steps 100 and 800 of their 1000-step transitions; twenty
+    # negatives peaking below 0.5 (one, of 20, may exceed: 5%)
+    frames = {}
+    for i, cross in enumerate((100, 800)):
+        steps = np.arange(0, 1000, 100)
+        frames[("pos", i)] = pd.DataFrame({"step": steps, "s": (steps >= cross).astype(float),
+                                           "transition_step": 1000.0})  # fmt: skip
+    peaks = {("neg", i): 0.4 for i in range(19)} | {("neg", 19): 0.9}
+    peak = pd.Series({**{k: 1.0 for k in frames}, **peaks})
+    lead, warned = _lead(list(frames), list(peaks), "s", peak, frames)
+    assert warned == 1.0
+    assert lead == pytest.approx(np.median([0.9, 0.2]))
