@@ -3,8 +3,8 @@
 The data of the transition-time law (:mod:`phenomenology.transition_law`): for every point of a
 declared :class:`TransitionGrid` and every seed, one run of the grid's preset with the point's
 ``--set`` overrides, trained in chunks of :attr:`TransitionGrid.chunk` steps (each chunk resumes
-the last, bit for bit, so a run equals one uninterrupted run of as many steps) until the IC-loss
-cliff is seen with a margin after it, or the budget (``steps``) is spent.
+the last, bit for bit, so a run equals one uninterrupted run of as many steps) until its IC
+accuracy has transitioned with a margin after it, or the budget (``steps``) is spent.
 
 Layout under the grid's folder (``runs/experiments/transition-law/full`` by default)::
 
@@ -43,13 +43,16 @@ __all__ = [
 CONFIG_COLUMNS = ("K", "L", "N", "B", "eps", "p_C", "lr", "batch_size")
 SUMMARY_COLUMNS = (
     "point", "role", "seed", *CONFIG_COLUMNS, "budget", "steps", "status", "transitioned",
-    "transition_step", "transition_ic_acc", "plateau_end", "final_ic_loss", "final_ic_acc",
+    "transition_step", "cliff_step", "plateau_end", "final_ic_loss", "final_ic_acc",
 )  # fmt: skip
 """One row per run: its point, role and seed, the configuration, the budget and the steps trained,
 ``status`` (``ended``, or ``diverged``: the loss became
-non-finite, the last good evaluation kept), whether the IC-loss cliff was seen within the budget and where (``transition_step``, the cliff of
-:func:`phenomenology.curves.observed_transition`; ``transition_ic_acc``: the IC-accuracy logistic
-midpoint; ``plateau_end``), and the last IC loss and accuracy."""
+non-finite, the last good evaluation kept), whether IC accuracy transitioned within the budget
+and where (``transition_step``: the logistic midpoint of
+:func:`interp.analysis.transition.detect_transition`, what ``induction-cliff transition``
+reports; ``plateau_end``: its 10% point), the IC-loss cliff of
+:func:`phenomenology.curves.observed_transition` where it has one (``cliff_step``; a curve with no
+plateau before its fall has none), and the last IC loss and accuracy."""
 CURVE_COLUMNS = ("point", "seed", "step", "train_loss", "ic_loss", "ic_acc", "tila2")
 """The curves kept beside the summary: what the partial-curve forecasters read."""
 
@@ -122,19 +125,23 @@ def run_name(point: GridPoint, seed: int) -> str:
 
 
 def stop_rule(metrics: pd.DataFrame, budget: int) -> bool:
-    """Whether a run may end: its budget is spent, or its IC-loss cliff is seen and the curve
-    reaches ``max(800, 0.15 x cliff)`` steps beyond it (room for the cliff detector to settle)."""
-    from phenomenology.curves import MIN_POINTS, observed_transition
+    """Whether a run may end: its budget is spent, or its IC accuracy has transitioned (the
+    logistic midpoint of :func:`interp.analysis.transition.detect_transition`, what
+    ``induction-cliff transition`` reports) and the curve reaches ``max(800, 0.15 x step, the
+    rise's width)`` steps beyond it."""
+    from interp.analysis.transition import detect_transition
 
     if not len(metrics):
         return False
     last = float(metrics["step"].iloc[-1])
     if last >= budget:
         return True
-    if len(metrics) < MIN_POINTS:
+    if len(metrics) < 5:
         return False
-    cliff = observed_transition(metrics, column="ic_loss")["transition_step"]
-    return cliff is not None and last >= cliff + max(800.0, 0.15 * cliff)
+    acc = detect_transition(metrics["step"], metrics["ic_acc"])
+    if not acc.transitioned:
+        return False
+    return last >= acc.step + max(800.0, 0.15 * acc.step, acc.width or 0.0)
 
 
 def train_run(grid: TransitionGrid, point: GridPoint, seed: int, run_dir: Path) -> dict:
@@ -246,18 +253,16 @@ def collect(grid: TransitionGrid, out: str | os.PathLike) -> tuple[pd.DataFrame,
         run = load_run(out / run_name(p, s))
         m = run.metrics
         t, c = run.task, run.train_config
-        loss = observed_transition(m, column="ic_loss")
+        cliff = observed_transition(m, column="ic_loss")["transition_step"]
         acc = detect_transition(m["step"], m["ic_acc"])
-        cliff = loss["transition_step"]
         rows.append({
             "point": p.name, "role": p.role, "seed": s,
             **{k: getattr(t, k) for k in ("K", "L", "N", "B", "eps", "p_C")},
             "lr": c.lr, "batch_size": c.batch_size, "budget": grid.budget_of(p),
             "steps": int(m["step"].iloc[-1]), "status": rec.get("status", "ended"),
-            "transitioned": cliff is not None,
-            "transition_step": _round(cliff),
-            "transition_ic_acc": _round(acc.step if acc.transitioned else None),
-            "plateau_end": _round(loss["onset_step"]),
+            "transitioned": bool(acc.transitioned),
+            "transition_step": _round(acc.step if acc.transitioned else None),
+            "cliff_step": _round(cliff), "plateau_end": _round(acc.plateau_end),
             "final_ic_loss": round(float(m["ic_loss"].iloc[-1]), 4),
             "final_ic_acc": round(float(m["ic_acc"].iloc[-1]), 4),
             **{k: rec[k] for k in ("wall_s", "commit", "date", "machine")},
