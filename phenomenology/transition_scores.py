@@ -3,7 +3,8 @@
 From a grid's summary rows (one per run: configuration, ``transition_step``, ``budget``; see
 :mod:`interp.experiments.transition_grid`) and its curves (``point, seed, step, ic_loss, tila2``):
 
-- :func:`combined_scores`: at 10, 25, 50 and 80% of each held-out run's plateau, the error of the
+- :func:`combined_scores`: at 10, 25, 50 and 80% of each held-out run's plateau (from its first
+  step to the 10% point of IC accuracy's rise), the error of the
   law alone (fitted without the run's configuration), of the partial-curve forecaster alone (as
   ``fit`` and the live forecast read it) and of their combination (:mod:`phenomenology.prior`,
   calibrated on the other configurations' runs, nested leave-one-configuration-out);
@@ -36,8 +37,8 @@ __all__ = [
 ]
 
 FRACTIONS = (0.1, 0.25, 0.5, 0.8)
-"""Fractions of the plateau (from its start to its onset, as ``fit --fraction`` reads them) at
-which the combined forecaster is scored."""
+"""Fractions of the plateau (from the first step to the 10% point of IC accuracy's rise) at which
+the combined forecaster is scored."""
 CALIBRATION_FRACTIONS = (0.1, 0.2, 0.25, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
 """Cut-offs whose forecasts calibrate the combination (those of other configurations' runs)."""
 WARNING_FRACTIONS = (0.05, 0.1, 0.2, 0.3)
@@ -59,12 +60,14 @@ def _config(r) -> dict[str, float]:
 
 
 def _plateau(curve: pd.DataFrame) -> tuple[float, float] | None:
-    from phenomenology.curves import observed_transition
+    """``(first step, plateau end)`` of a curve whose IC accuracy transitions (the end: the 10%
+    point of its logistic rise), else None."""
+    from interp.analysis.transition import detect_transition
 
-    obs = observed_transition(curve, column="ic_loss")
-    if not obs["transitioned"] or obs["plateau_start_step"] is None or obs["onset_step"] is None:
+    acc = detect_transition(curve["step"], curve["ic_acc"])
+    if not acc.transitioned or acc.plateau_end is None:
         return None
-    return float(obs["plateau_start_step"]), float(obs["onset_step"])
+    return float(curve["step"].min()), float(acc.plateau_end)
 
 
 def _priors(rows: pd.DataFrame, law: LogLinearLaw, exclude: Sequence[str] = ()) -> dict:

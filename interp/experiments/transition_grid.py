@@ -10,6 +10,8 @@ Layout under the grid's folder (``runs/experiments/transition-law/full`` by defa
 
     POINT-seedS/            a run directory (docs/run-format.md)
     POINT-seedS.done.json   written once the run has ended: wall time, commit, date, machine
+    POINT-seedS.wall.json   while it trains: the seconds of its chunks so far (an interrupted
+                            call's time counts in the run's wall time)
 
 A second call skips runs with a ``.done.json`` and resumes the others. :func:`collect` reads the
 folder (nothing is trained) and returns one summary row per ended run and its curve.
@@ -154,6 +156,8 @@ def train_run(grid: TransitionGrid, point: GridPoint, seed: int, run_dir: Path) 
 
     task, model, cfg, _ = build_configs(grid.preset, grid.overrides(point), seed)
     done = run_dir.with_name(run_dir.name + ".done.json")
+    clock = run_dir.with_name(run_dir.name + ".wall.json")  # seconds of earlier, cut calls
+    earlier = json.loads(clock.read_text())["wall_s"] if clock.exists() else 0.0
     t0 = time.perf_counter()
     metrics = pd.DataFrame()
     start = _steps_done(run_dir)
@@ -169,17 +173,18 @@ def train_run(grid: TransitionGrid, point: GridPoint, seed: int, run_dir: Path) 
             start = _steps_done(run_dir)
             break
         start = int(metrics["step"].iloc[-1])
+        wall = {"wall_s": round(earlier + time.perf_counter() - t0, 1)}
+        write_text_atomic(clock, json.dumps(wall))
     record = {
         "status": status,
         "steps": start,
-        "wall_s": round(time.perf_counter() - t0, 1),
+        "wall_s": round(earlier + time.perf_counter() - t0, 1),
         "commit": _commit(),
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"),
         "machine": _machine(cfg.device),
     }
-    if done.exists():  # an earlier, interrupted call trained part of it: its time counts too
-        record["wall_s"] += json.loads(done.read_text()).get("wall_s", 0.0)
     write_text_atomic(done, json.dumps(record, indent=1, sort_keys=True))
+    clock.unlink(missing_ok=True)
     return record
 
 

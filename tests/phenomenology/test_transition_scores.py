@@ -32,8 +32,9 @@ def true_log_t(c) -> float:
 
 
 def curve(t: float | None, budget: float, rng) -> pd.DataFrame:
-    """IC loss drifting down a plateau to a cliff at ``t`` (none: flat to the budget), and a
-    progress measure whose excess grows exponentially, reaching 0.5 at 0.83 t."""
+    """IC loss drifting down a plateau to a cliff at ``t`` (none: flat to the budget), IC
+    accuracy rising there, and a progress measure whose excess grows exponentially, reaching 0.5
+    at 0.83 t."""
     end = budget if t is None else min(budget, 1.25 * t)
     step = np.arange(0.0, end + 1, (t or budget) / 40)
     if t is None:
@@ -42,7 +43,8 @@ def curve(t: float | None, budget: float, rng) -> pd.DataFrame:
     else:
         loss = np.where(step < t, 3.3 - 0.4 * step / t, 0.15) + 0.005 * rng.standard_normal(len(step))
         tila = 0.06 * (1 + 0.5 * np.exp((step - 0.83 * t) / (0.12 * t)))
-    return pd.DataFrame({"step": step, "ic_loss": loss, "ic_acc": 0.1, "tila2": tila})
+    acc = 0.05 + (0 if t is None else 0.9 / (1 + np.exp(-(step - (t or 1)) / (0.03 * (t or 1)))))
+    return pd.DataFrame({"step": step, "ic_loss": loss, "ic_acc": acc, "tila2": tila})
 
 
 @pytest.fixture(scope="module")

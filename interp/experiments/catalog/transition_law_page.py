@@ -153,7 +153,8 @@ def _combined_lines(combined: pd.DataFrame) -> list[str]:
     from phenomenology.transition_scores import summarize_combined
 
     s = summarize_combined(combined)
-    lines = ["At a cut-off of each held-out run's plateau (from its start to its onset), median "
+    lines = ["At a cut-off of each held-out run's plateau (from its first step to the 10% point "
+             "of IC accuracy's rise), median "
              "abs log error of the law alone (the prior), of the partial-curve forecaster alone "
              "(progress where it forecasts, else the template, as `fit` reads them; over the "
              "runs it forecasts) and of their combination (over all runs, and over the runs the "
@@ -217,8 +218,13 @@ def render_page(experiment, rows: pd.DataFrame, companions: dict) -> str:
     warning = companions[f"{NAME}-warning.csv"]
     lines = [f"# {experiment.title}", "", f"**Question.** {experiment.question}", ""]
     lines += ["## Data", "", *_provenance(rows), f"- **Headline:** {headline(rows)}.", ""]
-    lines += ["One row per configuration (three seeds each; `floor`: 0.6745 x the sd of the "
-              "seeds' log T). The transition step is the IC-loss cliff.", "",
+    seeds = rows.groupby("point")["seed"].nunique()
+    n = f"{seeds.min()}" if seeds.min() == seeds.max() else f"{seeds.min()}-{seeds.max()}"
+    lines += [f"One row per configuration ({n} seeds; `floor`: 0.6745 x "
+              "the sd of the seeds' log T). The transition step T is IC accuracy's logistic "
+              "midpoint (what `induction-cliff transition` reports); the forecasters of the "
+              "partial curve are calibrated on the IC-loss cliff, a little later, and the "
+              "combination's calibration takes up the difference.", "",
               *_grid_table(rows), ""]  # fmt: skip
     if loo.empty:
         lines += ["Too few configurations transitioned to fit and score the law.", ""]

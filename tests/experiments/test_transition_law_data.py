@@ -1,0 +1,56 @@
+"""The committed transition-law data: the packaged law is the one fitted on the committed rows,
+and the score tables beside the page are what the rows and curves give."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from interp.experiments.core import RESULTS_DIR
+from phenomenology.transition_law import LAW, LAW_FILE, leave_one_out
+
+ROWS = RESULTS_DIR / "transition-law.csv"
+pytestmark = pytest.mark.skipif(not ROWS.exists(), reason="no transition-law data committed")
+
+
+def _rows() -> pd.DataFrame:
+    return pd.read_csv(ROWS)
+
+
+def test_the_packaged_law_is_the_one_beside_the_page():
+    beside = RESULTS_DIR / "transition-law-law.json"
+    assert LAW_FILE.read_bytes() == beside.read_bytes(), (
+        f"cp {beside} {LAW_FILE} (induction-cliff reproduce transition-law --tier full wrote it)"
+    )
+
+
+def test_the_packaged_law_is_the_fit_of_the_committed_rows():
+    stored = json.loads(LAW_FILE.read_text())
+    fitted = LAW.fit(_rows())
+    np.testing.assert_allclose(stored["law"]["coef"], fitted.coef, rtol=1e-9, atol=1e-12)
+    assert stored["law"]["sigma"] == pytest.approx(fitted.sigma, rel=1e-9)
+    assert stored["transitioned"] == int(_rows()["transitioned"].astype(bool).sum())
+
+
+def test_the_held_out_table_is_what_the_rows_give():
+    committed = pd.read_csv(RESULTS_DIR / "transition-law-loo.csv")
+    fresh = leave_one_out(_rows()).round(6)
+    pd.testing.assert_frame_equal(committed, fresh.reset_index(drop=True), check_dtype=False)
+
+
+@pytest.mark.slow
+def test_every_score_table_is_what_the_rows_and_curves_give():
+    from interp.experiments.catalog.transition_law import COMPANIONS, CURVES, score_tables
+
+    curves = pd.read_csv(RESULTS_DIR / CURVES)
+    tables = score_tables(_rows(), curves, log=lambda _: None)
+    for name in COMPANIONS:
+        if name == CURVES:
+            continue
+        committed = pd.read_csv(Path(RESULTS_DIR) / name)
+        pd.testing.assert_frame_equal(committed, tables[name].reset_index(drop=True),
+                                      check_dtype=False)  # fmt: skip
