@@ -149,8 +149,11 @@ def measure_phases(threads: int, steps: int) -> dict:
             opt.zero_grad(set_to_none=True)
             loss.backward()
             t3 = time.perf_counter()
-            training._shrink_weights(opt, cfg)
-            opt.step()
+            if hasattr(training, "_update"):  # the loop's update (a baseline may predate it)
+                training._update(opt, cfg)
+            else:
+                training._shrink_weights(opt, cfg)
+                opt.step()
             loss.item()
             t4 = time.perf_counter()
             if i >= 10:  # warm-up

@@ -39,9 +39,16 @@ from torch import Tensor
 
 from interp.data.task import Batch, TaskGenerator
 
-__all__ = ["CHUNK", "DeviceSampler"]
+__all__ = ["CHUNK", "DeviceSampler", "draws"]
 
 CHUNK = 8  # batches drawn per refill; part of the stream's definition
+
+
+def draws(generator: object) -> bool:
+    """Whether :class:`DeviceSampler` draws ``generator``'s training batches: a
+    :class:`TaskGenerator` whose ``sample`` is the in-context task's own (a registered task that
+    subclasses it with another ``sample``, like ``tests/fixtures/extra_task.py``, is not)."""
+    return isinstance(generator, TaskGenerator) and type(generator).sample is TaskGenerator.sample
 
 
 class DeviceSampler:
@@ -62,10 +69,10 @@ class DeviceSampler:
         batch_size: int,
         device: torch.device | str = "cpu",
     ) -> None:
-        if any(not isinstance(g, TaskGenerator) for g in generators):
+        if not all(draws(g) for g in generators):
             raise ValueError(
-                "TrainConfig.sample_on='device' is invalid for this task: the device sampler "
-                "draws the in-context classification task only (interp.data.task); use 'host'"
+                "DeviceSampler: the device sampler draws the in-context classification task's "
+                "own batches only (interp.data.task.TaskGenerator.sample)"
             )
         if not generators or len(generators) != len(seeds):
             raise ValueError("DeviceSampler needs one seed for each of at least one generator")

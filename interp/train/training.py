@@ -429,7 +429,8 @@ class _RunState:
         self.optimizer_state_fn = None  # () -> this run's optimizer state, for save_resume
         self.stream = torch.Generator().manual_seed(derive_seed(cfg.seed, "stream"))
         self.sampler = self.sampler_state = None  # sample_on="device": the batches' own stream
-        if cfg.sample_on == "device":
+        # A task with a sampler of its own draws with it on the host (TrainConfig.sample_on).
+        if cfg.sample_on == "device" and _device_sampler_draws(self.generator):
             from interp.data.device_sampler import DeviceSampler
 
             seeds = [derive_seed(cfg.seed, "stream")]
@@ -602,6 +603,12 @@ class _RunState:
             )
             + " Try a smaller lr."
         )
+
+
+def _device_sampler_draws(generator) -> bool:
+    from interp.data.device_sampler import draws
+
+    return draws(generator)
 
 
 def _single_step(run: Any):

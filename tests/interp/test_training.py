@@ -75,7 +75,7 @@ def test_interrupted_then_resumed_equals_uninterrupted(tmp_path):
 
 
 def test_keyboard_interrupt_saves_state_and_resume_is_exact(tmp_path, monkeypatch):
-    full = train(TASK, MODEL, cfg(optimizer="sgd", lr=0.05), tmp_path / "full", progress=False)
+    full = train(TASK, MODEL, cfg(optimizer="sgd", lr=0.05, sample_on="host"), tmp_path / "full", progress=False)
     calls = {"n": 0}
     original = TaskGenerator.sample
 
@@ -87,10 +87,10 @@ def test_keyboard_interrupt_saves_state_and_resume_is_exact(tmp_path, monkeypatc
 
     monkeypatch.setattr(TaskGenerator, "sample", flaky)
     with pytest.raises(KeyboardInterrupt):
-        train(TASK, MODEL, cfg(optimizer="sgd", lr=0.05), tmp_path / "part", progress=False)
+        train(TASK, MODEL, cfg(optimizer="sgd", lr=0.05, sample_on="host"), tmp_path / "part", progress=False)
     monkeypatch.setattr(TaskGenerator, "sample", original)
     resumed = train(
-        TASK, MODEL, cfg(optimizer="sgd", lr=0.05), tmp_path / "part", resume=True, progress=False
+        TASK, MODEL, cfg(optimizer="sgd", lr=0.05, sample_on="host"), tmp_path / "part", resume=True, progress=False
     )
     pd.testing.assert_frame_equal(full, resumed)
 
@@ -228,7 +228,8 @@ def test_ctrl_c_in_the_middle_of_a_step_stops_after_it_and_resume_is_exact(tmp_p
     import os
     import signal
 
-    full = train(TASK, MODEL, cfg(), tmp_path / "full", progress=False)
+    host = cfg(sample_on="host")  # the interruption is planted in the host sampler
+    full = train(TASK, MODEL, host, tmp_path / "full", progress=False)
     before = signal.getsignal(signal.SIGINT)  # default_int_handler, or SIG_IGN in a background job
     calls = {"n": 0}
     original = TaskGenerator.sample
@@ -242,12 +243,12 @@ def test_ctrl_c_in_the_middle_of_a_step_stops_after_it_and_resume_is_exact(tmp_p
 
     monkeypatch.setattr(TaskGenerator, "sample", sample_then_sigint)
     with pytest.raises(KeyboardInterrupt):
-        train(TASK, MODEL, cfg(), tmp_path / "part", progress=False)
+        train(TASK, MODEL, host, tmp_path / "part", progress=False)
     monkeypatch.setattr(TaskGenerator, "sample", original)
     assert signal.getsignal(signal.SIGINT) is before  # the handler in place before is restored
     state = checkpoints.load_resume(tmp_path / "part" / "checkpoints" / checkpoints.RESUME_NAME)
     assert state["step"] == 27  # the interrupted step was finished, not lost
-    resumed = train(TASK, MODEL, cfg(), tmp_path / "part", resume=True, progress=False)
+    resumed = train(TASK, MODEL, host, tmp_path / "part", resume=True, progress=False)
     pd.testing.assert_frame_equal(full, resumed)
 
 
