@@ -104,9 +104,21 @@ class DeviceSampler:
         self.pool = cfg.novel_pool if self.novel and cfg.novel_pool is not None else 0
         self.fresh = self.n_cls if self.novel and cfg.novel_pool is None else 0
         self.nz_seq = (N + 1 + self.fresh) * cfg.D  # normals per sequence
+        self._table = self._token_table()
         self.drawn = 0  # batches handed out (the same for every run)
         self._chunk: dict[str, Tensor] | None = None
         self._chunk_states: list[Tensor] = []
+
+    def _token_table(self) -> Tensor:
+        """The rows every token is looked up in, laid out once: each run's known class means
+        (scaled by ``1 / sqrt(1 + eps^2)``), the novel means of a chunk (rewritten at every
+        refill) and the label vectors."""
+        cfg, S, D = self.config, self.S, self.config.D
+        a = 1.0 / math.sqrt(1.0 + cfg.eps * cfg.eps)
+        n_novel = CHUNK * self.pool if self.pool else CHUNK * self.batch_size * self.fresh
+        n_novel *= S if self.novel else 0
+        novel = self.class_means_flat.new_empty(n_novel, D)
+        return torch.cat([self.class_means_flat * a, novel, self.label_vectors_flat])
 
     # ----------------------------------------------------------------------------------------
 
@@ -246,25 +258,24 @@ class DeviceSampler:
         a = 1.0 / math.sqrt(1.0 + eps * eps)
         s_idx = torch.arange(S, device=dev).view(S, 1, 1, 1)
         index = s_idx * K + seq_cls
-        parts = [self.class_means_flat * a]
-        base = S * K
+        table, base = self._table, S * K
         if self.novel:
             if self.pool:
                 c_idx = torch.arange(CHUNK, device=dev).view(1, CHUNK, 1, 1)
                 novel_index = base + (s_idx * CHUNK + c_idx) * self.pool + seq_cls
-                parts.append(pool.reshape(-1, D) * (a / math.sqrt(D)))
+                means = pool
             else:
                 r_idx = torch.arange(R, device=dev).view(1, CHUNK, b, 1)
                 novel_index = base + ((s_idx * R + r_idx) * self.fresh) + seq_cls
-                parts.append(fresh.reshape(-1, D) * (a / math.sqrt(D)))
+                means = fresh
             index = torch.where(seq_novel, novel_index, index)
-            base += parts[-1].shape[0]
-        parts.append(self.label_vectors_flat)
+            novel_rows = table[base : base + means.numel() // D]
+            torch.mul(means.reshape(-1, D), a / math.sqrt(D), out=novel_rows)  # in the table
+            base += novel_rows.shape[0]
         n = 2 * N + 1
         full = torch.empty(S, CHUNK, b, n, dtype=torch.long, device=dev)
         full[..., 0::2] = index  # items and the query
         full[..., 1::2] = base + s_idx * L + seq_lab[..., :N]
-        table = torch.cat(parts)
         tokens = F.embedding(full, table)  # [S, C, b, n, D]; faster than indexing on the CPU
         tokens[..., 0::2, :].add_(noise, alpha=eps * a / math.sqrt(D))
         max_offset = cfg.P - n
