@@ -207,12 +207,17 @@ class DeviceSampler:
         q = (u_query * n_cls).long().clamp_(max=n_cls - 1)[..., None]  # [S, C, b, 1]
         slots = torch.cat([which, q], dim=-1)  # items, then the query
         nb = novel[..., None]
-        b_lab = torch.where(nb, labels_novel, labels_known).gather(-1, slots)
+        b_lab = labels_novel if labels_known is labels_novel else torch.where(
+            nb, labels_novel, labels_known
+        )
+        b_lab = b_lab.gather(-1, slots)
         b_cls = torch.where(nb, novel_cls, known_cls).gather(-1, slots)
+        seq_novel = nb.expand_as(b_cls)
+        if plain is None:  # no non-bursty sequences (p_B = 1)
+            return b_cls, b_lab, seq_novel
         is_b = (~plain)[..., None]
         seq_cls = torch.where(is_b, b_cls, seq_cls)
         seq_lab = torch.where(is_b, b_lab, seq_lab)
-        seq_novel = nb.expand_as(seq_cls)
         return seq_cls, seq_lab, seq_novel
 
     def _refill(self) -> None:
@@ -237,16 +242,21 @@ class DeviceSampler:
         u_plain, u_pos = u[..., : N + 1], u[..., N + 1]
 
         novel = u_kind[..., 0] < cfg.p_C  # [S, C, b]
-        bursty = ~novel & (u_kind[..., 1] < cfg.p_B)
-        plain = ~novel & ~bursty
+        # With p_B = 1 (a uniform is < 1) and classes to burst, every sequence is bursty: the
+        # non-bursty draws below would all be overwritten, so they are skipped (the stream, which
+        # reserves their uniforms, is the same).
+        plain = None if n_cls and cfg.p_B >= 1 else ~novel & ~(u_kind[..., 1] < cfg.p_B)
 
         # Non-bursty sequences: N items and the query, classes i.i.d. from p(k).
-        if self.uniform_classes:
-            plain_cls = (u_plain * K).long().clamp_(max=K - 1)
-        else:
-            plain_cls = torch.searchsorted(self.class_cdf, u_plain.contiguous()).clamp_(max=K - 1)
-        seq_cls, seq_lab = plain_cls, plain_cls % L  # [S, C, b, N + 1]
-        seq_novel = torch.zeros_like(seq_cls, dtype=torch.bool)
+        seq_cls = seq_lab = seq_novel = None
+        if plain is not None:
+            if self.uniform_classes:
+                plain_cls = (u_plain * K).long().clamp_(max=K - 1)
+            else:
+                plain_cls = torch.searchsorted(self.class_cdf, u_plain.contiguous())
+                plain_cls = plain_cls.clamp_(max=K - 1)
+            seq_cls, seq_lab = plain_cls, plain_cls % L  # [S, C, b, N + 1]
+            seq_novel = torch.zeros_like(seq_cls, dtype=torch.bool)
         if n_cls:
             seq_cls, seq_lab, seq_novel = self._bursty(
                 u_lab, u_within, u_perm, u_query, novel, plain, seq_cls, seq_lab
