@@ -3,7 +3,8 @@
 :class:`DeviceSampler` draws the training sequences of :meth:`TaskGenerator.sample
 <interp.data.task.TaskGenerator.sample>` (the same distribution: novel-class sequences with
 probability ``p_C``, else bursty with ``p_B``, else non-bursty) with tensor operations only, on
-the device the model trains on (``TrainConfig.sample_on = "device"``):
+the device the model trains on (``TrainConfig.sample_on = "device"``, the default since run format
+5):
 
 - every run has **its own generator on that device** (seeded like the host stream, from
   ``derive_seed(seed, "stream")``); each refill takes one block of uniforms and one block of
