@@ -288,7 +288,10 @@ def _two_layer(model: InductionNet, inp: _Inputs, rows: Tensor | None):
 
     # The query's residual after layer 1: r_T = u_T + sum_h (a1_h[T] u) W_VO1_h.
     u_bar = a1[:, :, -1] @ u  # [b, h, d]
-    r_last = u[:, -1] + torch.einsum("bhd,hdf->bf", u_bar, W_VO1)
+    if W_VO1.shape[0] == 1:  # one head: a plain matmul (no einsum dispatch, forward and back)
+        r_last = torch.addmm(u[:, -1], u_bar[:, 0], W_VO1[0])
+    else:
+        r_last = u[:, -1] + torch.einsum("bhd,hdf->bf", u_bar, W_VO1)
 
     patterns = []
     scale2 = attention_scale(attn2.attn_scale, n_keys, attn2.d_head, attn2.n_train)
@@ -332,7 +335,10 @@ def _two_layer(model: InductionNet, inp: _Inputs, rows: Tensor | None):
                 s2.masked_fill(future[other], float("-inf")), dim=-1
             )
         patterns = [a1, a2_full]
-    z2 = torch.einsum("bgd,gde->bge", mixed, attn2.W_V).reshape(b, -1)
+    if attn2.n_heads == 1:
+        z2 = mixed[:, 0] @ attn2.W_V[0]
+    else:
+        z2 = torch.einsum("bgd,gde->bge", mixed, attn2.W_V).reshape(b, -1)
     if output_is_identity(attn2.W_O):
         out2 = z2
     else:
