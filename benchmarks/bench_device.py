@@ -66,8 +66,7 @@ def rows(device: torch.device, S: int, steps: int, rounds: int, n_eval: int) -> 
         loss = F.cross_entropy(logits.flatten(0, 1), target.flatten(), reduction="none")
         opt.zero_grad(set_to_none=True)
         loss.view(S, -1).mean(1).sum().backward()
-        training._shrink_weights(opt, cfg)
-        opt.step()
+        training._update(opt, cfg)
 
     def timed(fn, n: int) -> float:  # ms per call
         _sync(device)

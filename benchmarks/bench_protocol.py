@@ -14,14 +14,15 @@ ratio of the marginal model-steps/s (median over rounds), as its last line.
 
 ``--keep DIR`` keeps the full protocol's sweep (six 1e5-step paper-fig3 runs) in ``DIR``.
 
-``--sample-on device`` trains this checkout with ``--set sample_on=device`` (the baseline samples
-on the host as it always did).
+``--sample-on host`` or ``device`` trains this checkout with ``--set sample_on=...`` (default:
+its own default, the device sampler since run format 5); the baseline trains with its own
+defaults.
 
 ``--device cuda`` trains on the GPU (``--set device=cuda``), for example with ``--workers 1
 --stack 6``.
 
 Usage: python benchmarks/bench_protocol.py [--quick | --steps S] [--rounds R] [--stack N]
-    [--baseline PATH] [--keep DIR] [--device DEVICE] [--sample-on device]
+    [--baseline PATH] [--keep DIR] [--device DEVICE] [--sample-on host|device]
 """
 
 from __future__ import annotations
@@ -81,8 +82,8 @@ def main() -> None:
     parser.add_argument("--baseline", type=Path, default=None, help="another checkout to compare")
     parser.add_argument("--device", default="cpu", help="train on this torch device (cuda)")
     parser.add_argument(
-        "--sample-on", default="host", choices=("host", "device"),
-        help="this checkout's sample_on (the baseline samples as it always did)",
+        "--sample-on", default=None, choices=("host", "device"),
+        help="this checkout's sample_on (default: its default; the baseline trains with its own)",
     )  # fmt: skip
     parser.add_argument(
         "--keep", type=Path, default=None, help="keep the sweep's runs here (a new folder; "
@@ -107,8 +108,8 @@ def main() -> None:
     fits: dict[str, list[tuple[float, float]]] = {name: [] for name in trees}
     for r in range(args.rounds):
         for name, tree in trees.items():
-            sample_on = args.sample_on if name == "this" else "host"
-            extra = ("--set", f"sample_on={sample_on}") if sample_on != "host" else ()
+            sample_on = args.sample_on if name == "this" else None
+            extra = ("--set", f"sample_on={sample_on}") if sample_on else ()
             walls = [
                 run_slice(tree, steps, args.workers, args.stack, args.keep, args.device, extra)
                 for steps in lengths

@@ -94,14 +94,17 @@ class TrainConfig:
             "per_class_iw")``) and costs ``K * per_class_iw`` sequences per evaluation. A
             ``config.json`` without the field (written before it existed) reads as 0, which is
             what such a run did.
-        sample_on: where the training batches are drawn. ``host`` (the default): the CPU sampler
-            :meth:`interp.data.task.TaskGenerator.sample`, then moved to ``device``; ``device``:
-            :class:`interp.data.device_sampler.DeviceSampler` on ``device`` itself, many batches
-            per call with the run's own generator there (no host work per step; the stream a
-            GPU run needs, and a cheaper sampler on the CPU). The two draw the same distribution
-            but different streams, so a ``device`` run is not bit-identical to the ``host`` run
-            of its seed; stacked runs (``train_many``) draw what each would draw alone. A
-            ``config.json`` without the field reads as ``host``, which is what such a run did.
+        sample_on: where the training batches are drawn. ``device`` (the default since run
+            format 5): :class:`interp.data.device_sampler.DeviceSampler` on ``device`` itself,
+            many batches per call with the run's own generator there (no host work per step; the
+            stream a GPU run needs, and about half the host sampler's cost on the CPU); a task
+            with a sampler of its own (a registered task whose generator overrides ``sample``)
+            draws with it on the host whatever this says. ``host``: the CPU sampler
+            :meth:`interp.data.task.TaskGenerator.sample`, then moved to ``device`` (the default
+            before format 5). The two draw the same distribution but different streams, so a
+            ``device`` run is not bit-identical to the ``host`` run of its seed; stacked runs
+            (``train_many``) draw what each would draw alone. A ``config.json`` of format 4 or
+            earlier without the field reads as ``host``, which is what such a run did.
     """
 
     optimizer: str = "sgd"
@@ -122,7 +125,7 @@ class TrainConfig:
     backend: str = "fast"
     live_forecast: bool = True
     per_class_iw: int = 0
-    sample_on: str = "host"
+    sample_on: str = "device"
 
     def __post_init__(self) -> None:
         for name in ("lr", "weight_decay", "momentum"):

@@ -3,7 +3,8 @@
 :class:`DeviceSampler` draws the training sequences of :meth:`TaskGenerator.sample
 <interp.data.task.TaskGenerator.sample>` (the same distribution: novel-class sequences with
 probability ``p_C``, else bursty with ``p_B``, else non-bursty) with tensor operations only, on
-the device the model trains on (``TrainConfig.sample_on = "device"``):
+the device the model trains on (``TrainConfig.sample_on = "device"``, the default since run format
+5):
 
 - every run has **its own generator on that device** (seeded like the host stream, from
   ``derive_seed(seed, "stream")``); each refill takes one block of uniforms and one block of
@@ -39,9 +40,16 @@ from torch import Tensor
 
 from interp.data.task import Batch, TaskGenerator
 
-__all__ = ["CHUNK", "DeviceSampler"]
+__all__ = ["CHUNK", "DeviceSampler", "draws"]
 
 CHUNK = 8  # batches drawn per refill; part of the stream's definition
+
+
+def draws(generator: object) -> bool:
+    """Whether :class:`DeviceSampler` draws ``generator``'s training batches: a
+    :class:`TaskGenerator` whose ``sample`` is the in-context task's own (a registered task that
+    subclasses it with another ``sample``, like ``tests/fixtures/extra_task.py``, is not)."""
+    return isinstance(generator, TaskGenerator) and type(generator).sample is TaskGenerator.sample
 
 
 class DeviceSampler:
@@ -62,10 +70,10 @@ class DeviceSampler:
         batch_size: int,
         device: torch.device | str = "cpu",
     ) -> None:
-        if any(not isinstance(g, TaskGenerator) for g in generators):
+        if not all(draws(g) for g in generators):
             raise ValueError(
-                "TrainConfig.sample_on='device' is invalid for this task: the device sampler "
-                "draws the in-context classification task only (interp.data.task); use 'host'"
+                "DeviceSampler: the device sampler draws the in-context classification task's "
+                "own batches only (interp.data.task.TaskGenerator.sample)"
             )
         if not generators or len(generators) != len(seeds):
             raise ValueError("DeviceSampler needs one seed for each of at least one generator")
@@ -97,9 +105,21 @@ class DeviceSampler:
         self.pool = cfg.novel_pool if self.novel and cfg.novel_pool is not None else 0
         self.fresh = self.n_cls if self.novel and cfg.novel_pool is None else 0
         self.nz_seq = (N + 1 + self.fresh) * cfg.D  # normals per sequence
+        self._table = self._token_table()
         self.drawn = 0  # batches handed out (the same for every run)
         self._chunk: dict[str, Tensor] | None = None
         self._chunk_states: list[Tensor] = []
+
+    def _token_table(self) -> Tensor:
+        """The rows every token is looked up in, laid out once: each run's known class means
+        (scaled by ``1 / sqrt(1 + eps^2)``), the novel means of a chunk (rewritten at every
+        refill) and the label vectors."""
+        cfg, S, D = self.config, self.S, self.config.D
+        a = 1.0 / math.sqrt(1.0 + cfg.eps * cfg.eps)
+        n_novel = CHUNK * self.pool if self.pool else CHUNK * self.batch_size * self.fresh
+        n_novel *= S if self.novel else 0
+        novel = self.class_means_flat.new_empty(n_novel, D)
+        return torch.cat([self.class_means_flat * a, novel, self.label_vectors_flat])
 
     # ----------------------------------------------------------------------------------------
 
@@ -188,12 +208,17 @@ class DeviceSampler:
         q = (u_query * n_cls).long().clamp_(max=n_cls - 1)[..., None]  # [S, C, b, 1]
         slots = torch.cat([which, q], dim=-1)  # items, then the query
         nb = novel[..., None]
-        b_lab = torch.where(nb, labels_novel, labels_known).gather(-1, slots)
+        b_lab = labels_novel if labels_known is labels_novel else torch.where(
+            nb, labels_novel, labels_known
+        )
+        b_lab = b_lab.gather(-1, slots)
         b_cls = torch.where(nb, novel_cls, known_cls).gather(-1, slots)
+        seq_novel = nb.expand_as(b_cls)
+        if plain is None:  # no non-bursty sequences (p_B = 1)
+            return b_cls, b_lab, seq_novel
         is_b = (~plain)[..., None]
         seq_cls = torch.where(is_b, b_cls, seq_cls)
         seq_lab = torch.where(is_b, b_lab, seq_lab)
-        seq_novel = nb.expand_as(seq_cls)
         return seq_cls, seq_lab, seq_novel
 
     def _refill(self) -> None:
@@ -218,16 +243,21 @@ class DeviceSampler:
         u_plain, u_pos = u[..., : N + 1], u[..., N + 1]
 
         novel = u_kind[..., 0] < cfg.p_C  # [S, C, b]
-        bursty = ~novel & (u_kind[..., 1] < cfg.p_B)
-        plain = ~novel & ~bursty
+        # With p_B = 1 (a uniform is < 1) and classes to burst, every sequence is bursty: the
+        # non-bursty draws below would all be overwritten, so they are skipped (the stream, which
+        # reserves their uniforms, is the same).
+        plain = None if n_cls and cfg.p_B >= 1 else ~novel & ~(u_kind[..., 1] < cfg.p_B)
 
         # Non-bursty sequences: N items and the query, classes i.i.d. from p(k).
-        if self.uniform_classes:
-            plain_cls = (u_plain * K).long().clamp_(max=K - 1)
-        else:
-            plain_cls = torch.searchsorted(self.class_cdf, u_plain.contiguous()).clamp_(max=K - 1)
-        seq_cls, seq_lab = plain_cls, plain_cls % L  # [S, C, b, N + 1]
-        seq_novel = torch.zeros_like(seq_cls, dtype=torch.bool)
+        seq_cls = seq_lab = seq_novel = None
+        if plain is not None:
+            if self.uniform_classes:
+                plain_cls = (u_plain * K).long().clamp_(max=K - 1)
+            else:
+                plain_cls = torch.searchsorted(self.class_cdf, u_plain.contiguous())
+                plain_cls = plain_cls.clamp_(max=K - 1)
+            seq_cls, seq_lab = plain_cls, plain_cls % L  # [S, C, b, N + 1]
+            seq_novel = torch.zeros_like(seq_cls, dtype=torch.bool)
         if n_cls:
             seq_cls, seq_lab, seq_novel = self._bursty(
                 u_lab, u_within, u_perm, u_query, novel, plain, seq_cls, seq_lab
@@ -239,25 +269,24 @@ class DeviceSampler:
         a = 1.0 / math.sqrt(1.0 + eps * eps)
         s_idx = torch.arange(S, device=dev).view(S, 1, 1, 1)
         index = s_idx * K + seq_cls
-        parts = [self.class_means_flat * a]
-        base = S * K
+        table, base = self._table, S * K
         if self.novel:
             if self.pool:
                 c_idx = torch.arange(CHUNK, device=dev).view(1, CHUNK, 1, 1)
                 novel_index = base + (s_idx * CHUNK + c_idx) * self.pool + seq_cls
-                parts.append(pool.reshape(-1, D) * (a / math.sqrt(D)))
+                means = pool
             else:
                 r_idx = torch.arange(R, device=dev).view(1, CHUNK, b, 1)
                 novel_index = base + ((s_idx * R + r_idx) * self.fresh) + seq_cls
-                parts.append(fresh.reshape(-1, D) * (a / math.sqrt(D)))
+                means = fresh
             index = torch.where(seq_novel, novel_index, index)
-            base += parts[-1].shape[0]
-        parts.append(self.label_vectors_flat)
+            novel_rows = table[base : base + means.numel() // D]
+            torch.mul(means.reshape(-1, D), a / math.sqrt(D), out=novel_rows)  # in the table
+            base += novel_rows.shape[0]
         n = 2 * N + 1
         full = torch.empty(S, CHUNK, b, n, dtype=torch.long, device=dev)
         full[..., 0::2] = index  # items and the query
         full[..., 1::2] = base + s_idx * L + seq_lab[..., :N]
-        table = torch.cat(parts)
         tokens = F.embedding(full, table)  # [S, C, b, n, D]; faster than indexing on the CPU
         tokens[..., 0::2, :].add_(noise, alpha=eps * a / math.sqrt(D))
         max_offset = cfg.P - n

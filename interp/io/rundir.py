@@ -94,7 +94,7 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-FORMAT_VERSION = 4
+FORMAT_VERSION = 5
 # Train fields that may change when resuming without changing the mathematics of the run.
 RESUMABLE_TRAIN_FIELDS = ("steps", "device", "num_threads")
 # Fields added after format version 1 was first written, with the value that older runs used.
@@ -102,7 +102,7 @@ _LEGACY_TRAIN_DEFAULTS = {"backend": "hooked"}
 # Train fields added within format 3 whose default is what a run without the field did: an absent
 # one is taken as the default, with no migration note (nothing about the run changes), so such a
 # run still loads, compares equal to its own config and resumes.
-_NEUTRAL_TRAIN_DEFAULTS = {"per_class_iw": 0, "sample_on": "host"}
+_NEUTRAL_TRAIN_DEFAULTS = {"per_class_iw": 0}
 # Format 3 made three of the author's forms the defaults; runs of formats 1 and 2 used these.
 _PRE_V3_FORMS = {
     "task": {"novel_pool": (None, "per-sequence novel classes")},
@@ -111,6 +111,9 @@ _PRE_V3_FORMS = {
 }
 # Format 4 made the author's scalar hidden biases the default; runs of formats 1-3 had per-unit ones.
 _PRE_V4_HIDDEN_BIAS = "per_unit"
+# Format 5 made the device sampler the default; a run of formats 1-4 without the field (added within
+# format 3) drew its batches on the host.
+_PRE_V5_SAMPLE_ON = "host"
 
 
 # ---- model kinds -----------------------------------------------------------------------------
@@ -311,6 +314,13 @@ def _migrate(config: dict, path: Path) -> tuple[dict, list[str]]:
                     "(per-unit classifier biases, the form the run was trained with; the "
                     "author's one scalar per hidden layer is today's default)"
                 )
+        config["format_version"] = version = 4
+    if version == 4:
+        config = dict(config)
+        train = config.get("train")
+        if isinstance(train, Mapping) and "sample_on" not in train:
+            # The stream the run drew: nothing about it changes, so no note (as within format 3).
+            config["train"] = {**train, "sample_on": _PRE_V5_SAMPLE_ON}
         config["format_version"] = FORMAT_VERSION
     train = config.get("train")
     if isinstance(train, Mapping) and any(k not in train for k in _NEUTRAL_TRAIN_DEFAULTS):

@@ -24,6 +24,8 @@ formed: there ``b_K`` gets no gradient (``None``; the hooked model's is zero up 
 
 from __future__ import annotations
 
+import functools
+
 import torch
 import torch.nn.functional as F
 from jaxtyping import Float, Int
@@ -50,13 +52,22 @@ def supports_fast_path(model: torch.nn.Module) -> bool:
     return isinstance(model, InductionNet) and not model.positional.acts_in_attention
 
 
-def _pattern(q: Tensor, k: Tensor, scale, causal: Tensor | None) -> Tensor:
+@functools.lru_cache(maxsize=16)
+def _positions(n: int, device: torch.device) -> tuple[Tensor, Tensor]:
+    """``(n_keys, future)`` of ``n`` tokens: the keys each query row sees (``1 .. n``) and the
+    mask of the keys after each query (``[n, n]``, True above the diagonal). Built once per length
+    and device, not at every step; read-only."""
+    n_keys = torch.arange(1, n + 1, device=device)
+    return n_keys, torch.ones(n, n, dtype=torch.bool, device=device).triu(1)
+
+
+def _pattern(q: Tensor, k: Tensor, scale, future: Tensor | None) -> Tensor:
     # q [b, h, nq, e], k [b, h, nk, e] -> attention pattern [b, h, nq, nk]
     scores = q @ k.transpose(-1, -2)
     if not isinstance(scale, float) or scale != 1.0:
         scores = scores * scale
-    if causal is not None:
-        scores = scores.masked_fill(~causal, float("-inf"))
+    if future is not None:
+        scores = scores.masked_fill(future, float("-inf"))
     return torch.softmax(scores, dim=-1)
 
 
@@ -267,18 +278,20 @@ def _two_layer(model: InductionNet, inp: _Inputs, rows: Tensor | None):
     attn1, attn2 = model.blocks[0].attn, model.blocks[1].attn
     u = inp.u
     b, n, d = u.shape
-    n_keys = torch.arange(1, n + 1, device=u.device)
-    causal = torch.ones(n, n, dtype=torch.bool, device=u.device).tril()
+    n_keys, future = _positions(n, u.device)
 
     # Layer 1: full pattern [b, h, n, n].
     scale1 = attention_scale(attn1.attn_scale, n_keys, attn1.d_head, attn1.n_train)
     s1 = _scaled(_scores(attn1, inp, inp), scale1, slice(None))
-    a1 = torch.softmax(s1.masked_fill(~causal, float("-inf")), dim=-1)
+    a1 = torch.softmax(s1.masked_fill(future, float("-inf")), dim=-1)
     W_VO1 = _value_output(attn1)  # [h, d, d]
 
     # The query's residual after layer 1: r_T = u_T + sum_h (a1_h[T] u) W_VO1_h.
     u_bar = a1[:, :, -1] @ u  # [b, h, d]
-    r_last = u[:, -1] + torch.einsum("bhd,hdf->bf", u_bar, W_VO1)
+    if W_VO1.shape[0] == 1:  # one head: a plain matmul (no einsum dispatch, forward and back)
+        r_last = torch.addmm(u[:, -1], u_bar[:, 0], W_VO1[0])
+    else:
+        r_last = u[:, -1] + torch.einsum("bhd,hdf->bf", u_bar, W_VO1)
 
     patterns = []
     scale2 = attention_scale(attn2.attn_scale, n_keys, attn2.d_head, attn2.n_train)
@@ -319,10 +332,13 @@ def _two_layer(model: InductionNet, inp: _Inputs, rows: Tensor | None):
             r = u + (a1 @ vo).sum(1)  # [b, n, d]
             s2 = _scaled(_scores(attn2, r[:, other], r), scale2, other)  # [b, g, rows, n]
             a2_full[:, :, other] = torch.softmax(
-                s2.masked_fill(~causal[other], float("-inf")), dim=-1
+                s2.masked_fill(future[other], float("-inf")), dim=-1
             )
         patterns = [a1, a2_full]
-    z2 = torch.einsum("bgd,gde->bge", mixed, attn2.W_V).reshape(b, -1)
+    if attn2.n_heads == 1:
+        z2 = mixed[:, 0] @ attn2.W_V[0]
+    else:
+        z2 = torch.einsum("bgd,gde->bge", mixed, attn2.W_V).reshape(b, -1)
     if output_is_identity(attn2.W_O):
         out2 = z2
     else:
@@ -333,8 +349,7 @@ def _two_layer(model: InductionNet, inp: _Inputs, rows: Tensor | None):
 def _forward(model: InductionNet, tokens: Tensor, positions: Tensor, keep_patterns: bool):
     cfg = model.cfg
     b, n_pos, D = tokens.shape
-    n_keys = torch.arange(1, n_pos + 1, device=tokens.device)
-    causal = torch.ones(n_pos, n_pos, dtype=torch.bool, device=tokens.device).tril()
+    n_keys, future = _positions(n_pos, tokens.device)
     onehot = isinstance(model.positional, OneHotConcat)
 
     if onehot:
@@ -382,7 +397,7 @@ def _forward(model: InductionNet, tokens: Tensor, positions: Tensor, keep_patter
             scale = scale[-1:] if isinstance(scale, Tensor) else scale
             pattern = _pattern(q[:, :, -1:], k, scale, None)  # the query row sees every key
         else:
-            pattern = _pattern(q, k, scale, causal)  # [b, h, pos, pos]
+            pattern = _pattern(q, k, scale, future)  # [b, h, pos, pos]
             patterns.append(pattern)
         if layer == n_layers - 1:
             z_last = pattern[:, :, -1:] @ v  # [b, h, 1, e]

@@ -281,6 +281,29 @@ def _shrink_weights(optimizer: torch.optim.Optimizer, cfg: TrainConfig) -> None:
         torch._foreach_mul_(params, 1.0 - cfg.weight_decay)
 
 
+def _update(optimizer: torch.optim.Optimizer, cfg: TrainConfig) -> None:
+    """The author's weight decay (:func:`_shrink_weights`), then the optimiser's update. Plain SGD
+    (no momentum, coupled decay or maximize: the paper's) is applied here as two multi-tensor ops,
+    without ``SGD.step``'s per-step Python work: the same two roundings per weight as
+    ``p.mul_(1 - wd)`` and ``SGD.step``'s ``p.add_(grad, alpha=-lr)``, bit for bit
+    (``tests/interp/test_training.py``); such SGD keeps no state."""
+    groups = optimizer.param_groups
+    if type(optimizer) is not torch.optim.SGD or any(
+        g["momentum"] or g["weight_decay"] or g["maximize"] or g["differentiable"] for g in groups
+    ):
+        _shrink_weights(optimizer, cfg)
+        optimizer.step()
+        return
+    shrink = cfg.weight_decay_form == "multiplicative" and cfg.weight_decay != 0
+    with torch.no_grad():
+        for group in groups:
+            params = [p for p in group["params"] if p.grad is not None]
+            if params:
+                if shrink:
+                    torch._foreach_mul_(params, 1.0 - cfg.weight_decay)
+                torch._foreach_add_(params, [p.grad for p in params], alpha=-group["lr"])
+
+
 def _slice_optimizer_state(state: dict, i: int) -> dict:
     """Model ``i``'s share of a stacked optimizer's state dict (a single run's format)."""
     return {
@@ -406,7 +429,8 @@ class _RunState:
         self.optimizer_state_fn = None  # () -> this run's optimizer state, for save_resume
         self.stream = torch.Generator().manual_seed(derive_seed(cfg.seed, "stream"))
         self.sampler = self.sampler_state = None  # sample_on="device": the batches' own stream
-        if cfg.sample_on == "device":
+        # A task with a sampler of its own draws with it on the host (TrainConfig.sample_on).
+        if cfg.sample_on == "device" and _device_sampler_draws(self.generator):
             from interp.data.device_sampler import DeviceSampler
 
             seeds = [derive_seed(cfg.seed, "stream")]
@@ -581,6 +605,12 @@ class _RunState:
         )
 
 
+def _device_sampler_draws(generator) -> bool:
+    from interp.data.device_sampler import draws
+
+    return draws(generator)
+
+
 def _single_step(run: Any):
     """One optimisation step of one run (any object with the loop's run attributes: ``model``,
     ``cfg``, ``optimizer_state``, ``sample()``, ``batch_loss(batch)``, ``diverged(value)`` and the
@@ -595,13 +625,13 @@ def _single_step(run: Any):
 
     def step() -> None:
         loss = run.batch_loss(run.sample())
-        if not torch.isfinite(loss):
-            raise run.diverged(loss.item())
+        value = loss.item()  # the one read of the loss per step
+        if not math.isfinite(value):
+            raise run.diverged(value)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
-        _shrink_weights(optimizer, run.cfg)
-        optimizer.step()
-        run.loss_sum += loss.item()
+        _update(optimizer, run.cfg)
+        run.loss_sum += value
         run.loss_count += 1
 
     return step
@@ -651,8 +681,7 @@ def _stacked_step(runs: list[_RunState], stack, optimizer):
                 raise run.diverged(value)
         optimizer.zero_grad(set_to_none=True)
         losses.sum().backward()
-        _shrink_weights(optimizer, runs[0].cfg)
-        optimizer.step()
+        _update(optimizer, runs[0].cfg)
         for run, value in zip(runs, values):
             run.loss_sum += value
             run.loss_count += 1

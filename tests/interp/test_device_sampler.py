@@ -200,16 +200,50 @@ def test_sample_on_device_trains_stacked_as_alone_resumes_exactly_and_is_recorde
     pd.testing.assert_frame_equal(resumed, full)
 
 
-def test_a_config_without_sample_on_reads_as_host_and_a_bad_value_names_the_field(tmp_path):
+def test_a_format_4_config_without_sample_on_reads_as_host_and_a_bad_value_names_the_field(
+    tmp_path,
+):
     train(SMALL, SMALL_MODEL, _cfg(sample_on="host", steps=20), tmp_path / "old", progress=False)
     path = tmp_path / "old" / "config.json"
     config = json.loads(path.read_text())
+    assert config["format_version"] == 5 and TrainConfig().sample_on == "device"
+    config["format_version"] = 4
     del config["train"]["sample_on"]  # as written before the field existed
     path.write_text(json.dumps(config))
-    assert load_run(tmp_path / "old").train_config.sample_on == "host"
-    assert load_run(tmp_path / "old").notes == []  # nothing about the run changes
+    old = load_run(tmp_path / "old")
+    assert old.train_config.sample_on == "host"
+    assert len(old.notes) == 1 and "format version 4, migrated to 5" in old.notes[0]
     longer = train(SMALL, SMALL_MODEL, _cfg(sample_on="host", steps=40), tmp_path / "old",
                    resume=True, progress=False)  # fmt: skip
     assert list(longer["step"]) == [0, 20, 40]  # it resumes under today's config
+    # A format-5 config without the field (hand-written) reads as today's default.
+    config["format_version"] = 5
+    path.write_text(json.dumps(config))
+    assert load_run(tmp_path / "old").train_config.sample_on == "device"
     with pytest.raises(ValueError, match=r"^TrainConfig.sample_on='gpu' is invalid"):
         TrainConfig(sample_on="gpu")
+
+
+class _OwnSampler(TaskGenerator):
+    """A task whose generator draws its training batches its own way (IW sequences only)."""
+
+    def sample(self, batch_size, generator):
+        return self.iw(batch_size, generator)
+
+
+def test_a_task_with_its_own_sampler_draws_with_it_whatever_sample_on_says(monkeypatch):
+    import interp.train.training as training
+    from interp.data import device_sampler
+
+    assert device_sampler.draws(TaskGenerator(SMALL, 0))
+    assert not device_sampler.draws(_OwnSampler(SMALL, 0)) and not device_sampler.draws(object())
+    with pytest.raises(ValueError, match="in-context classification task's own batches"):
+        DeviceSampler([_OwnSampler(SMALL, 0)], [0], 32)
+    # Trained under either value, the run draws the task's own stream on the host: the same run.
+    monkeypatch.setattr(training, "make_generator", lambda task, seed: _OwnSampler(task, seed))
+    runs = [train(SMALL, SMALL_MODEL, _cfg(sample_on=on, steps=20), None, progress=False)
+            for on in ("device", "host")]  # fmt: skip
+    pd.testing.assert_frame_equal(*runs)
+    monkeypatch.undo()  # the in-context task's own sampler: another stream, another run
+    standard = train(SMALL, SMALL_MODEL, _cfg(sample_on="host", steps=20), None, progress=False)
+    assert not np.allclose(standard["train_loss"][1:], runs[0]["train_loss"][1:])

@@ -75,7 +75,7 @@ def test_interrupted_then_resumed_equals_uninterrupted(tmp_path):
 
 
 def test_keyboard_interrupt_saves_state_and_resume_is_exact(tmp_path, monkeypatch):
-    full = train(TASK, MODEL, cfg(optimizer="sgd", lr=0.05), tmp_path / "full", progress=False)
+    full = train(TASK, MODEL, cfg(optimizer="sgd", lr=0.05, sample_on="host"), tmp_path / "full", progress=False)
     calls = {"n": 0}
     original = TaskGenerator.sample
 
@@ -87,10 +87,10 @@ def test_keyboard_interrupt_saves_state_and_resume_is_exact(tmp_path, monkeypatc
 
     monkeypatch.setattr(TaskGenerator, "sample", flaky)
     with pytest.raises(KeyboardInterrupt):
-        train(TASK, MODEL, cfg(optimizer="sgd", lr=0.05), tmp_path / "part", progress=False)
+        train(TASK, MODEL, cfg(optimizer="sgd", lr=0.05, sample_on="host"), tmp_path / "part", progress=False)
     monkeypatch.setattr(TaskGenerator, "sample", original)
     resumed = train(
-        TASK, MODEL, cfg(optimizer="sgd", lr=0.05), tmp_path / "part", resume=True, progress=False
+        TASK, MODEL, cfg(optimizer="sgd", lr=0.05, sample_on="host"), tmp_path / "part", resume=True, progress=False
     )
     pd.testing.assert_frame_equal(full, resumed)
 
@@ -228,7 +228,8 @@ def test_ctrl_c_in_the_middle_of_a_step_stops_after_it_and_resume_is_exact(tmp_p
     import os
     import signal
 
-    full = train(TASK, MODEL, cfg(), tmp_path / "full", progress=False)
+    host = cfg(sample_on="host")  # the interruption is planted in the host sampler
+    full = train(TASK, MODEL, host, tmp_path / "full", progress=False)
     before = signal.getsignal(signal.SIGINT)  # default_int_handler, or SIG_IGN in a background job
     calls = {"n": 0}
     original = TaskGenerator.sample
@@ -242,10 +243,55 @@ def test_ctrl_c_in_the_middle_of_a_step_stops_after_it_and_resume_is_exact(tmp_p
 
     monkeypatch.setattr(TaskGenerator, "sample", sample_then_sigint)
     with pytest.raises(KeyboardInterrupt):
-        train(TASK, MODEL, cfg(), tmp_path / "part", progress=False)
+        train(TASK, MODEL, host, tmp_path / "part", progress=False)
     monkeypatch.setattr(TaskGenerator, "sample", original)
     assert signal.getsignal(signal.SIGINT) is before  # the handler in place before is restored
     state = checkpoints.load_resume(tmp_path / "part" / "checkpoints" / checkpoints.RESUME_NAME)
     assert state["step"] == 27  # the interrupted step was finished, not lost
-    resumed = train(TASK, MODEL, cfg(), tmp_path / "part", resume=True, progress=False)
+    resumed = train(TASK, MODEL, host, tmp_path / "part", resume=True, progress=False)
     pd.testing.assert_frame_equal(full, resumed)
+
+
+def test_plain_sgd_update_is_the_optimisers_step_bit_for_bit():
+    """The loop's own update of plain SGD (two multi-tensor ops) gives exactly the weights of the
+    multiplicative shrink followed by ``torch.optim.SGD.step``, and skips a weight without a
+    gradient; known answer: theta = 2, grad = 4, wd = 0.5, lr = 0.25 -> 2 * 0.5 - 0.25 * 4 = 0."""
+    from interp.train.training import _make_optimizer, _shrink_weights, _update
+
+    c = TrainConfig(optimizer="sgd", lr=0.25, weight_decay=0.5)
+    w = torch.full((3,), 2.0, requires_grad=True)
+    frozen = torch.full((2,), 2.0, requires_grad=True)  # no gradient this step: left alone
+    w.grad = torch.full((3,), 4.0)
+    _update(_make_optimizer([w, frozen], c), c)
+    assert torch.equal(w.detach(), torch.zeros(3))
+    assert torch.equal(frozen.detach(), torch.full((2,), 2.0))
+
+    c = TrainConfig(optimizer="sgd", lr=0.1, weight_decay=1e-6)
+    g = torch.Generator().manual_seed(0)
+    ours = [torch.randn(5, 7, generator=g, requires_grad=True) for _ in range(3)]
+    ref = [t.detach().clone().requires_grad_() for t in ours]
+    opt_ours, opt_ref = _make_optimizer(ours, c), _make_optimizer(ref, c)
+    for _ in range(3):
+        grads = [torch.randn(5, 7, generator=g) for _ in ours]
+        for a, b, gr in zip(ours, ref, grads):
+            a.grad, b.grad = gr.clone(), gr.clone()
+        _update(opt_ours, c)
+        _shrink_weights(opt_ref, c)
+        opt_ref.step()
+    assert all(torch.equal(a, b) for a, b in zip(ours, ref))
+    assert opt_ours.state_dict() == opt_ref.state_dict()  # SGD without momentum keeps no state
+
+
+def test_update_with_momentum_is_sgds_own_step():
+    """With momentum, the update is the optimiser's step (its momentum buffer is kept): after two
+    steps with grad 1, lr 1, momentum 0.5 and no decay, theta = 0 - 1 - (0.5 + 1) = -2.5."""
+    from interp.train.training import _make_optimizer, _update
+
+    c = TrainConfig(optimizer="sgd", lr=1.0, weight_decay=0.0, momentum=0.5)
+    w = torch.zeros(2, requires_grad=True)
+    opt = _make_optimizer([w], c)
+    for _ in range(2):
+        w.grad = torch.ones(2)
+        _update(opt, c)
+    assert torch.equal(w.detach(), torch.full((2,), -2.5))
+    assert "momentum_buffer" in opt.state[w]
