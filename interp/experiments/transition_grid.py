@@ -242,7 +242,8 @@ def run_grid(
 
 
 def collect(grid: TransitionGrid, out: str | os.PathLike) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The summary rows (:data:`SUMMARY_COLUMNS` plus ``wall_s, commit, date, machine``) and the
+    """The summary rows (:data:`SUMMARY_COLUMNS` plus ``wall_s, commit, date, machine,
+    format_version``) and the
     curves (:data:`CURVE_COLUMNS`) of the runs of ``grid`` in ``out`` that have ended."""
     from interp.analysis.transition import detect_transition
     from interp.io.rundir import load_run
@@ -271,15 +272,22 @@ def collect(grid: TransitionGrid, out: str | os.PathLike) -> tuple[pd.DataFrame,
             "final_ic_loss": round(float(m["ic_loss"].iloc[-1]), 4),
             "final_ic_acc": round(float(m["ic_acc"].iloc[-1]), 4),
             **{k: rec[k] for k in ("wall_s", "commit", "date", "machine")},
+            "format_version": _format_version(out / run_name(p, s)),
         })  # fmt: skip
         cols = [k for k in CURVE_COLUMNS if k in m.columns]
         curve = m[cols].copy()
         curve.insert(0, "seed", s)
         curve.insert(0, "point", p.name)
         curves.append(curve.round(5))
-    summary = pd.DataFrame(rows, columns=[*SUMMARY_COLUMNS, "wall_s", "commit", "date", "machine"])
+    extra = ["wall_s", "commit", "date", "machine", "format_version"]
+    summary = pd.DataFrame(rows, columns=[*SUMMARY_COLUMNS, *extra])
     curve = pd.concat(curves, ignore_index=True) if curves else pd.DataFrame(columns=CURVE_COLUMNS)
     return summary, curve
+
+
+def _format_version(run_dir: Path) -> int:
+    """The format version a run was trained under (its ``config.json``, before migration)."""
+    return int(json.loads((run_dir / "config.json").read_text()).get("format_version", 1))
 
 
 def _round(v) -> float:

@@ -22,7 +22,7 @@ from pathlib import Path
 import pandas as pd
 
 from interp.experiments import register_experiment
-from interp.experiments.core import Experiment, Tier, current_format_version
+from interp.experiments.core import Experiment, Tier
 from interp.experiments.transition_grid import GridPoint, TransitionGrid
 
 NAME = "transition-law"
@@ -108,7 +108,6 @@ def _produce(experiment, tier: str, runs: Path, workers, log):
     grid = GRIDS[tier]
     run_grid(grid, runs, workers=workers or 2, log=log)
     rows, curves = collect(grid, runs)
-    rows["format_version"] = current_format_version()
     companions = {CURVES: curves, **score_tables(rows, curves, log=log)}
     if rows["transitioned"].astype(bool).groupby(rows["point"]).any().sum() >= 8:
         companions[LAW_JSON] = fit_law_record(rows, curves)
