@@ -226,6 +226,7 @@ def run_grid(
     )
     if not todo:
         return 0
+    failed = []
     if workers <= 1:
         for p, s in todo:
             rec = _worker(grid, p, s, str(out / run_name(p, s)))
@@ -236,8 +237,15 @@ def run_grid(
                    for p, s in todo}  # fmt: skip
         for fut in as_completed(futures):
             p, s = futures[fut]
-            rec = fut.result()
+            try:
+                rec = fut.result()
+            except Exception as err:  # noqa: BLE001 - reported now, raised once the rest ran
+                failed.append(run_name(p, s))
+                log(f"{run_name(p, s)}: failed: {str(err).splitlines()[0] if str(err) else err!r}")
+                continue
             log(f"{run_name(p, s)}: {rec['steps']} steps, {rec['wall_s']:.0f} s")
+    if failed:
+        raise RuntimeError(f"{len(failed)} runs failed ({', '.join(failed)}); the others ended")
     return len(todo)
 
 

@@ -40,10 +40,12 @@ BASE = {
     "eval_every": 100,
     "live_forecast": False,
     "num_threads": 1,
+    "sample_on": "host",
 }
 """What every point shares: paper-fig3's task and plain SGD (batch 128, the author's weight decay),
 with per-unit hidden biases (the author's scalar biases collapse at these learning rates) and
-lr 0.1 at the centre."""
+lr 0.1 at the centre. The sampler is pinned (the host sampler, the stream the grid began with), so
+that a change of the toolkit's defaults never stops a run from resuming."""
 
 _P = GridPoint
 GRID = TransitionGrid(
