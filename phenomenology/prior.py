@@ -4,17 +4,19 @@ curve's forecast as the update.
 Before training, the transition law (:mod:`phenomenology.transition_law`) gives ``log T`` a normal
 prior (mean ``mu0``, sd ``s0``). Once part of the curve is seen, a partial-curve forecaster gives a
 step ``F``: the progress forecaster (:mod:`phenomenology.progress`) where the attention measure
-gives one, else the template forecaster (:mod:`phenomenology.forecast`). Its error ``log(T / F)``
-has a bias and a spread that depend on how early it is read, which is known at forecast time as
-``q = cut-off / prior median`` (the fraction of the expected time seen): :func:`calibrate`
-measures them per bin of ``q`` (:data:`Q_BINS`) on runs with known transitions. The combination
-(:func:`combine`) is the normal posterior of ``log T`` given the prior and the bias-corrected
-forecast (precision-weighted), truncated to ``T > cut-off`` (no transition was seen by then), and
-read at its median and 10% / 90% quantiles.
+gives one, else the template forecaster (:mod:`phenomenology.forecast`). How far its error
+``log(T / F)`` strays depends on how close it thinks the transition is, known at forecast time as
+``r = cut-off / F`` (the share of its own forecast already seen): :func:`calibrate` measures the
+bias and spread per bin of ``r`` (:data:`R_BINS`) on runs with known transitions, and chooses
+per bin what the forecast does (:data:`MODES`: nothing, replace the prior, or weigh against it
+by precision, the normal posterior of ``log T``; with or without its mean bias taken out): the
+choice with the smallest median error on those runs. The combination (:func:`combine`) is then
+truncated to ``T > cut-off`` (no transition was seen by then), and read at its median and 10% /
+90% quantiles.
 
 Within the combination the progress forecaster is read below its own threshold of excess
-(:data:`phenomenology.progress.MIN_EXCESS`, where alone it refuses): there its calibrated spread is
-wide and the posterior stays near the prior; this is how the combination extends its range.
+(:data:`phenomenology.progress.MIN_EXCESS`, where alone it refuses): where that helps, its bins
+are kept, and where it does not, the prior stands.
 """
 
 from __future__ import annotations
@@ -27,20 +29,20 @@ import pandas as pd
 
 from phenomenology.transition_law import Prediction
 
-__all__ = ["MIN_CALIBRATION", "Q_BINS", "calibrate", "combine", "curve_step", "q_bin"]
+__all__ = ["MIN_CALIBRATION", "MODES", "R_BINS", "calibrate", "combine", "curve_step", "r_bin"]
 
-Q_BINS = (0.0, 0.2, 0.4, 0.6, 0.85, math.inf)
-"""Edges of the bins of ``q = cut-off / prior median`` over which a forecaster is calibrated."""
+R_BINS = (0.0, 0.25, 0.5, 0.65, 0.8, math.inf)
+"""Edges of the bins of ``r = cut-off / F`` over which a forecaster is calibrated."""
 
-MIN_CALIBRATION = 4
+MIN_CALIBRATION = 20
 """Fewest forecasts a bin needs for its bias and spread; a bin with fewer leaves the prior alone."""
 
 
-def q_bin(q: float) -> int:
-    """The index of ``q``'s bin in :data:`Q_BINS` (-1 for a q that is not finite)."""
-    if not math.isfinite(q):
+def r_bin(r: float) -> int:
+    """The index of ``r``'s bin in :data:`R_BINS` (-1 for an ``r`` that is not finite)."""
+    if not math.isfinite(r):
         return -1
-    return int(np.searchsorted(Q_BINS, q, side="right") - 1)
+    return int(np.searchsorted(R_BINS, r, side="right") - 1)
 
 
 def curve_step(part: pd.DataFrame, task: Mapping[str, float], *, extended: bool) -> tuple:
@@ -79,29 +81,78 @@ def curve_step(part: pd.DataFrame, task: Mapping[str, float], *, extended: bool)
     return (fc.step, "template") if fc.ok else (None, None)
 
 
+MODES = ("prior", "curve", "weighted")
+"""What a calibrated bin does with a forecast: leave the prior alone, take the forecast alone
+(bias-corrected), or weigh the two by their precision."""
+
+
 def calibrate(errors: pd.DataFrame) -> dict:
-    """Bias and spread of each forecaster's ``log(T / F)`` per bin of ``q``.
+    """Per forecaster and bin of ``r``: the bias and spread of its ``log(T / F)``, and the mode
+    (:data:`MODES`) and bias correction (the mean, or none) that gave these runs the smallest
+    median ``|log error|``.
 
     Args:
-        errors: rows ``method, q, log_error`` (one per forecast of a run with a known step).
+        errors: one row per forecast of a run with a known step ``observed``: ``method, step``
+            (``F``), ``seen`` (the cut-off) and the run's prior (``prior_step, prior_low,
+            prior_high, prior_log_mean, prior_log_sd``, from a law fitted without the run).
 
     Returns:
-        ``{method: [{"bin": i, "n": n, "bias": b, "sd": s}, ...]}`` for the bins with
-        :data:`MIN_CALIBRATION` forecasts or more.
+        ``{method: [{"bin", "n", "bias", "sd", "mode"}, ...]}`` for the bins with
+        :data:`MIN_CALIBRATION` forecasts or more (``bias``: the correction applied, 0 or the
+        mean error; ``sd``: the spread about it).
     """
     out: dict[str, list[dict]] = {}
-    e = errors[np.isfinite(errors["log_error"].astype(float))]
+    e = errors[errors["step"].astype(float) > 0].copy()
+    e["log_error"] = np.log(e["observed"].astype(float) / e["step"].astype(float))
+    e["bin"] = (e["seen"].astype(float) / e["step"].astype(float)).map(r_bin)
     for method, g in e.groupby("method", sort=True):
-        bins = g["q"].astype(float).map(q_bin)
         rows = []
-        for b, h in g.groupby(bins, sort=True):
+        for b, h in g.groupby("bin", sort=True):
             if b < 0 or len(h) < MIN_CALIBRATION:
                 continue
             v = h["log_error"].astype(float)
-            rows.append({"bin": int(b), "n": int(len(v)), "bias": float(v.mean()),
-                         "sd": float(max(v.std(ddof=1), 1e-3))})  # fmt: skip
+            best = None
+            for bias in (0.0, float(v.mean())):
+                sd = float(max(np.sqrt(((v - bias) ** 2).sum() / max(len(v) - 1, 1)), 1e-3))
+                for mode in MODES:
+                    rec = {"bin": int(b), "n": int(len(v)), "bias": bias, "sd": sd, "mode": mode}
+                    err = np.median([
+                        _abs_log(combine(_prior_of(t), float(t["step"]), str(method),
+                                         float(t["seen"]), {str(method): [rec]}).step,
+                                 t["observed"]) for _, t in h.iterrows()
+                    ])  # fmt: skip
+                    if best is None or err < best[0] - 1e-12:
+                        best = (err, rec)
+            rows.append(best[1])
         out[str(method)] = rows
     return out
+
+
+def _prior_of(t) -> Prediction:
+    return Prediction(float(t["prior_step"]), float(t["prior_low"]), float(t["prior_high"]),
+                      float(t["prior_log_mean"]), float(t["prior_log_sd"]))  # fmt: skip
+
+
+def _abs_log(pred: float, obs: float) -> float:
+    return abs(math.log(pred / float(obs))) if math.isfinite(pred) and pred > 0 else math.inf
+
+
+def calibration_rows(forecasts: pd.DataFrame, priors: Mapping) -> pd.DataFrame:
+    """The rows :func:`calibrate` takes, from a table of forecasts (``point, seed, seen,
+    observed, extended, extended_method``) and each run's prior (``(point, seed) ->
+    Prediction``); forecasts without a step, or of runs whose prior is no transition, left out."""
+    out = []
+    for _, t in forecasts.iterrows():
+        p = priors.get((t["point"], int(t["seed"])))
+        if p is None or not p.transitions or t["extended"] is None or pd.isna(t["extended"]):
+            continue
+        out.append({"method": t["extended_method"], "step": float(t["extended"]),
+                    "seen": float(t["seen"]), "observed": float(t["observed"]),
+                    "prior_step": p.step, "prior_low": p.low, "prior_high": p.high,
+                    "prior_log_mean": p.log_mean, "prior_log_sd": p.log_sd})  # fmt: skip
+    cols = ["method", "step", "seen", "observed", "prior_step", "prior_low", "prior_high",
+            "prior_log_mean", "prior_log_sd"]  # fmt: skip
+    return pd.DataFrame(out, columns=cols)
 
 
 def _truncated(mean: float, sd: float, seen: float) -> Prediction:
@@ -127,21 +178,20 @@ def combine(
 ) -> Prediction:
     """The prior updated by a partial curve's forecast ``step`` (by ``method``) read at ``seen``.
 
-    With no forecast, or none calibrated in the bin of ``q = seen / prior median``, the prior
+    With no forecast, or none calibrated (and kept) in the bin of ``r = seen / step``, the prior
     truncated to ``T > seen``. With a prior of no transition the calibrated forecast alone (or
     the prior when there is none).
     """
-    has_prior = prior.transitions
-    q = seen / prior.step if has_prior else math.nan
     cal = None
-    if step is not None and method is not None:
-        rows = calibration.get(method, [])
-        want = q_bin(q) if has_prior else len(Q_BINS) - 2
-        cal = next((r for r in rows if r["bin"] == want), None)
+    if step is not None and method is not None and step > 0:
+        want = r_bin(seen / step)
+        cal = next((r for r in calibration.get(method, []) if r["bin"] == want), None)
+        if cal is not None and cal.get("mode", "weighted") == "prior" and prior.transitions:
+            cal = None
     if cal is None:
-        return _truncated(prior.log_mean, prior.log_sd, seen) if has_prior else prior
+        return _truncated(prior.log_mean, prior.log_sd, seen) if prior.transitions else prior
     mu_c, s_c = math.log(step) + cal["bias"], cal["sd"]
-    if not has_prior:
+    if not prior.transitions or cal.get("mode", "weighted") == "curve":
         return _truncated(mu_c, s_c, seen)
     w0, wc = 1.0 / prior.log_sd**2, 1.0 / s_c**2
     mean = (w0 * prior.log_mean + wc * mu_c) / (w0 + wc)

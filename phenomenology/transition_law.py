@@ -402,7 +402,7 @@ class StoredLaw:
 
     Attributes:
         fitted: the law.
-        ranges: field -> ``[min, max]`` over the runs that transitioned.
+        ranges: field -> ``[min, max]`` over the runs of the data.
         fixed: ``section.field`` -> the value every run of the data had (as text).
         calibration: the combination's calibration (:func:`phenomenology.prior.calibrate`).
         source: where its data are.

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from phenomenology.prior import calibrate, combine, curve_step
+from phenomenology.prior import calibrate, calibration_rows, combine, curve_step
 from phenomenology.transition_law import FIELDS, LAW, LogLinearLaw, _transitioned
 
 __all__ = [
@@ -124,15 +124,7 @@ def combined_scores(
     out = []
     for point in dict.fromkeys(fc["point"]):
         inner = _priors(rows, law, exclude=[point])  # the other runs' priors, without this point
-        train = fc[fc["point"] != point]
-        errs = []
-        for _, t in train.iterrows():
-            p = inner.get((t["point"], int(t["seed"])))
-            if p is None or not p.transitions or t["extended"] is None or pd.isna(t["extended"]):
-                continue
-            errs.append({"method": t["extended_method"], "q": t["seen"] / p.step,
-                         "log_error": math.log(t["observed"] / t["extended"])})  # fmt: skip
-        cal = calibrate(pd.DataFrame(errs, columns=["method", "q", "log_error"]))
+        cal = calibrate(calibration_rows(fc[fc["point"] != point], inner))
         test = fc[(fc["point"] == point) & fc["fraction"].isin(FRACTIONS)]
         for _, t in test.iterrows():
             prior = priors[(point, int(t["seed"]))]

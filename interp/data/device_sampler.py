@@ -208,8 +208,10 @@ class DeviceSampler:
         q = (u_query * n_cls).long().clamp_(max=n_cls - 1)[..., None]  # [S, C, b, 1]
         slots = torch.cat([which, q], dim=-1)  # items, then the query
         nb = novel[..., None]
-        b_lab = labels_novel if labels_known is labels_novel else torch.where(
-            nb, labels_novel, labels_known
+        b_lab = (
+            labels_novel
+            if labels_known is labels_novel
+            else torch.where(nb, labels_novel, labels_known)
         )
         b_lab = b_lab.gather(-1, slots)
         b_cls = torch.where(nb, novel_cls, known_cls).gather(-1, slots)

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from phenomenology.prior import calibrate, combine, q_bin
+from phenomenology.prior import calibrate, combine, r_bin
 from phenomenology.transition_law import (
     FREE_POWER_LAW,
     LAW,
@@ -131,25 +131,44 @@ def test_the_prior_truncated_and_a_forecast_weighted_by_its_precision():
     alone = combine(prior, None, None, 10.0, {})
     assert alone.step == pytest.approx(1000.0, rel=1e-6)
     # a calibrated forecast of equal spread and no bias: the geometric mean
-    cal = {"progress": [{"bin": q_bin(0.1), "n": 10, "bias": 0.0, "sd": 0.5}]}
+    cal = {"progress": [{"bin": r_bin(100 / 4000), "n": 10, "bias": 0.0, "sd": 0.5}]}
     both = combine(prior, 4000.0, "progress", 100.0, cal)
     assert both.step == pytest.approx(2000.0, rel=1e-3)
     assert both.log_sd == pytest.approx(0.5 / math.sqrt(2))
     # a bias of the forecaster is taken out: log(T / F) = +log 2 means F is 2x early
-    cal_b = {"progress": [{"bin": q_bin(0.1), "n": 10, "bias": math.log(2), "sd": 0.5}]}
+    cal_b = {"progress": [{"bin": r_bin(100 / 500), "n": 10, "bias": math.log(2), "sd": 0.5}]}
     assert combine(prior, 500.0, "progress", 100.0, cal_b).step == pytest.approx(1000.0, rel=1e-3)
     # seen beyond the prior's median: the median moves past the cut-off
     late = combine(prior, None, None, 1500.0, {})
     assert late.step > 1500.0 and late.low > 1500.0
 
 
-def test_calibration_bins_by_the_fraction_of_the_expected_time_seen():
-    errors = pd.DataFrame({"method": ["template"] * 8, "q": [0.1] * 4 + [0.5] * 4,
-                           "log_error": [0.1, 0.3, 0.2, 0.2, -0.1, -0.1, -0.1, -0.1]})  # fmt: skip
-    cal = calibrate(errors)["template"]
-    assert [c["bin"] for c in cal] == [q_bin(0.1), q_bin(0.5)]
-    assert cal[0]["bias"] == pytest.approx(0.2) and cal[1]["bias"] == pytest.approx(-0.1)
-    assert cal[0]["sd"] == pytest.approx(np.std([0.1, 0.3, 0.2, 0.2], ddof=1))
+def test_calibration_bins_by_the_share_of_its_own_forecast_seen_and_keeps_what_helps():
+    early = [0.1, 0.3, 0.2, 0.2] * 5  # log(T / F) of twenty forecasts seen at r = 0.1
+    late = [-0.1, 0.1, -0.05, 0.05] * 5  # and twenty at r = 0.9, unbiased but scattered
+    rows = pd.DataFrame({
+        "method": ["template"] * 40, "step": [1000.0] * 40, "seen": [100.0] * 20 + [900.0] * 20,
+        "observed": [1000 * math.exp(e) for e in early + late],
+        # a poor prior for the first twenty (3000 steps, wide); an exact one for the others
+        "prior_step": [3000.0] * 20 + [1000 * math.exp(e) for e in late],
+        "prior_low": [1000.0] * 20 + [1000 * math.exp(e - 0.01) for e in late],
+        "prior_high": [9000.0] * 20 + [1000 * math.exp(e + 0.01) for e in late],
+        "prior_log_mean": [math.log(3000.0)] * 20 + [math.log(1000) + e for e in late],
+        "prior_log_sd": [1.0] * 20 + [0.01] * 20,
+    })  # fmt: skip
+    cal = calibrate(rows)["template"]
+    assert [c["bin"] for c in cal] == [r_bin(0.1), r_bin(0.9)]
+    # early: the forecast, its bias of +0.2 taken out, beats the poor prior and any mixture
+    assert cal[0]["mode"] == "curve" and cal[0]["bias"] == pytest.approx(0.2)
+    assert cal[0]["sd"] == pytest.approx(np.std(early, ddof=1))
+    # late: nothing improves on an exact prior
+    assert cal[1]["mode"] == "prior"
+    prior = Prediction(1000.0, 900.0, 1100.0, math.log(1000.0), 0.05)
+    assert combine(prior, 1000.0, "template", 100.0, {"template": cal}).step == pytest.approx(
+        1000 * math.exp(0.2), rel=1e-3)  # fmt: skip
+    unchanged = combine(prior, 2000.0, "template", 900.0, {"template": cal})  # r = 0.45: no bin
+    assert unchanged.step == pytest.approx(combine(prior, None, None, 900.0, {}).step)
+    assert calibrate(rows.iloc[:10])["template"] == []  # fewer than 20 forecasts: no bin
 
 
 def test_auroc_and_the_lead_time_at_a_five_percent_false_positive_rate():

@@ -41,7 +41,9 @@ def curve(t: float | None, budget: float, rng) -> pd.DataFrame:
         loss = 3.3 - 0.05 * step / budget + 0.005 * rng.standard_normal(len(step))
         tila = 0.06 * np.ones(len(step))
     else:
-        loss = np.where(step < t, 3.3 - 0.4 * step / t, 0.15) + 0.005 * rng.standard_normal(len(step))
+        loss = np.where(step < t, 3.3 - 0.4 * step / t, 0.15) + 0.005 * rng.standard_normal(
+            len(step)
+        )
         tila = 0.06 * (1 + 0.5 * np.exp((step - 0.83 * t) / (0.12 * t)))
     acc = 0.05 + (0 if t is None else 0.9 / (1 + np.exp(-(step - (t or 1)) / (0.03 * (t or 1)))))
     return pd.DataFrame({"step": step, "ic_loss": loss, "ic_acc": acc, "tila2": tila})

@@ -16,7 +16,6 @@ again (on a GPU: ``BASE`` plus ``--set device=cuda`` in a grid of its own).
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 import pandas as pd
@@ -139,27 +138,22 @@ def score_tables(rows: pd.DataFrame, curves: pd.DataFrame, log=print) -> dict[st
 def fit_law_record(rows: pd.DataFrame, curves: pd.DataFrame) -> dict:
     """What ``induction-cliff forecast`` and the live forecast read: the law fitted on every
     run, the combination's calibration (every run's partial-curve forecasts against its prior from
-    the law fitted without its configuration), the data's range of each field and the fields
-    held fixed."""
+    the law fitted without its configuration), the grid's range of each field (its runs that did
+    not transition included: the law's forecast of none is tested there) and the fields held
+    fixed."""
     from interp.train.overrides import build_configs
-    from phenomenology.prior import calibrate
+    from phenomenology.prior import calibrate, calibration_rows
     from phenomenology.transition_law import FIELDS, LAW, _transitioned, law_inputs
     from phenomenology.transition_scores import _priors, curve_forecasts
 
     fitted = LAW.fit(rows)
     ok = rows[_transitioned(rows)]
-    priors = _priors(rows, LAW)
-    errs = []
-    for _, t in curve_forecasts(rows, curves).iterrows():
-        p = priors[(t["point"], int(t["seed"]))]
-        if p.transitions and t["extended"] is not None and not pd.isna(t["extended"]):
-            errs.append({"method": t["extended_method"], "q": t["seen"] / p.step,
-                         "log_error": math.log(t["observed"] / t["extended"])})  # fmt: skip
+    errs = calibration_rows(curve_forecasts(rows, curves), _priors(rows, LAW))
     _, settings = law_inputs(*build_configs(GRID.preset, GRID.overrides(GRID.points[0]), 0)[:3])
     return {
         "law": fitted.to_dict(),
-        "calibration": calibrate(pd.DataFrame(errs, columns=["method", "q", "log_error"])),
-        "ranges": {f: [float(ok[f].min()), float(ok[f].max())] for f in FIELDS},
+        "calibration": calibrate(errs),
+        "ranges": {f: [float(rows[f].min()), float(rows[f].max())] for f in FIELDS},
         "fixed": settings,
         "runs": int(len(rows)),
         "transitioned": int(len(ok)),
