@@ -77,12 +77,16 @@ class Prediction:
 
     @property
     def transitions(self) -> bool:
-        return math.isfinite(self.step)
+        """A transition at a finite, positive step (``inf``: none; ``0``: the law's limit sends
+        the step to zero, where it says nothing usable)."""
+        return 0.0 < self.step < math.inf
 
     def p_within(self, budget: float, seen: float = 0.0) -> float:
         """The probability of a transition by step ``budget``, given none by step ``seen``."""
         from scipy.stats import norm
 
+        if self.step == 0.0:  # the law's limit: a transition at once
+            return 1.0
         if not self.transitions:
             return 0.0
         if budget <= seen:
@@ -201,10 +205,17 @@ class FittedLaw:
         from scipy.stats import t as student
 
         x = self.model.design([config])[0]
-        limit = [t for t, v in zip(self.model.terms, x[1:], strict=True) if not math.isfinite(v)]
-        if limit:
-            return Prediction.never(f"{limit[0]} is at its limit: {self.model.label} predicts no "
-                                    "transition")  # fmt: skip
+        limit = [(t, c) for t, v, c in zip(self.model.terms, x[1:], self.coef[1:], strict=True)
+                 if not math.isfinite(v)]  # fmt: skip
+        if limit:  # the term's limit is -inf: its coefficient's sign says where log T goes
+            up = [(t, c) for t, c in limit if c > 0]
+            if up:
+                t, c = up[0]
+                return Prediction(0.0, 0.0, 0.0, -math.inf, 0.0, f"{t} is at its limit and its "
+                                  f"coefficient is {c:+.3f}: the fitted law sends the step to 0 "
+                                  "there, which is no forecast")  # fmt: skip
+            return Prediction.never(f"{limit[0][0]} is at its limit: {self.model.label} predicts "
+                                    "no transition")  # fmt: skip
         mean = float(x @ self.coef) + OFFSETS[self.model.offset](config)
         sd = self.sigma * math.sqrt(1.0 + float(x @ self.xtx_inv @ x))
         q = float(student.ppf(0.9, self.dof))
@@ -498,4 +509,7 @@ def law_prior(task, model, train, path=None) -> tuple[Prediction | None, Mapping
     refusals, _ = law.problems(fields, settings)
     if refusals:
         return None, {}, refusals[0]
-    return law.forecast(fields), law.calibration, ""
+    p = law.forecast(fields)
+    if p.step == 0.0:
+        return None, {}, p.reason
+    return p, law.calibration, ""

@@ -187,3 +187,18 @@ def test_auroc_and_the_lead_time_at_a_five_percent_false_positive_rate():
     lead, warned = _lead(list(frames), list(peaks), "s", peak, frames)
     assert warned == 1.0
     assert lead == pytest.approx(np.median([0.9, 0.2]))
+
+
+def test_a_term_at_its_limit_follows_its_coefficients_sign():
+    import numpy as np
+
+    from phenomenology.transition_law import FittedLaw
+
+    # log T = 8 - 1.0 log drive + 0.2 log p_C (every other coefficient 0)
+    coef = np.array([8.0, 0.0, 0.0, 0.0, 0.0, 0.2, -1.0])
+    law = FittedLaw(LAW, coef, np.zeros((7, 7)), 0.1, 10, 20)
+    never = law.predict({**CENTRE, "L": 8})  # drive 0, coefficient < 0: T -> inf
+    assert not never.transitions and never.p_within(1e9) == 0.0
+    zero = law.predict({**CENTRE, "p_C": 0.0})  # p_C 0, coefficient > 0: T -> 0, no forecast
+    assert zero.step == 0.0 and not zero.transitions and "sends the step to 0" in zero.reason
+    assert zero.p_within(100.0) == 1.0

@@ -44,6 +44,10 @@ def run(args) -> int:
         raise ValueError(f"{refusals[0]}: no forecast outside the data" + (
             f" (and {len(refusals) - 1} more)" if len(refusals) > 1 else ""))  # fmt: skip
     p = law.forecast(fields)
+    if p.step == 0.0:
+        raise ValueError(f"{p.reason.split(' is at')[0].removeprefix('log ')}="
+                         f"{fields[p.reason.split(' is at')[0].removeprefix('log ')]:g}: "
+                         f"{p.reason}")  # fmt: skip
     budget = int(train.steps)
     where = ", ".join(f"{k}={fields[k]:g}" for k in ("K", "L", "N", "B", "eps", "p_C", "lr"))
     print(f"configuration: {args.preset} ({where}; budget steps={budget})")

@@ -192,7 +192,7 @@ def _combined_lines(combined: pd.DataFrame) -> list[str]:
     return lines
 
 
-def _warning_lines(warning: pd.DataFrame) -> list[str]:
+def _warning_lines(warning: pd.DataFrame, rows: pd.DataFrame) -> list[str]:
     lines = ["\"Will this run transition within its budget?\", asked of every run not yet "
              "transitioned at a fraction of its budget (95% bootstrap intervals, runs resampled "
              "within their class):", "",
@@ -210,6 +210,20 @@ def _warning_lines(warning: pd.DataFrame) -> list[str]:
                 f"{_num(r['high'], '{:.2f}')}] ({r['positives']}+/{r['negatives']}-)"
             )
         lines.append(f"| {s} | " + " | ".join(cells) + " |")
+    from phenomenology.transition_law import FIELDS, LAW
+
+    neg = rows[~_jumped(rows)]
+    said = []
+    for p, g in neg.groupby("point"):
+        r = g.iloc[0]
+        pred = LAW.fit(rows[rows["point"] != p]).predict({f: float(r[f]) for f in FIELDS})
+        if pred.step == 0.0 or not pred.transitions:
+            what = pred.reason
+        else:
+            what = (f"step {pred.step:.0f}, P(within {int(r['budget'])}) = "
+                    f"{pred.p_within(float(r['budget'])):.2f}")  # fmt: skip
+        said.append(f"{p} ({g['role'].iloc[0]}, {len(g)} runs; the law fitted without it: {what})")
+    lines += ["", f"The {len(neg)} negatives are the runs of " + "; ".join(said) + "."]
     lines += ["", "Lead time at a 5% false-positive rate (the threshold above the peak signal of "
               "all but 5% of the negatives over their whole budget): the median over positives "
               "of the share of the transition step still ahead when the signal first crosses "
@@ -253,7 +267,7 @@ def render_page(experiment, rows: pd.DataFrame, companions: dict) -> str:
             lines += ["## Before and during training, combined", "",
                       *_combined_lines(combined), ""]  # fmt: skip
         if not warning.empty:
-            lines += ["## Early warning", "", *_warning_lines(warning), ""]
+            lines += ["## Early warning", "", *_warning_lines(warning, rows), ""]
     lines += ["## Deviations from the paper", ""]
     lines += [f"- {d}" for d in experiment.deviations]
     lines += ["", "## Tiers", ""]
