@@ -7,8 +7,9 @@ from the run's configuration alone, before anything is trained, with an 80% pred
   number of classes ``K``, the within-class noise ``eps`` and the novel-class share ``p_C``, times
   a power of the nested-logit model's initial drive ``1/n - 1/L`` (``n = N / B``, the distinct
   labels of a context; docs/science.md section 4), which carries ``L`` and ``B``. The drive
-  vanishes at ``L = n``, where the nested-logit model has no transition, and so does the law: it
-  predicts no transition there, and none at ``p_C = 0`` (its ``p_C`` term diverges);
+  vanishes at ``L = n``, where the nested-logit model has no transition: with a negative drive
+  exponent the law predicts none there too. At a term's limit (drive 0, ``p_C = 0``) the sign of
+  its fitted coefficient decides: no transition, or a step sent to 0 (no forecast);
 - :data:`FREE_POWER_LAW`: a free power law in ``K``, ``B``, ``N`` and the learning rate;
 - :data:`TOKENS_FORM`: induction heads form after about ``T sqrt(B C)`` training tokens (Aoyama et
   al. 2025: ``B`` the batch size, ``C`` the context length), so ``steps ∝ 1 / sqrt(B C)``;

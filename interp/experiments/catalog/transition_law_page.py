@@ -260,8 +260,9 @@ def render_page(experiment, rows: pd.DataFrame, companions: dict) -> str:
     else:
         lines += ["## The law", "", "log T = c0 + a log lr + b log N + k log K + e log eps + "
                   "p log p_C + d log(1/n - 1/L), n = N / B: a power law times a power of the "
-                  "nested-logit model's initial drive, which vanishes at L = n (no transition "
-                  "predicted there, nor at p_C = 0).", "", *_law_lines(rows), ""]  # fmt: skip
+                  "nested-logit model's initial drive, which vanishes at L = n (with d < 0, no "
+                  "transition is predicted there; at p_C = 0 the p_C term's sign decides).", "",
+                  *_law_lines(rows), ""]  # fmt: skip
         lines += ["## Held out: one configuration at a time", "", *_loo_lines(rows, loo), ""]
         if not combined.empty:
             lines += ["## Before and during training, combined", "",
