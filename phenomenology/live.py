@@ -64,9 +64,10 @@ def live_forecast(
     With a ``prior`` (the transition law's forecast of the run's configuration,
     :func:`phenomenology.transition_law.law_prior`), the forecast is the prior updated by the
     partial curve (:func:`phenomenology.prior.combine` with ``calibration``), at every
-    evaluation with enough points for a fit. Without one: where the rows have ``progress_column`` and the optimiser a
-    progress calibration, the progress forecast (:mod:`phenomenology.progress`) once ``column``
-    shows a plateau; otherwise (or when it cannot forecast) the template forecast of ``column``.
+    evaluation with enough points for a fit. Without one: where the rows have
+    ``progress_column`` and the optimiser a progress calibration, the progress forecast
+    (:mod:`phenomenology.progress`) once ``column`` shows a plateau; otherwise (or when it cannot
+    forecast) the template forecast of ``column``.
 
     A deterministic function of the rows (a resumed run writes the same values as an uninterrupted
     one): NaN in all three columns before a forecast is possible (too few points, no plateau yet)

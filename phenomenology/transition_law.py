@@ -117,8 +117,6 @@ def _log(x: float) -> float:
     return math.log(x) if x > 0 else -math.inf
 
 
-Term = tuple[str, Callable[[Mapping[str, float]], float]]
-
 TERMS: dict[str, Callable[[Mapping[str, float]], float]] = {
     "log lr": lambda c: _log(c["lr"]),
     "log N": lambda c: _log(c["N"]),
@@ -303,7 +301,6 @@ class FittedNearest:
 
 MODELS = (LAW, FREE_POWER_LAW, TOKENS_FORM, N2_FORM)
 """The log-linear models, the law first."""
-BASELINES = ("nearest", "tokens", "n2", "free")
 
 
 def all_models() -> list:
