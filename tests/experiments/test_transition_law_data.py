@@ -54,3 +54,23 @@ def test_every_score_table_is_what_the_rows_and_curves_give():
         committed = pd.read_csv(Path(RESULTS_DIR) / name)
         pd.testing.assert_frame_equal(committed, tables[name].reset_index(drop=True),
                                       check_dtype=False)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("name", "damage", "words"),
+    [("transition-law-loo.csv", lambda t: t[:300], "transition-law-loo.csv row 5 field predicted is empty"),
+     ("transition-law.csv", lambda t: t.replace("point,role", "pont,role", 1), "column 'point' is missing"),
+     ("transition-law-combined.csv", lambda t: "", "transition-law-combined.csv is empty, but")],
+)  # fmt: skip
+def test_a_damaged_table_is_refused_by_name_and_the_page_is_kept(tmp_path, name, damage, words):
+    import shutil
+
+    from interp.experiments import get_experiment, render
+
+    for f in RESULTS_DIR.glob("transition-law*"):
+        shutil.copy(f, tmp_path / f.name)
+    page = (tmp_path / "transition-law.md").read_bytes()
+    (tmp_path / name).write_text(damage((tmp_path / name).read_text()))
+    with pytest.raises(ValueError, match=words.replace("(", r"\(")):
+        render(get_experiment("transition-law"), tmp_path, figures=False)
+    assert (tmp_path / "transition-law.md").read_bytes() == page

@@ -23,6 +23,52 @@ def _jumped(rows: pd.DataFrame) -> pd.Series:
     return rows["transitioned"].astype(str).str.lower().isin(["true", "1", "1.0"])
 
 
+# What each CSV must hold: columns that must be numbers in every row, columns that may be empty.
+SCHEMA = {
+    f"{NAME}.csv": (("seed", "K", "L", "N", "B", "eps", "p_C", "lr", "batch_size", "budget",
+                     "steps"), ("point", "role", "transitioned"), ()),
+    f"{NAME}-loo.csv": (("seed", "observed", "predicted", "low", "high", "abs_log_error"),
+                        ("model", "point", "covered"), ()),
+    f"{NAME}-combined.csv": (("seed", "fraction", "seen", "observed", "law", "law_error",
+                              "combined"), ("point", "law_covered", "combined_covered"),
+                             ("curve", "curve_error", "combined_error")),
+    f"{NAME}-warning.csv": (("at", "value", "positives", "negatives"), ("signal", "measure"),
+                            ("low", "high")),
+}  # fmt: skip
+"""File -> (numeric columns, filled text columns, numeric columns that may be empty)."""
+
+
+def check_table(name: str, table: pd.DataFrame) -> None:
+    """Refuse a damaged table in one line naming the file, the column and the row (a missing
+    column, a cell that is not a number, an empty cell where a value must be, a transitioned
+    run without its step)."""
+    if table.empty and name != f"{NAME}.csv":
+        return  # too little data to score: the page says so
+    numeric, filled, optional = SCHEMA[name]
+    for col in (*numeric, *filled, *optional):
+        if col not in table.columns:
+            raise ValueError(f"{name}: column {col!r} is missing")
+    for col in (*numeric, *optional):
+        values = pd.to_numeric(table[col], errors="coerce")
+        bad = values.isna() & (table[col].notna() if col in optional else True)
+        if bad.any():
+            i = int(bad[bad].index[0])
+            cell = table[col][i]
+            what = "is empty" if pd.isna(cell) else f"={str(cell)!r} is not a number"
+            raise ValueError(f"{name} row {i + 2} field {col} {what}")
+    for col in filled:
+        if table[col].isna().any():
+            i = int(table.index[table[col].isna()][0])
+            raise ValueError(f"{name} row {i + 2} field {col} is empty")
+    if name == f"{NAME}.csv":
+        step = pd.to_numeric(table["transition_step"], errors="coerce")
+        bad = _jumped(table) & ~(step > 0)
+        if bad.any():
+            i = int(bad[bad].index[0])
+            raise ValueError(f"{name} row {i + 2} field transition_step is missing or not a "
+                             "positive number for a run that transitioned")  # fmt: skip
+
+
 def _labels() -> dict[str, str]:
     from phenomenology.transition_law import all_models
 
@@ -54,6 +100,7 @@ def loo_summary(loo: pd.DataFrame) -> pd.DataFrame:
 def headline(rows: pd.DataFrame) -> str:
     from phenomenology.transition_law import FREE_POWER_LAW, LAW, leave_one_out
 
+    check_table(f"{NAME}.csv", rows)
     jumped = _jumped(rows)
     fl = floor_median(rows)
     counts = (f"{int(jumped.sum())} of {len(rows)} runs transitioned over "
@@ -243,6 +290,16 @@ def _warning_lines(warning: pd.DataFrame, rows: pd.DataFrame) -> list[str]:
 def render_page(experiment, rows: pd.DataFrame, companions: dict) -> str:
     from interp.experiments.core import _provenance
 
+    check_table(f"{NAME}.csv", rows)
+    enough = rows.loc[_jumped(rows), "point"].nunique() >= 8  # as the scoring asks
+    for name, table in companions.items():
+        if name in SCHEMA:
+            if enough and table.empty:
+                raise ValueError(
+                    f"{name} is empty, but the rows hold enough configurations to "
+                    f"score: rerun `induction-cliff reproduce {NAME} --tier full`"
+                )
+            check_table(name, table)
     loo, combined = companions[f"{NAME}-loo.csv"], companions[f"{NAME}-combined.csv"]
     warning = companions[f"{NAME}-warning.csv"]
     lines = [f"# {experiment.title}", "", f"**Question.** {experiment.question}", ""]
