@@ -13,25 +13,21 @@ from torch import Tensor
 
 from interp.data.task import Batch
 from interp.data.token_task import TokenTaskConfig, TokenTaskGenerator
+from interp.train.token_training import InMemoryRun
 
 __all__ = ["train_token_model"]
 
 
-class _TokenModelRun:
+class _TokenModelRun(InMemoryRun):
     """A token-task run of any token model, as
     :func:`interp.train.training.run_training_loop` drives it (in memory)."""
 
     progress_columns = {"train_loss": "loss", "ic_acc": "ic", "iw_acc": "iw"}
 
     def __init__(self, model, pm, gen, cfg, eval_sets, measures, stream) -> None:
-        self.model, self.pm, self.gen, self.cfg = model, pm, gen, cfg
+        super().__init__(model, cfg)
+        self.pm, self.gen = pm, gen
         self.eval_sets, self.measures, self.stream = eval_sets, measures, stream
-        self.hooks: list = []
-        self.out = None
-        self.optimizer_state = None
-        self.step, self.loss_sum, self.loss_count = 0, 0.0, 0
-        self.rows: list[dict] = []
-        self._last_eval = -1
 
     def sample(self) -> Batch:
         return self.gen.sample(self.cfg.batch_size, self.stream)
@@ -42,14 +38,11 @@ class _TokenModelRun:
     def evaluate_if_due(self) -> dict | None:
         from interp.analysis.measures import compute_measures
 
-        step = self.step
-        due = step % self.cfg.eval_every == 0 or step == self.cfg.steps
-        if not due or step <= self._last_eval:
+        if not self.due():
             return None
         was_training = self.model.training
         self.model.eval()
-        mean = self.loss_sum / self.loss_count if self.loss_count else float("nan")
-        row: dict[str, Any] = {"step": step, "train_loss": mean}
+        row: dict[str, Any] = {"step": self.step, "train_loss": self.mean_loss()}
         with torch.no_grad():
             for name, batch in self.eval_sets.items():
                 if name == "ic":
@@ -60,20 +53,7 @@ class _TokenModelRun:
                 row[f"{name}_acc"] = float((logits.argmax(-1) == batch.target).float().mean())
                 row[f"{name}_loss"] = float(F.cross_entropy(logits, batch.target))
         self.model.train(was_training)
-        self.rows.append(row)
-        self.loss_sum, self.loss_count, self._last_eval = 0.0, 0, step
-        return row
-
-    def save_resume(self) -> None:
-        """In memory: nothing to save."""
-
-    def diverged(self, value: float) -> Exception:
-        from interp.train.training import TrainingDiverged
-
-        return TrainingDiverged(
-            f"training loss became {value} at step {self.step + 1} (token task, seed "
-            f"{self.cfg.seed}); stopped. Try a smaller lr."
-        )
+        return self.record(row)
 
 
 def train_token_model(

@@ -17,7 +17,7 @@ from interp.model.positional import UntrainedPositionWarning
 from interp.model.token_net import TokenNet, token_model_config
 from interp.train.training import TrainingDiverged, run_training_loop
 
-__all__ = ["token_accuracy", "train_token_task", "compare_encodings"]
+__all__ = ["InMemoryRun", "token_accuracy", "train_token_task", "compare_encodings"]
 
 
 @torch.no_grad()
@@ -73,19 +73,56 @@ def train_token_task(
     return run.model, pd.DataFrame(run.rows)
 
 
-class _TokenRun:
-    """A token-task run as :func:`interp.train.training.run_training_loop` drives it (in memory)."""
+class InMemoryRun:
+    """What :func:`interp.train.training.run_training_loop` needs of a run kept in memory (no
+    run directory, no resume state): the step and loss bookkeeping, the evaluation schedule and
+    the divergence message. A subclass brings ``model``, ``sample``, ``batch_loss`` and
+    ``evaluate_if_due`` (which calls :meth:`due` and :meth:`record`)."""
 
-    progress_columns = {"train_loss": "loss", "id_acc": "id"}
+    progress_columns: dict[str, str] = {}
 
-    def __init__(self, task, model: TokenNet, cfg, tests: dict, stream: torch.Generator) -> None:
-        self.task, self.model, self.cfg, self.tests, self.stream = task, model, cfg, tests, stream
+    def __init__(self, model, cfg) -> None:
+        self.model, self.cfg = model, cfg
         self.hooks: list = []
         self.out = None
         self.optimizer_state = None
         self.step, self.loss_sum, self.loss_count = 0, 0.0, 0
         self.rows: list[dict] = []
         self._last_eval = -1
+
+    def due(self) -> bool:
+        """Whether this step is an evaluation step not yet evaluated."""
+        step = self.step
+        at = step % self.cfg.eval_every == 0 or step == self.cfg.steps
+        return at and step > self._last_eval
+
+    def mean_loss(self) -> float:
+        return self.loss_sum / self.loss_count if self.loss_count else float("nan")
+
+    def record(self, row: dict) -> dict:
+        """Keep an evaluation's row and start the next loss average."""
+        self.rows.append(row)
+        self.loss_sum, self.loss_count, self._last_eval = 0.0, 0, self.step
+        return row
+
+    def save_resume(self) -> None:
+        """In memory: nothing to save."""
+
+    def diverged(self, value: float) -> Exception:
+        return TrainingDiverged(
+            f"training loss became {value} at step {self.step + 1} (token task, seed "
+            f"{self.cfg.seed}); stopped. Try a smaller lr."
+        )
+
+
+class _TokenRun(InMemoryRun):
+    """A token-task run as :func:`interp.train.training.run_training_loop` drives it (in memory)."""
+
+    progress_columns = {"train_loss": "loss", "id_acc": "id"}
+
+    def __init__(self, task, model: TokenNet, cfg, tests: dict, stream: torch.Generator) -> None:
+        super().__init__(model, cfg)
+        self.task, self.tests, self.stream = task, tests, stream
 
     def sample(self) -> TokenBatch:
         return self.task.sample(self.cfg.batch_size, self.stream)
@@ -97,31 +134,15 @@ class _TokenRun:
         )
 
     def evaluate_if_due(self) -> dict | None:
-        step = self.step
-        if (
-            not (step % self.cfg.eval_every == 0 or step == self.cfg.steps)
-            or step <= self._last_eval
-        ):
+        if not self.due():
             return None
         was_training = self.model.training
         self.model.eval()
-        mean = self.loss_sum / self.loss_count if self.loss_count else float("nan")
-        row = {"step": step, "train_loss": mean}
+        row = {"step": self.step, "train_loss": self.mean_loss()}
         for name, batch in self.tests.items():
             row.update({f"{name}_{k}": v for k, v in token_accuracy(self.model, batch).items()})
         self.model.train(was_training)
-        self.rows.append(row)
-        self.loss_sum, self.loss_count, self._last_eval = 0.0, 0, step
-        return row
-
-    def save_resume(self) -> None:
-        """In memory: nothing to save."""
-
-    def diverged(self, value: float) -> Exception:
-        return TrainingDiverged(
-            f"training loss became {value} at step {self.step + 1} (token task, seed "
-            f"{self.cfg.seed}); stopped. Try a smaller lr."
-        )
+        return self.record(row)
 
 
 def compare_encodings(
