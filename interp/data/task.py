@@ -503,16 +503,19 @@ class TaskGenerator:
             n: sequences per set (default ``config.n_eval``).
             n_pairs: pairs per sequence (default ``config.N``; larger for length generalisation).
         """
-        n = n or self.config.n_eval
-        g = torch.Generator().manual_seed(int(seed))
-        saved = self._novel_counter
-        self._novel_counter = 10**9  # eval novel ids never collide with training ids
-        try:
-            sets = {
-                "ic": self.ic(n, g, n_pairs),
-                "ic2": self.ic2(n, g, n_pairs),
-                "iw": self.iw(n, g, n_pairs),
-            }
-        finally:
-            self._novel_counter = saved
-        return sets
+        return draw_eval_sets(self, seed, n, n_pairs)
+
+
+def draw_eval_sets(generator, seed: int, n: int | None, n_pairs: int | None) -> dict[str, Batch]:
+    """The IC, IC2 and IW sets of a task generator (its ``ic``, ``ic2`` and ``iw`` with
+    ``config.n_eval`` and ``_novel_counter``), drawn from their own seed, with novel class ids far
+    above any training batch's so that they never collide."""
+    n = n or generator.config.n_eval
+    g = torch.Generator().manual_seed(int(seed))
+    saved = generator._novel_counter
+    generator._novel_counter = 10**9
+    try:
+        sets = {name: getattr(generator, name)(n, g, n_pairs) for name in EVAL_SET_NAMES}
+    finally:
+        generator._novel_counter = saved
+    return sets

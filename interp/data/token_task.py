@@ -48,7 +48,7 @@ import torch
 from jaxtyping import Int
 from torch import Tensor
 
-from interp.data.task import EVAL_SET_NAMES, Batch
+from interp.data.task import Batch, draw_eval_sets
 from interp.data.tasks import register_task
 
 __all__ = [
@@ -330,20 +330,7 @@ class TokenTaskGenerator:
         self, seed: int, n: int | None = None, n_pairs: int | None = None
     ) -> dict[str, Batch]:
         """The IC, IC2 and IW sets, generated once from their own seed."""
-        n = n or self.config.n_eval
-        g = torch.Generator().manual_seed(int(seed))
-        saved = self._novel_counter
-        self._novel_counter = 10**9  # evaluation class ids never collide with training ones
-        try:
-            sets = {
-                "ic": self.ic(n, g, n_pairs),
-                "ic2": self.ic2(n, g, n_pairs),
-                "iw": self.iw(n, g, n_pairs),
-            }
-        finally:
-            self._novel_counter = saved
-        assert tuple(sets) == EVAL_SET_NAMES
-        return sets
+        return draw_eval_sets(self, seed, n, n_pairs)
 
 
 def bridge_config(task: TokenTaskConfig, *, d_model: int = 64, n_layers: int = 2, **overrides):
