@@ -6,16 +6,18 @@ prior (mean ``mu0``, sd ``s0``). Once part of the curve is seen, a partial-curve
 step ``F``: the progress forecaster (:mod:`phenomenology.progress`) where the attention measure
 gives one, else the template forecaster (:mod:`phenomenology.forecast`). How far its error
 ``log(T / F)`` strays depends on how close it thinks the transition is, known at forecast time as
-``r = cut-off / F`` (the share of its own forecast already seen): :func:`calibrate` measures the
-bias and spread per bin of ``r`` (:data:`R_BINS`) on runs with known transitions, and chooses
-per bin what the forecast does (:data:`MODES`: nothing, replace the prior, or weigh against it
+``r = cut-off / F`` (the share of its own forecast already seen) and on whether the prior puts
+the cut-off early in the plateau (``cut-off / prior step`` under :data:`PRIOR_SPLIT`, also known at
+forecast time): :func:`calibrate` measures the bias and spread per cell (a bin of ``r`` in
+:data:`R_BINS` and that split) on runs with known transitions, and chooses per cell what the
+forecast does (:data:`MODES`: nothing, replace the prior, or weigh against it
 by precision, the normal posterior of ``log T``; with or without its mean bias taken out): the
 choice with the smallest median error on those runs. The combination (:func:`combine`) is then
 truncated to ``T > cut-off`` (no transition was seen by then), and read at its median and 10% /
 90% quantiles.
 
 Within the combination the progress forecaster is read below its own threshold of excess
-(:data:`phenomenology.progress.MIN_EXCESS`, where alone it refuses): where that helps, its bins
+(:data:`phenomenology.progress.MIN_EXCESS`, where alone it refuses): where that helps, its cells
 are kept, and where it does not, the prior stands.
 """
 
@@ -29,13 +31,30 @@ import pandas as pd
 
 from phenomenology.transition_law import Prediction
 
-__all__ = ["MIN_CALIBRATION", "MODES", "R_BINS", "calibrate", "combine", "curve_step", "r_bin"]
+__all__ = [
+    "MIN_CALIBRATION",
+    "MODES",
+    "PRIOR_SPLIT",
+    "R_BINS",
+    "calibrate",
+    "combine",
+    "curve_step",
+    "prior_bin",
+    "r_bin",
+]
 
 R_BINS = (0.0, 0.25, 0.5, 0.65, 0.8, math.inf)
 """Edges of the bins of ``r = cut-off / F`` over which a forecaster is calibrated."""
 
+PRIOR_SPLIT = R_BINS[1]
+"""The share of the prior's step seen (``cut-off / prior step``) under which the prior puts a
+forecast early in the plateau: the cells of the calibration are split there, because a curve
+forecast that claims the cliff is near while the prior puts it far away is a different case from
+one that agrees (measured: early in the plateau such claims are mostly wrong)."""
+
 MIN_CALIBRATION = 20
-"""Fewest forecasts a bin needs for its bias and spread; a bin with fewer leaves the prior alone."""
+"""Fewest forecasts a cell needs for its bias and spread; a cell with fewer leaves the prior
+alone."""
 
 
 def r_bin(r: float) -> int:
@@ -43,6 +62,14 @@ def r_bin(r: float) -> int:
     if not math.isfinite(r):
         return -1
     return int(np.searchsorted(R_BINS, r, side="right") - 1)
+
+
+def prior_bin(seen: float, prior: Prediction) -> int:
+    """0 when the prior puts ``seen`` early in the plateau (``seen / prior step`` under
+    :data:`PRIOR_SPLIT`; also for a prior of no transition), else 1."""
+    if not prior.transitions or not (prior.step > 0):
+        return 0
+    return int(seen / prior.step >= PRIOR_SPLIT)
 
 
 def curve_step(part: pd.DataFrame, task: Mapping[str, float], *, extended: bool) -> tuple:
@@ -87,9 +114,9 @@ MODES = ("prior", "curve", "weighted")
 
 
 def calibrate(errors: pd.DataFrame) -> dict:
-    """Per forecaster and bin of ``r``: the bias and spread of its ``log(T / F)``, and the mode
-    (:data:`MODES`) and bias correction (the mean, or none) that gave these runs the smallest
-    median ``|log error|``.
+    """Per forecaster and cell (bin of ``r``, :func:`prior_bin`): the bias and spread of its
+    ``log(T / F)``, and the mode (:data:`MODES`) and bias correction (the mean, or none) that gave
+    these runs the smallest median ``|log error|``.
 
     Args:
         errors: one row per forecast of a run with a known step ``observed``: ``method, step``
@@ -97,7 +124,7 @@ def calibrate(errors: pd.DataFrame) -> dict:
             prior_high, prior_log_mean, prior_log_sd``, from a law fitted without the run).
 
     Returns:
-        ``{method: [{"bin", "n", "bias", "sd", "mode"}, ...]}`` for the bins with
+        ``{method: [{"bin", "prior_bin", "n", "bias", "sd", "mode"}, ...]}`` for the cells with
         :data:`MIN_CALIBRATION` forecasts or more (``bias``: the correction applied, 0 or the
         mean error; ``sd``: the spread about it).
     """
@@ -105,9 +132,10 @@ def calibrate(errors: pd.DataFrame) -> dict:
     e = errors[errors["step"].astype(float) > 0].copy()
     e["log_error"] = np.log(e["observed"].astype(float) / e["step"].astype(float))
     e["bin"] = (e["seen"].astype(float) / e["step"].astype(float)).map(r_bin)
+    e["prior_bin"] = [prior_bin(float(t["seen"]), _prior_of(t)) for _, t in e.iterrows()]
     for method, g in e.groupby("method", sort=True):
         rows = []
-        for b, h in g.groupby("bin", sort=True):
+        for (b, pb), h in g.groupby(["bin", "prior_bin"], sort=True):
             if b < 0 or len(h) < MIN_CALIBRATION:
                 continue
             v = h["log_error"].astype(float)
@@ -115,7 +143,8 @@ def calibrate(errors: pd.DataFrame) -> dict:
             for bias in (0.0, float(v.mean())):
                 sd = float(max(np.sqrt(((v - bias) ** 2).sum() / max(len(v) - 1, 1)), 1e-3))
                 for mode in MODES:
-                    rec = {"bin": int(b), "n": int(len(v)), "bias": bias, "sd": sd, "mode": mode}
+                    rec = {"bin": int(b), "prior_bin": int(pb), "n": int(len(v)),
+                           "bias": bias, "sd": sd, "mode": mode}  # fmt: skip
                     err = np.median([
                         _abs_log(combine(_prior_of(t), float(t["step"]), str(method),
                                          float(t["seen"]), {str(method): [rec]}).step,
@@ -178,14 +207,15 @@ def combine(
 ) -> Prediction:
     """The prior updated by a partial curve's forecast ``step`` (by ``method``) read at ``seen``.
 
-    With no forecast, or none calibrated (and kept) in the bin of ``r = seen / step``, the prior
-    truncated to ``T > seen``. With a prior of no transition the calibrated forecast alone (or
+    With no forecast, or none calibrated (and kept) in the cell of ``r = seen / step`` and
+    :func:`prior_bin`, the prior truncated to ``T > seen``. With a prior of no transition the calibrated forecast alone (or
     the prior when there is none).
     """
     cal = None
     if step is not None and method is not None and step > 0:
-        want = r_bin(seen / step)
-        cal = next((r for r in calibration.get(method, []) if r["bin"] == want), None)
+        want, pb = r_bin(seen / step), prior_bin(seen, prior)
+        cal = next((r for r in calibration.get(method, [])
+                    if r["bin"] == want and r.get("prior_bin", pb) == pb), None)  # fmt: skip
         if cal is not None and cal.get("mode", "weighted") == "prior" and prior.transitions:
             cal = None
     if cal is None:

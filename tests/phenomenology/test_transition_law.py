@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from phenomenology.prior import calibrate, combine, r_bin
+from phenomenology.prior import calibrate, combine, prior_bin, r_bin
 from phenomenology.transition_law import (
     FREE_POWER_LAW,
     LAW,
@@ -169,6 +169,38 @@ def test_calibration_bins_by_the_share_of_its_own_forecast_seen_and_keeps_what_h
     unchanged = combine(prior, 2000.0, "template", 900.0, {"template": cal})  # r = 0.45: no bin
     assert unchanged.step == pytest.approx(combine(prior, None, None, 900.0, {}).step)
     assert calibrate(rows.iloc[:10])["template"] == []  # fewer than 20 forecasts: no bin
+
+
+def test_calibration_splits_a_bin_by_whether_the_prior_puts_the_cut_off_early():
+    # forty forecasts, all claiming the cliff is near (seen 900 of F = 1000: r = 0.9); twenty where
+    # the prior agrees (its step 1000) and the forecast is right, twenty where the prior puts the
+    # cut-off early (its step 9000: seen / prior = 0.1) and the run took 9000 steps after all
+    agree = [-0.1, 0.1, -0.05, 0.05] * 5
+    rows = pd.DataFrame({
+        "method": ["progress"] * 40, "step": [1000.0] * 40, "seen": [900.0] * 40,
+        "observed": [1000 * math.exp(e) for e in agree] + [9000.0 * math.exp(e) for e in agree],
+        "prior_step": [1000.0] * 20 + [9000.0] * 20,
+        "prior_low": [500.0] * 20 + [4500.0] * 20,
+        "prior_high": [2000.0] * 20 + [18000.0] * 20,
+        "prior_log_mean": [math.log(1000.0)] * 20 + [math.log(9000.0)] * 20,
+        "prior_log_sd": [0.5] * 40,
+    })  # fmt: skip
+    cal = calibrate(rows)["progress"]
+    assert [(c["bin"], c["prior_bin"]) for c in cal] == [(r_bin(0.9), 0), (r_bin(0.9), 1)]
+    far, near = cal
+    assert far["mode"] == "prior"  # the near-cliff claims the prior contradicts were wrong
+    assert near["mode"] in ("curve", "weighted")  # where it agrees, the forecast is used
+    prior_far = Prediction(9000.0, 4500.0, 18000.0, math.log(9000.0), 0.5)
+    kept = combine(prior_far, 1000.0, "progress", 900.0, {"progress": cal})
+    assert kept.step == pytest.approx(combine(prior_far, None, None, 900.0, {}).step)
+    prior_near = Prediction(1000.0, 500.0, 2000.0, math.log(1000.0), 0.5)
+    moved = combine(prior_near, 1100.0, "progress", 900.0, {"progress": cal})
+    assert moved.step != pytest.approx(combine(prior_near, None, None, 900.0, {}).step)
+    # a calibration stored before the split (no "prior_bin") applies to both
+    old = [{k: v for k, v in near.items() if k != "prior_bin"}]
+    assert combine(prior_far, 1000.0, "progress", 900.0, {"progress": old}).step < 2000.0
+    assert prior_bin(900.0, prior_far) == 0 and prior_bin(900.0, prior_near) == 1
+    assert prior_bin(900.0, Prediction(math.inf, math.inf, math.inf, math.inf, 1.0)) == 0
 
 
 def test_auroc_and_the_lead_time_at_a_five_percent_false_positive_rate():

