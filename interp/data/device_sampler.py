@@ -151,26 +151,40 @@ class DeviceSampler:
     def next_stacked(self) -> tuple[Tensor, Tensor, Tensor]:
         """The next batch of every run: ``tokens [S, b, pos, D]``, ``positions [S, b, pos]``,
         ``target [S, b]``."""
-        c = self._next()
-        return c["tokens"], c["positions"], c["target"]
+        i = self._advance()
+        c = self._chunk
+        return self._tokens(i), c["positions"][:, i], c["target"][:, i]
 
     def next(self) -> list[Batch]:
         """The next batch of every run, with the metadata the probes read."""
-        c = self._next()
-        return [Batch(**{k: v[s] for k, v in c.items()}) for s in range(self.S)]
+        i = self._advance()
+        tokens = self._tokens(i)
+        c = {k: v[:, i] for k, v in self._chunk.items()}
+        return [Batch(tokens=tokens[s], **{k: v[s] for k, v in c.items()}) for s in range(self.S)]
 
     def next_batch(self) -> Batch:
         """The next batch of a single run (``S = 1``)."""
         if self.S != 1:
             raise ValueError(f"DeviceSampler.next_batch is for one run; this one has {self.S}")
-        return self.next()[0]
+        i = self._advance()
+        tokens = self._tokens(i)[0]
+        return Batch(tokens=tokens, **{k: v[0, i] for k, v in self._chunk.items()})
 
-    def _next(self) -> dict[str, Tensor]:
+    def _advance(self) -> int:
+        """Batch ``drawn``'s index within its chunk (drawing the chunk at its first batch)."""
         i = self.drawn % CHUNK
         if i == 0 or self._chunk is None:
             self._refill()
         self.drawn += 1
-        return {k: v[:, i] for k, v in self._chunk.items()}
+        return i
+
+    def _tokens(self, i: int) -> Tensor:
+        """Batch ``i`` of the chunk's tokens ``[S, b, pos, D]``, laid out when it is handed out
+        (while the model that reads it next still has it in cache): every token from one flat
+        table (:meth:`_token_table`), one lookup, then the noise added to the items and query."""
+        tokens = F.embedding(self._index[:, i], self._table)  # faster than indexing on the CPU
+        tokens[..., 0::2, :].add_(self._noise[:, i], alpha=self._noise_scale)
+        return tokens
 
     # ----------------------------------------------------------------------------------------
 
@@ -264,9 +278,10 @@ class DeviceSampler:
             seq_cls, seq_lab, seq_novel = self._bursty(
                 u_lab, u_within, u_perm, u_query, novel, plain, seq_cls, seq_lab
             )
-        # Every token from one flat table, one lookup: known classes' means from each run's
-        # table, novel ones from the batch's pool or the sequence's fresh means (all scaled by
-        # 1 / sqrt(1 + eps^2)), then label vectors; then the noise, added to the items and query.
+        # Every token's row in one flat table: known classes' means from each run's table, novel
+        # ones from the batch's pool or the sequence's fresh means (all scaled by
+        # 1 / sqrt(1 + eps^2)), then label vectors; the lookup and the noise are per batch
+        # (:meth:`_tokens`).
         eps = cfg.eps
         a = 1.0 / math.sqrt(1.0 + eps * eps)
         s_idx = torch.arange(S, device=dev).view(S, 1, 1, 1)
@@ -289,8 +304,7 @@ class DeviceSampler:
         full = torch.empty(S, CHUNK, b, n, dtype=torch.long, device=dev)
         full[..., 0::2] = index  # items and the query
         full[..., 1::2] = base + s_idx * L + seq_lab[..., :N]
-        tokens = F.embedding(full, table)  # [S, C, b, n, D]; faster than indexing on the CPU
-        tokens[..., 0::2, :].add_(noise, alpha=eps * a / math.sqrt(D))
+        self._index, self._noise, self._noise_scale = full, noise, eps * a / math.sqrt(D)
         max_offset = cfg.P - n
         if max_offset < 0:
             offsets = torch.zeros_like(u_pos, dtype=torch.long)
@@ -308,8 +322,7 @@ class DeviceSampler:
             novel_ids = K + t * per_batch + seq_in_batch * max(self.fresh, 1) + seq_cls
         ids = torch.where(seq_novel, novel_ids, seq_cls)
 
-        self._chunk = {
-            "tokens": tokens,
+        self._chunk = {  # the tokens: _tokens, from _index and _noise
             "positions": positions,
             "item_classes": ids[..., :N],
             "item_labels": seq_lab[..., :N],
