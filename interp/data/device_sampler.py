@@ -106,6 +106,10 @@ class DeviceSampler:
         self.fresh = self.n_cls if self.novel and cfg.novel_pool is None else 0
         self.nz_seq = (N + 1 + self.fresh) * cfg.D  # normals per sequence
         self._table = self._token_table()
+        # the fresh means' ids within a batch: sequence j's classes from j * fresh
+        self._fresh_ids = (torch.arange(batch_size, device=device) * max(self.fresh, 1)).view(
+            1, batch_size, 1
+        )
         self.drawn = 0  # batches handed out (the same for every run)
         self._chunk: dict[str, Tensor] | None = None
         self._chunk_states: list[Tensor] = []
@@ -150,7 +154,7 @@ class DeviceSampler:
 
     def next_stacked(self) -> tuple[Tensor, Tensor, Tensor]:
         """The next batch of every run: ``tokens [S, b, pos, D]``, ``positions [S, b, pos]``,
-        ``target [S, b]``."""
+        ``target [S, b]`` (what training reads; the probes' metadata is not computed)."""
         i = self._advance()
         c = self._chunk
         return self._tokens(i), c["positions"][:, i], c["target"][:, i]
@@ -159,16 +163,14 @@ class DeviceSampler:
         """The next batch of every run, with the metadata the probes read."""
         i = self._advance()
         tokens = self._tokens(i)
-        c = {k: v[:, i] for k, v in self._chunk.items()}
+        c = {**{k: v[:, i] for k, v in self._chunk.items()}, **self._metadata(i)}
         return [Batch(tokens=tokens[s], **{k: v[s] for k, v in c.items()}) for s in range(self.S)]
 
     def next_batch(self) -> Batch:
-        """The next batch of a single run (``S = 1``)."""
+        """The next batch of a single run (``S = 1``), with the metadata the probes read."""
         if self.S != 1:
             raise ValueError(f"DeviceSampler.next_batch is for one run; this one has {self.S}")
-        i = self._advance()
-        tokens = self._tokens(i)[0]
-        return Batch(tokens=tokens, **{k: v[0, i] for k, v in self._chunk.items()})
+        return self.next()[0]
 
     def _advance(self) -> int:
         """Batch ``drawn``'s index within its chunk (drawing the chunk at its first batch)."""
@@ -177,6 +179,21 @@ class DeviceSampler:
             self._refill()
         self.drawn += 1
         return i
+
+    def _metadata(self, i: int) -> dict[str, Tensor]:
+        """Batch ``i`` of the chunk's class ids (``item_classes [S, b, N]``, ``query_class [S,
+        b]``): novel ids ``>= K``, unique within the run's stream (the pool, or fresh means, of
+        batch ``t`` gets ids ``K + t * (its size) + index``, as the host sampler's counter does)."""
+        seq_cls, seq_novel = self._classes
+        cls, novel = seq_cls[:, i], seq_novel[:, i]
+        t = self.drawn - 1  # the batch's number in the stream (drawn already counts it)
+        if self.pool:
+            novel_ids = cls + (self.config.K + t * self.pool)
+        else:
+            novel_ids = self._fresh_ids + (cls + (self.config.K + t * self.batch_size * self.fresh))
+        ids = torch.where(novel, novel_ids, cls)
+        N = self.config.N
+        return {"item_classes": ids[..., :N], "query_class": ids[..., N]}
 
     def _tokens(self, i: int) -> Tensor:
         """Batch ``i`` of the chunk's tokens ``[S, b, pos, D]``, laid out when it is handed out
@@ -241,7 +258,6 @@ class DeviceSampler:
         """Draw the chunk that batch ``drawn`` belongs to (its batches ``[S, CHUNK, b, ...]``)."""
         cfg, S, b, dev = self.config, self.S, self.batch_size, self.device
         N, L, K, D, n_cls = cfg.N, cfg.L, cfg.K, cfg.D, self.n_cls
-        first = self.drawn - self.drawn % CHUNK  # the chunk's first batch number
         self._chunk_states = [g.get_state() for g in self.generators]
         R = CHUNK * b  # sequences per run in the chunk
         U = _per_run(torch.rand, R * self.nu, self.generators, dev).view(S, CHUNK, b, self.nu)
@@ -311,22 +327,10 @@ class DeviceSampler:
         else:
             offsets = (u_pos * (max_offset + 1)).long().clamp_(max=max_offset)
         positions = offsets[..., None] + torch.arange(n, device=dev)
-        # Novel ids >= K, unique within the run's stream: the pool (or fresh means) of batch t
-        # gets ids K + t * (its size) + index, as the host sampler's counter does.
-        per_batch = self.pool if self.pool else b * self.fresh
-        t = first + torch.arange(CHUNK, device=dev).view(1, CHUNK, 1, 1)
-        if self.pool:
-            novel_ids = K + t * per_batch + seq_cls
-        else:
-            seq_in_batch = torch.arange(b, device=dev).view(1, 1, b, 1)
-            novel_ids = K + t * per_batch + seq_in_batch * max(self.fresh, 1) + seq_cls
-        ids = torch.where(seq_novel, novel_ids, seq_cls)
-
+        self._classes = (seq_cls, seq_novel)  # the class ids: _metadata, asked for per batch
         self._chunk = {  # the tokens: _tokens, from _index and _noise
             "positions": positions,
-            "item_classes": ids[..., :N],
             "item_labels": seq_lab[..., :N],
-            "query_class": ids[..., N],
             "target": seq_lab[..., N],
         }
 
