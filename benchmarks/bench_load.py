@@ -12,10 +12,16 @@ would. The variants, in alternating rounds (medians):
 - ``baseline shipped`` (with ``--baseline PATH``): another checkout of the toolkit, e.g. a ``git
   worktree`` of an older commit, also without a thread setting.
 
+The order of the variants rotates from round to round, so that each takes each place in turn:
+a run that follows a two-thread run starts against a competitor the scheduler owes time to, and
+in a fixed order the variant in that place pays for it (on ``demo``, ``shipped`` and
+``num_threads=1``, one code path under two names, came out far apart with ``shipped`` always
+after ``num_threads=2``). Use a multiple of the number of variants as ``--rounds``.
+
 The machine's load average is printed before and after (what else ran). The last line reads
 ``shipped/best: R`` (the shipped default's wall time over the best setting's; 1.0 is the best).
 
-Usage: python benchmarks/bench_load.py [--preset demo] [--steps 300] [--rounds 3]
+Usage: python benchmarks/bench_load.py [--preset demo] [--steps 300] [--rounds 6]
     [--competitors 1] [--threads 1,2] [--baseline PATH]
 """
 
@@ -67,7 +73,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--preset", default="demo")
     parser.add_argument("--steps", type=int, default=300)
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=6)
     parser.add_argument("--competitors", type=int, default=1, help="spinning processes beside")
     parser.add_argument("--threads", default=None, help="explicit settings (default 1..CPUs)")
     parser.add_argument("--baseline", type=Path, default=None, help="another checkout to compare")
@@ -108,8 +114,11 @@ def main() -> None:
     walls: dict[str, list[float]] = {name: [] for name in variants}
     try:
         with tempfile.TemporaryDirectory(prefix="bench-load-") as tmp:
+            names = list(variants)
             for r in range(args.rounds):  # alternate so that the machine's noise hits all alike
-                for name, (tree, threads) in variants.items():
+                order = names[r % len(names) :] + names[: r % len(names)]  # each in each place
+                for name in order:
+                    tree, threads = variants[name]
                     wall = timed_run(tree, args.preset, args.steps, threads, Path(tmp) / "run")
                     walls[name].append(wall)
                     print(f"round {r + 1} {name}: {wall:.1f} s", flush=True)
