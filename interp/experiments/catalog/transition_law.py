@@ -80,6 +80,7 @@ GRID = TransitionGrid(
         _P(name="L64", overrides={"L": 64}),
         _P(name="lr0.05-N4", overrides={"lr": 0.05, "N": 4}, role="cross"),
         _P(name="lr0.05-B2", overrides={"lr": 0.05, "B": 2}, role="cross"),
+        _P(name="N24", overrides={"N": 24}, budget=60_000),
         _P(name="lr0.2-N16", overrides={"lr": 0.2, "N": 16}, role="cross"),
         _P(name="lr0.05-K1024", overrides={"lr": 0.05, "K": 1024}, role="cross"),
     ),
@@ -181,11 +182,11 @@ EXPERIMENT = register_experiment(
                 "(too few configurations to fit the law).",
             ),
             "full": Tier(
-                cost="about 2 h on 2 cores",
-                cost_s=7200,
-                note="26 configurations of paper-fig3 x 3 seeds, each run until its IC accuracy "
+                cost="about 3 h on 2 cores",
+                cost_s=10800,
+                note="27 configurations of paper-fig3 x 3 seeds, each run until its IC accuracy "
                 "has transitioned (margin max(800, 15%, the rise's width)) or its budget (16k "
-                "steps; 60k at lr 0.01; 8k for the three points chosen to test non-transitioning "
+                "steps; 60k at lr 0.01 and at N 24; 8k for the three points chosen to test non-transitioning "
                 "runs).",
             ),
         },
