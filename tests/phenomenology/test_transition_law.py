@@ -234,3 +234,26 @@ def test_a_term_at_its_limit_follows_its_coefficients_sign():
     zero = law.predict({**CENTRE, "p_C": 0.0})  # p_C 0, coefficient > 0: T -> 0, no forecast
     assert zero.step == 0.0 and not zero.transitions and "sends the step to 0" in zero.reason
     assert zero.p_within(100.0) == 1.0
+
+
+def test_configurations_that_did_not_transition_are_forecast_held_out_and_contradictions_named():
+    from interp.experiments.catalog.transition_law_page import _negative_lines
+
+    rows = grid_rows(sd=0.05).assign(role="axis")
+    # two configurations with no transition in 20k steps: lr 0.001, where the drawn law's step is
+    # about 1.2e6 (the fitted law gives it almost no chance), and lr 0.3, where it is about 3.9e3
+    # (the fitted law is sure of a transition: contradicted)
+    for name, change in (("slow", {"lr": 0.001}), ("fast", {"lr": 0.3})):
+        for s in range(3):
+            rows.loc[len(rows)] = {"point": name, "role": "axis", "seed": s, **CENTRE, **change,
+                                   "transition_step": math.nan, "transitioned": False,
+                                   "budget": 20_000}  # fmt: skip
+    lines = _negative_lines(rows)
+    table = {ln.split(" | ")[0].strip("| "): ln for ln in lines if ln.startswith("| ")}
+    assert set(table) == {"point", "---", "slow", "fast"}
+    law = {k: v.split(" | ")[4] for k, v in table.items()}  # the law's column
+    assert law["slow"].endswith("(P 0.00)") and law["fast"].endswith("(P 1.00)")
+    verdict = lines[-1]
+    assert "fast (the law (power law x nested-logit drive) 1.00" in verdict
+    assert "slow" not in verdict
+    assert _negative_lines(grid_rows()) == []  # every configuration transitioned: no section

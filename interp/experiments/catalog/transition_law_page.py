@@ -203,6 +203,49 @@ def _loo_lines(rows: pd.DataFrame, loo: pd.DataFrame) -> list[str]:
     return lines
 
 
+def _negative_lines(rows: pd.DataFrame) -> list[str]:
+    """The configurations none of whose runs transitioned within the budget, forecast by every
+    model fitted without them (the held-out table above leaves them out: they have no step)."""
+    from phenomenology.transition_law import FIELDS, all_models
+
+    neg = rows[~_jumped(rows)]
+    if neg.empty:
+        return []
+    models = all_models()
+    lines = ["The configurations whose runs did not transition within their budget (left out "
+             "above: they have no step), forecast by every model fitted without them: the "
+             "step, and the probability of a transition within the budget.", "",
+             "| point | role | runs | budget | " + " | ".join(m.label for m in models) + " |",
+             "| --- | --- | --- | --- |" + " --- |" * len(models)]  # fmt: skip
+    wrong = []
+    for point, g in neg.groupby("point", sort=False):
+        r, budget = g.iloc[0], float(g.iloc[0]["budget"])
+        train = rows[rows["point"] != point]
+        cells, sure = [], []
+        for m in models:
+            pred = m.fit(train).predict({f: float(r[f]) for f in FIELDS})
+            if pred.step == 0.0:
+                cells.append("no forecast (step 0)")
+                continue
+            if not pred.transitions:
+                cells.append("no transition")
+                continue
+            p_in = pred.p_within(budget)
+            cells.append(f"{pred.step:.0f} (P {p_in:.2f})")
+            if p_in >= 0.5:
+                sure.append(f"{m.label} {p_in:.2f}")
+        lines.append(f"| {point} | {r['role']} | {len(g)} | {int(budget)} | " + " | ".join(cells)
+                     + " |")  # fmt: skip
+        if sure:
+            wrong.append(f"{point} ({', '.join(sure)})")
+    lines.append("")
+    lines.append("- Contradicted by runs that did not transition (a model that gave a transition "
+                 "within the budget a probability of 0.5 or more): " + "; ".join(wrong) + "."
+                 if wrong else "- No model gave these configurations a transition within the "
+                 "budget a probability of 0.5 or more.")  # fmt: skip
+    return lines
+
+
 def _combined_lines(combined: pd.DataFrame) -> list[str]:
     from phenomenology.transition_scores import summarize_combined
 
@@ -325,6 +368,9 @@ def render_page(experiment, rows: pd.DataFrame, companions: dict) -> str:
                   "transition is predicted there; at p_C = 0 the p_C term's sign decides).", "",
                   *_law_lines(rows), ""]  # fmt: skip
         lines += ["## Held out: one configuration at a time", "", *_loo_lines(rows, loo), ""]
+        if not rows[~_jumped(rows)].empty:
+            lines += ["## Held out: the configurations that did not transition", "",
+                      *_negative_lines(rows), ""]  # fmt: skip
         if not combined.empty:
             lines += ["## Before and during training, combined", "",
                       *_combined_lines(combined), ""]  # fmt: skip
