@@ -415,6 +415,8 @@ class StoredLaw:
         fixed: ``section.field`` -> the value every run of the data had (as text).
         calibration: the combination's calibration (:func:`phenomenology.prior.calibrate`).
         source: where its data are.
+        observed: the data's configurations (``{field: value, ..., "runs", "transitioned",
+            "budget", "median_step"}``), so that a forecast of one can say what its runs did.
     """
 
     fitted: FittedLaw
@@ -422,6 +424,7 @@ class StoredLaw:
     fixed: Mapping[str, str]
     calibration: Mapping[str, list]
     source: str = ""
+    observed: Sequence[Mapping] = ()
 
     @staticmethod
     def load(path=None) -> StoredLaw:
@@ -435,7 +438,8 @@ class StoredLaw:
         try:
             d = json.loads(path.read_text())
             return StoredLaw(FittedLaw.from_dict(d["law"]), d["ranges"], d["fixed"],
-                             d.get("calibration", {}), d.get("data", ""))  # fmt: skip
+                             d.get("calibration", {}), d.get("data", ""),
+                             tuple(d.get("observed", ())))  # fmt: skip
         except (KeyError, TypeError, ValueError, StopIteration) as err:
             raise ValueError(f"{path} is not a stored transition law ({err})") from None
 
@@ -458,6 +462,29 @@ class StoredLaw:
 
     def forecast(self, config: Mapping[str, float]) -> Prediction:
         return self.fitted.predict(config)
+
+    def observed_at(self, config: Mapping[str, float]) -> Mapping | None:
+        """The data's record of ``config`` (every field of :data:`FIELDS` equal to within float
+        rounding), or None when the data never trained it."""
+        for rec in self.observed:
+            if all(math.isclose(float(rec[f]), float(config[f]), rel_tol=1e-9) for f in FIELDS):
+                return rec
+        return None
+
+
+def observed_configurations(rows: pd.DataFrame) -> list[dict]:
+    """One record per configuration of a grid's rows: its fields, runs, how many transitioned
+    within their budget, the budget and the median transition step of those that did (None)."""
+    out = []
+    ok = _transitioned(rows)
+    for _, g in rows.groupby(config_key(rows), sort=False):
+        done = g[ok.loc[g.index]]
+        out.append({
+            **{f: float(g[f].iloc[0]) for f in FIELDS}, "runs": int(len(g)),
+            "transitioned": int(len(done)), "budget": int(g["budget"].max()),
+            "median_step": float(done["transition_step"].median()) if len(done) else None,
+        })  # fmt: skip
+    return out
 
 
 FIXED_FIELDS = {

@@ -19,7 +19,7 @@ T90_10 = 1.372183641
 TERMS = ["log lr", "log N", "log K", "log eps", "log p_C", "log drive"]
 
 
-def write_law(path, **ranges):
+def write_law(path, observed=(), **ranges):
     coef = [math.log(350.0), -1.0, 0.0, 0.0, 0.0, 0.0, 0.0]
     _, settings = law_inputs(*build_configs("paper-fig3", {"hidden_bias": "per_unit"}, 0)[:3])
     box = {"K": [128, 1024], "L": [16, 64], "N": [4, 24], "B": [1, 4], "eps": [0.05, 0.2],
@@ -29,6 +29,7 @@ def write_law(path, **ranges):
         "law": {"model": "law", "terms": TERMS, "offset": "none", "coef": coef,
                 "xtx_inv": [[0.0] * 7 for _ in range(7)], "sigma": 0.1, "dof": 10, "n": 17},
         "calibration": {}, "ranges": box, "fixed": settings, "data": "a test law",
+        "observed": list(observed),
     }))  # fmt: skip
     return path
 
@@ -44,6 +45,31 @@ def test_forecast_prints_the_step_its_interval_and_the_budget(tmp_path, capsys):
     assert f"(80% interval {low:,.0f} to {high:,.0f})" in out.out
     assert "within the budget of 100,000 steps: yes (P = 1.00)" in out.out
     assert out.err == ""  # per-unit biases: nothing to note
+
+
+def test_a_configuration_the_data_trained_says_what_its_runs_did(tmp_path, capsys):
+    fields, _ = law_inputs(*build_configs("paper-fig3", {"hidden_bias": "per_unit"}, 0)[:3])
+    at_n24 = {**fields, "N": 24.0}
+    observed = [
+        {**at_n24, "runs": 3, "transitioned": 0, "budget": 60000, "median_step": None},
+        {**fields, "lr": 0.03, "runs": 3, "transitioned": 3, "budget": 16000,
+         "median_step": 10858.0},
+    ]  # fmt: skip
+    law = write_law(tmp_path / "law.json", observed=observed)
+    # the law says 35,000 steps at N 24 too (no N term here); its own runs said otherwise
+    assert main(["forecast", "--preset", "paper-fig3", "--set", "hidden_bias=per_unit", "--set",
+                 "N=24", "--law", str(law)]) == 0  # fmt: skip
+    out = capsys.readouterr().out
+    assert "transition step: 35,000" in out
+    assert "none of its 3 runs transitioned within 60,000 steps" in out
+    assert main(["forecast", "--preset", "paper-fig3", "--set", "hidden_bias=per_unit", "--set",
+                 "lr=0.03", "--law", str(law)]) == 0  # fmt: skip
+    out = capsys.readouterr().out
+    assert "3 of 3 runs transitioned within 16,000 steps (median step 10,858)" in out
+    # a configuration the data never trained: nothing observed is claimed
+    assert main(["forecast", "--preset", "paper-fig3", "--set", "hidden_bias=per_unit", "--set",
+                 "lr=0.05", "--law", str(law)]) == 0  # fmt: skip
+    assert "observed" not in capsys.readouterr().out
 
 
 def test_a_short_budget_and_another_learning_rate(tmp_path, capsys):

@@ -54,14 +54,33 @@ def run(args) -> int:
     if not p.transitions:
         print(f"transition: none expected ({p.reason})")
         print("within the budget: no (P = 0)")
+        _say_observed(law.observed_at(fields))
         return 0
     chance = p.p_within(budget)
     print(f"transition step: {_k(p.step)}  (80% interval {_k(p.low)} to {_k(p.high)})")
     verdict = "yes" if chance >= 0.5 else "no"
     print(f"within the budget of {_k(budget)} steps: {verdict} (P = {chance:.2f})")
     print(f"law: {law.source or 'the stored law'}; nothing was trained")
+    _say_observed(law.observed_at(fields))
     for line in notes:
         print(f"note: {line}; the law's data are per-unit runs, and with scalar hidden biases "
               "plain SGD collapsed on some seeds (docs/results/hidden-bias.md)",
               file=sys.stderr)  # fmt: skip
     return 0
+
+
+def _say_observed(rec) -> None:
+    """What the law's own runs of this configuration did, when it was trained."""
+    if rec is None:
+        return
+    runs, done, budget = rec["runs"], rec["transitioned"], rec["budget"]
+    if done:
+        print(
+            f"observed: the law's data trained this configuration: {done} of {runs} runs "
+            f"transitioned within {_k(budget)} steps (median step {_k(rec['median_step'])})"
+        )
+    else:
+        print(
+            f"observed: the law's data trained this configuration: none of its {runs} runs "
+            f"transitioned within {_k(budget)} steps"
+        )

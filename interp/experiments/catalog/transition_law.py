@@ -146,7 +146,13 @@ def fit_law_record(rows: pd.DataFrame, curves: pd.DataFrame) -> dict:
     fixed."""
     from interp.train.overrides import build_configs
     from phenomenology.prior import calibrate, calibration_rows
-    from phenomenology.transition_law import FIELDS, LAW, _transitioned, law_inputs
+    from phenomenology.transition_law import (
+        FIELDS,
+        LAW,
+        _transitioned,
+        law_inputs,
+        observed_configurations,
+    )
     from phenomenology.transition_scores import _priors, curve_forecasts
 
     fitted = LAW.fit(rows)
@@ -161,6 +167,7 @@ def fit_law_record(rows: pd.DataFrame, curves: pd.DataFrame) -> dict:
         "runs": int(len(rows)),
         "transitioned": int(len(ok)),
         "data": f"docs/results/{NAME}.csv",
+        "observed": observed_configurations(rows),
     }
 
 
