@@ -7,7 +7,7 @@ for each task (paper-fig3, paper-fig1d), in alternating rounds (medians, ms per 
   before run format 5);
 - ``device``: :class:`interp.data.device_sampler.DeviceSampler` on the CPU (``sample_on="device"``
   with ``device="cpu"``, the default), which draws its batches many at a time, read as training
-  reads it (``next_stacked``: tokens, positions and targets, without the probes' metadata);
+  reads it (``next_inputs``: tokens, positions and targets, without the probes' metadata);
 - ``step``: the rest of a training step on a ready batch (fast forward, backward, the author's
   weight decay and the SGD update as the training loop applies them), the denominator of the
   shares.
@@ -65,7 +65,7 @@ def measure(preset: str, rounds: int, n: int) -> dict[str, float]:
 
     work = {
         "host": lambda: gen.sample(cfg.batch_size, stream),
-        "device": sampler.next_stacked,
+        "device": sampler.next_inputs,
         "step": step,
     }
     for fn in work.values():  # warm-up

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import torch
 import torch.nn.functional as F
@@ -40,9 +41,18 @@ from torch import Tensor
 
 from interp.data.task import Batch, TaskGenerator
 
-__all__ = ["CHUNK", "DeviceSampler", "draws"]
+__all__ = ["CHUNK", "DeviceSampler", "TrainingInputs", "draws"]
 
 CHUNK = 8  # batches drawn per refill; part of the stream's definition
+
+
+class TrainingInputs(NamedTuple):
+    """What a training step reads of one run's batch (:meth:`DeviceSampler.next_inputs`): the
+    probes' metadata of a :class:`~interp.data.task.Batch` is not computed for it."""
+
+    tokens: Tensor
+    positions: Tensor
+    target: Tensor
 
 
 def draws(generator: object) -> bool:
@@ -158,6 +168,14 @@ class DeviceSampler:
         i = self._advance()
         c = self._chunk
         return self._tokens(i), c["positions"][:, i], c["target"][:, i]
+
+    def next_inputs(self) -> TrainingInputs:
+        """The next batch of a single run (``S = 1``) as training reads it: tokens, positions,
+        targets."""
+        if self.S != 1:
+            raise ValueError(f"DeviceSampler.next_inputs is for one run; this one has {self.S}")
+        tokens, positions, target = self.next_stacked()
+        return TrainingInputs(tokens[0], positions[0], target[0])
 
     def next(self) -> list[Batch]:
         """The next batch of every run, with the metadata the probes read."""

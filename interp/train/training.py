@@ -31,7 +31,7 @@ import signal
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, NamedTuple, Protocol
+from typing import Any, Protocol
 
 import pandas as pd
 import torch
@@ -80,15 +80,6 @@ class EvalCallback(Protocol):
     """
 
     def __call__(self, run: Any, row: dict) -> Mapping[str, float]: ...
-
-
-class TrainingInputs(NamedTuple):
-    """What a training step reads of a batch drawn on the device (the probes' metadata of a
-    :class:`~interp.data.task.Batch` is not computed for it)."""
-
-    tokens: torch.Tensor
-    positions: torch.Tensor
-    target: torch.Tensor
 
 
 class TrainingDiverged(RuntimeError):
@@ -575,8 +566,7 @@ class _RunState:
 
     def sample(self):
         if self.sampler is not None:  # drawn on the device already
-            tokens, positions, target = self.sampler.next_stacked()
-            return TrainingInputs(tokens[0], positions[0], target[0])
+            return self.sampler.next_inputs()  # what the loss reads, without the metadata
         return self.generator.sample(self.cfg.batch_size, self.stream).to(self.device)
 
     def batch_loss(self, batch) -> torch.Tensor:
