@@ -75,13 +75,8 @@ def test_interrupted_then_resumed_equals_uninterrupted(tmp_path):
 
 
 def test_keyboard_interrupt_saves_state_and_resume_is_exact(tmp_path, monkeypatch):
-    full = train(
-        TASK,
-        MODEL,
-        cfg(optimizer="sgd", lr=0.05, sample_on="host"),
-        tmp_path / "full",
-        progress=False,
-    )
+    sgd = cfg(optimizer="sgd", lr=0.05, sample_on="host")  # the host sampler: patched below
+    full = train(TASK, MODEL, sgd, tmp_path / "full", progress=False)
     calls = {"n": 0}
     original = TaskGenerator.sample
 
@@ -93,22 +88,9 @@ def test_keyboard_interrupt_saves_state_and_resume_is_exact(tmp_path, monkeypatc
 
     monkeypatch.setattr(TaskGenerator, "sample", flaky)
     with pytest.raises(KeyboardInterrupt):
-        train(
-            TASK,
-            MODEL,
-            cfg(optimizer="sgd", lr=0.05, sample_on="host"),
-            tmp_path / "part",
-            progress=False,
-        )
+        train(TASK, MODEL, sgd, tmp_path / "part", progress=False)
     monkeypatch.setattr(TaskGenerator, "sample", original)
-    resumed = train(
-        TASK,
-        MODEL,
-        cfg(optimizer="sgd", lr=0.05, sample_on="host"),
-        tmp_path / "part",
-        resume=True,
-        progress=False,
-    )
+    resumed = train(TASK, MODEL, sgd, tmp_path / "part", resume=True, progress=False)
     pd.testing.assert_frame_equal(full, resumed)
 
 
