@@ -437,6 +437,10 @@ class StoredLaw:
                              "--tier full` writes it")  # fmt: skip
         try:
             d = json.loads(path.read_text())
+            for rec in d.get("observed", ()):
+                missing = [k for k in (*FIELDS, "runs", "transitioned", "budget") if k not in rec]
+                if missing:
+                    raise ValueError(f"an observed configuration lacks {missing[0]}")
             return StoredLaw(FittedLaw.from_dict(d["law"]), d["ranges"], d["fixed"],
                              d.get("calibration", {}), d.get("data", ""),
                              tuple(d.get("observed", ())))  # fmt: skip

@@ -104,6 +104,11 @@ def test_a_missing_or_broken_law_is_one_line(tmp_path, capsys):
     (tmp_path / "bad.json").write_text('{"law": 1}')
     assert main(["forecast", "--law", str(tmp_path / "bad.json")]) == 2
     assert "is not a stored transition law" in capsys.readouterr().err
+    # a damaged record of what the data trained: refused on loading, not at the lookup
+    law = write_law(tmp_path / "obs.json", observed=[{"K": 256.0}])
+    assert main(["forecast", "--preset", "paper-fig3", "--law", str(law)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "an observed configuration lacks L" in err
 
 
 def test_the_live_forecast_starts_from_the_law(tmp_path):
