@@ -71,6 +71,8 @@ class GridPoint:
     role: str = "axis"
     budget: int | None = None
     """Steps this point's runs may take (None: the grid's budget)."""
+    seeds: tuple[int, ...] | None = None
+    """This point's seeds (None: the grid's seeds)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -90,9 +92,22 @@ class TransitionGrid:
         dup = sorted({n for n in names if names.count(n) > 1})
         if dup:
             raise ValueError(f"TransitionGrid.points: the names {dup} are used twice")
+        for name, seeds in [("seeds", self.seeds)] + [
+            (f"points[{p.name}].seeds", p.seeds) for p in self.points if p.seeds is not None
+        ]:
+            if not seeds or len(set(seeds)) < len(seeds) or any(
+                isinstance(s, bool) or not isinstance(s, int) or s < 0 for s in seeds
+            ):
+                raise ValueError(
+                    f"TransitionGrid.{name}={list(seeds)} is invalid: non-negative, distinct, "
+                    "at least one"
+                )
 
     def budget_of(self, point: GridPoint) -> int:
         return self.budget if point.budget is None else point.budget
+
+    def seeds_of(self, point: GridPoint) -> tuple[int, ...]:
+        return self.seeds if point.seeds is None else point.seeds
 
     def overrides(self, point: GridPoint) -> dict[str, str]:
         """The ``--set`` overrides of one point's runs (the budget as ``steps``)."""
@@ -101,7 +116,7 @@ class TransitionGrid:
 
     def jobs(self) -> list[tuple[GridPoint, int]]:
         """Every (point, seed), points in their declared order, then seeds."""
-        return [(p, s) for p in self.points for s in self.seeds]
+        return [(p, s) for p in self.points for s in self.seeds_of(p)]
 
     def validate(self) -> None:
         """Build every point's configs (an invalid field fails here, naming it, before training)."""
@@ -109,7 +124,7 @@ class TransitionGrid:
 
         for p in self.points:
             try:
-                build_configs(self.preset, self.overrides(p), self.seeds[0])
+                build_configs(self.preset, self.overrides(p), self.seeds_of(p)[0])
             except ValueError as err:
                 raise ValueError(f"grid point {p.name}: {err}") from None
 

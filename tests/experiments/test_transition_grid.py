@@ -64,3 +64,16 @@ def test_the_stop_rule_waits_for_room_after_the_transition():
     assert stop_rule(m[m["step"] <= 3900], budget=16000)
     assert not stop_rule(m[m["step"] <= 2000], budget=16000)  # on the plateau
     assert stop_rule(m[m["step"] <= 1000], budget=1000)  # the budget is spent
+
+
+def test_a_point_with_its_own_seeds_runs_those_and_bad_seeds_are_refused():
+    grid = TransitionGrid(
+        preset="tiny", base=BASE, seeds=(0, 1, 2),
+        points=(GridPoint(name="a"), GridPoint(name="b", seeds=(4,))),
+    )  # fmt: skip
+    assert [(p.name, s) for p, s in grid.jobs()] == [("a", 0), ("a", 1), ("a", 2), ("b", 4)]
+    for bad in ((), (1, 1), (-1,), (True,)):
+        with pytest.raises(ValueError, match=r"TransitionGrid\.points\[b\]\.seeds=.* is invalid"):
+            TransitionGrid(preset="tiny", base=BASE, points=(GridPoint(name="b", seeds=bad),))
+    with pytest.raises(ValueError, match=r"TransitionGrid\.seeds=\[\] is invalid"):
+        TransitionGrid(preset="tiny", base=BASE, points=(GridPoint(name="a"),), seeds=())
