@@ -257,3 +257,24 @@ def test_configurations_that_did_not_transition_are_forecast_held_out_and_contra
     assert "fast (the law (power law x nested-logit drive) 1.00" in verdict
     assert "slow" not in verdict
     assert _negative_lines(grid_rows()) == []  # every configuration transitioned: no section
+
+
+def test_the_combined_verdict_names_each_fraction_lost_and_by_how_much():
+    from interp.experiments.catalog.transition_law_page import _combined_lines
+
+    def scores(fraction, law, curve, combined):  # three runs, the curve forecasting two
+        return pd.DataFrame({
+            "fraction": fraction, "law_error": law, "law_covered": True,
+            "curve_error": [curve[0], curve[1], np.nan], "combined_error": combined,
+            "combined_covered": True,
+        })  # fmt: skip
+
+    tie = scores(0.5, [0.1, 0.2, 0.3], [0.05, 0.15], [0.05, 0.15, 0.3])
+    no_worse = "- The combination is no worse than either part at every fraction."
+    assert _combined_lines(tie)[-1] == no_worse
+    lost = pd.concat([tie, scores(0.8, [0.1, 0.2, 0.3], [0.05, 0.15], [0.06, 0.16, 0.3])])
+    # at 80%: combined on the curve's runs 0.11 against the curve's 0.10; over all, 0.16 < 0.2
+    assert _combined_lines(lost)[-1] == (
+        "- The combination is worse than a part alone at 80% of the plateau (than the curve "
+        "forecaster, by 0.010000), in median abs log error."
+    )

@@ -265,9 +265,14 @@ def _combined_lines(combined: pd.DataFrame) -> list[str]:
                      f"({int(r['curve_runs'])}) | {r['combined']:.3f} | "
                      f"{_num(r['combined_on_curve_runs'], '{:.3f}')} | "
                      f"{r['combined_coverage']:.0%} |")  # fmt: skip
-    worse = [f"{r['fraction']:.0%}" for _, r in s.iterrows()
-             if r["combined"] > r["law"] + 1e-12 or (
-                 r["curve_runs"] and r["combined_on_curve_runs"] > r["curve"] + 1e-12)]  # fmt: skip
+    worse = []  # each fraction where the combination loses, by how much against which part
+    for _, r in s.iterrows():
+        by = {"the law": r["combined"] - r["law"]}
+        if r["curve_runs"]:
+            by["the curve forecaster"] = r["combined_on_curve_runs"] - r["curve"]
+        lost = [f"than {part}, by {d:.6f}" for part, d in by.items() if d > 1e-12]
+        if lost:
+            worse.append(f"{r['fraction']:.0%} of the plateau ({'; '.join(lost)})")
     lines += ["", "The combination's rule, per forecaster and cell (a bin of the share of its own "
               "forecast already seen, split by whether the share of the prior's median seen is "
               "under a quarter; calibrated on the other configurations' runs): leave the prior, "
@@ -282,7 +287,7 @@ def _combined_lines(combined: pd.DataFrame) -> list[str]:
               "bins, not tuned; at other edges the result differs (see the commit history)."]  # fmt: skip
     lines += ["", ("- The combination is no worse than either part at every fraction."
                    if not worse else "- The combination is worse than a part alone at "
-                   f"{', '.join(worse)} of the plateau.")]  # fmt: skip
+                   f"{', '.join(worse)}, in median abs log error.")]  # fmt: skip
     return lines
 
 
