@@ -8,6 +8,10 @@ for each task (paper-fig3, paper-fig1d), in alternating rounds (medians, ms per 
 - ``device``: :class:`interp.data.device_sampler.DeviceSampler` on the CPU (``sample_on="device"``
   with ``device="cpu"``, the default), which draws its batches many at a time, read as training
   reads it (``next_inputs``: tokens, positions and targets, without the probes' metadata);
+- ``generator``: the part of ``device`` that no rewrite of the sampler can cut without changing its
+  stream: torch's CPU generator drawing a batch's share of the chunk's uniforms and normals (the
+  numbers the stream is defined by; a few uniforms are reserved and unread in some
+  configurations, which the stream still draws), and nothing else;
 - ``step``: the rest of a training step on a ready batch (fast forward, backward, the author's
   weight decay and the SGD update as the training loop applies them), the denominator of the
   shares.
@@ -63,9 +67,19 @@ def measure(preset: str, rounds: int, n: int) -> dict[str, float]:
         training._update(opt, cfg)
         loss.item()
 
+    # a batch's share of one refill's draws (DeviceSampler._refill)
+    n_uniform = cfg.batch_size * sampler.nu
+    n_normal = cfg.batch_size * sampler.nz_seq + sampler.pool * task.D
+    numbers = torch.Generator().manual_seed(1)
+
+    def generator() -> None:
+        torch.rand(n_uniform, generator=numbers)
+        torch.randn(n_normal, generator=numbers)
+
     work = {
         "host": lambda: gen.sample(cfg.batch_size, stream),
         "device": sampler.next_inputs,
+        "generator": generator,
         "step": step,
     }
     for fn in work.values():  # warm-up
@@ -94,7 +108,10 @@ def main() -> None:
         print(
             f"{preset}: host {ms['host']:.2f} ms, device (on the CPU) {ms['device']:.2f} ms, rest "
             f"of the step {ms['step']:.2f} ms; share of a step: host {host:.1%}, device "
-            f"{device:.1%}; host/device: {ms['host'] / ms['device']:.2f}"
+            f"{device:.1%}; host/device: {ms['host'] / ms['device']:.2f}; of the device "
+            f"sampler's {ms['device']:.2f} ms, the generator's draws take {ms['generator']:.2f} "
+            f"({ms['generator'] / ms['device']:.0%}; alone, a share of "
+            f"{ms['generator'] / (ms['generator'] + ms['step']):.1%})"
         )
     default = TrainConfig().sample_on
     print(
