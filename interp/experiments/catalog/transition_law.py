@@ -194,10 +194,10 @@ EXPERIMENT = register_experiment(
             "full": Tier(
                 cost="about 3 h on 2 cores",
                 cost_s=10800,
-                note="27 configurations of paper-fig3 x 6 seeds (N 24: 3), 159 runs, each run until its IC accuracy "
-                "has transitioned (margin max(800, 15%, the rise's width)) or its budget (16k "
-                "steps; 60k at lr 0.01 and at N 24; 8k for the three points chosen to test non-transitioning "
-                "runs).",
+                note="27 configurations of paper-fig3 x 6 seeds (N 24: 3), 159 runs, each run "
+                "until its IC accuracy has transitioned (margin max(800, 15%, the rise's width)) "
+                "or its budget (16k steps; 60k at lr 0.01 and at N 24; 8k for the three points "
+                "chosen to test non-transitioning runs).",
             ),
         },
         columns=(),
