@@ -54,8 +54,8 @@ def test_gpu_check_dry_runs_the_device_rows_and_a_device_sampled_run_on_the_cpu(
     assert '"sample_on": "device"' in (tmp_path / "device-train" / "config.json").read_text()
 
 
-def test_bench_sampler_measures_both_samplers_and_the_rest_of_a_step():
+def test_bench_sampler_measures_both_samplers_the_generator_and_the_rest_of_a_step():
     torch.set_num_threads(1)
     ms = _load("bench_sampler").measure("tiny", rounds=1, n=2)
-    assert set(ms) == {"host", "device", "step"}
+    assert set(ms) == {"host", "device", "generator", "step"}
     assert all(math.isfinite(v) and v > 0 for v in ms.values())
