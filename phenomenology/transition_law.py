@@ -438,9 +438,7 @@ class StoredLaw:
         try:
             d = json.loads(path.read_text())
             for rec in d.get("observed", ()):
-                missing = [k for k in (*FIELDS, "runs", "transitioned", "budget") if k not in rec]
-                if missing:
-                    raise ValueError(f"an observed configuration lacks {missing[0]}")
+                _check_observed(rec)
             return StoredLaw(FittedLaw.from_dict(d["law"]), d["ranges"], d["fixed"],
                              d.get("calibration", {}), d.get("data", ""),
                              tuple(d.get("observed", ())))  # fmt: skip
@@ -474,6 +472,23 @@ class StoredLaw:
             if all(math.isclose(float(rec[f]), float(config[f]), rel_tol=1e-9) for f in FIELDS):
                 return rec
         return None
+
+
+def _check_observed(rec) -> None:
+    """Refuse a damaged record of :func:`observed_configurations` by its first bad field."""
+    keys = (*FIELDS, "runs", "transitioned", "budget", "median_step")
+    missing = [k for k in keys if k not in rec]
+    if missing:
+        raise ValueError(f"an observed configuration lacks {missing[0]}")
+    for k in keys[:-1]:
+        if isinstance(rec[k], bool) or not isinstance(rec[k], (int, float)):
+            raise ValueError(f"an observed configuration's {k}={rec[k]!r} is not a number")
+    step = rec["median_step"]
+    if rec["transitioned"] and (isinstance(step, bool) or not isinstance(step, (int, float))):
+        raise ValueError(
+            f"an observed configuration's median_step={step!r} is not a number, but "
+            f"{rec['transitioned']} of its runs transitioned"
+        )
 
 
 def observed_configurations(rows: pd.DataFrame) -> list[dict]:

@@ -109,6 +109,21 @@ def test_a_missing_or_broken_law_is_one_line(tmp_path, capsys):
     assert main(["forecast", "--preset", "paper-fig3", "--law", str(law)]) == 2
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and "an observed configuration lacks L" in err
+    fields, _ = law_inputs(*build_configs("paper-fig3", {"hidden_bias": "per_unit"}, 0)[:3])
+    whole = {**fields, "runs": 3, "transitioned": 3, "budget": 16000, "median_step": 10858.0}
+    for damage, words in [
+        ({"median_step": "?"}, "median_step='?' is not a number, but 3 of its runs transitioned"),
+        ({"runs": None}, "runs=None is not a number"),
+    ]:
+        law = write_law(tmp_path / "obs.json", observed=[{**whole, **damage}])
+        assert main(["forecast", "--preset", "paper-fig3", "--law", str(law)]) == 2
+        captured = capsys.readouterr()
+        assert captured.out == "" and captured.err.count("\n") == 1 and words in captured.err
+    broken = dict(whole)
+    del broken["median_step"]  # a record without it failed at the lookup, after the forecast
+    law = write_law(tmp_path / "obs.json", observed=[broken])
+    assert main(["forecast", "--preset", "paper-fig3", "--law", str(law)]) == 2
+    assert "an observed configuration lacks median_step" in capsys.readouterr().err
 
 
 def test_the_live_forecast_starts_from_the_law(tmp_path):
