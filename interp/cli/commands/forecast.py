@@ -73,14 +73,8 @@ def _say_observed(rec) -> None:
     """What the law's own runs of this configuration did, when it was trained."""
     if rec is None:
         return
-    runs, done, budget = rec["runs"], rec["transitioned"], rec["budget"]
-    if done:
-        print(
-            f"observed: the law's data trained this configuration: {done} of {runs} runs "
-            f"transitioned within {_k(budget)} steps (median step {_k(rec['median_step'])})"
-        )
-    else:
-        print(
-            f"observed: the law's data trained this configuration: none of its {runs} runs "
-            f"transitioned within {_k(budget)} steps"
-        )
+    runs, done = rec["runs"], rec["transitioned"]
+    what = f"{done} of {runs} runs" if done else f"none of its {runs} runs"
+    median = f" (median step {_k(rec['median_step'])})" if done else ""
+    print(f"observed: the law's data trained this configuration: {what} transitioned within "
+          f"{_k(rec['budget'])} steps{median}")  # fmt: skip

@@ -373,9 +373,10 @@ def render_page(experiment, rows: pd.DataFrame, companions: dict) -> str:
                   "transition is predicted there; at p_C = 0 the p_C term's sign decides).", "",
                   *_law_lines(rows), ""]  # fmt: skip
         lines += ["## Held out: one configuration at a time", "", *_loo_lines(rows, loo), ""]
-        if not rows[~_jumped(rows)].empty:
+        negative = _negative_lines(rows)  # none when every configuration transitioned
+        if negative:
             lines += ["## Held out: the configurations that did not transition", "",
-                      *_negative_lines(rows), ""]  # fmt: skip
+                      *negative, ""]  # fmt: skip
         if not combined.empty:
             lines += ["## Before and during training, combined", "",
                       *_combined_lines(combined), ""]  # fmt: skip
