@@ -284,6 +284,15 @@ class Experiment:
 # rows: reading, provenance, checks
 
 
+def read_table(path: Path) -> pd.DataFrame:
+    """A CSV of an experiment's data; one that does not parse is refused naming the file."""
+    try:
+        return pd.read_csv(path, keep_default_na=True)
+    except (pd.errors.ParserError, UnicodeDecodeError) as err:
+        detail = str(err).strip().splitlines()[-1].removeprefix("Error tokenizing data. ")
+        raise ValueError(f"{path} is not a readable CSV table ({detail})") from None
+
+
 def read_rows(path: str | os.PathLike, required: Sequence[str] = META) -> pd.DataFrame:
     """The rows of an experiment's CSV, with its provenance columns checked.
 
@@ -292,7 +301,7 @@ def read_rows(path: str | os.PathLike, required: Sequence[str] = META) -> pd.Dat
             one of the allowed values (the message names the file, the column and the row).
     """
     path = Path(path)
-    rows = pd.read_csv(path, keep_default_na=True)
+    rows = read_table(path)
     missing = [c for c in required if c not in rows.columns]
     if missing:
         raise ValueError(
@@ -514,7 +523,7 @@ def page_text(experiment: Experiment, out: str | os.PathLike) -> str:
             raise ValueError(f"{out / name} is missing: run `induction-cliff reproduce "
                              f"{experiment.name}`")  # fmt: skip
         try:
-            extra[name] = pd.read_csv(out / name)
+            extra[name] = read_table(out / name)
         except pd.errors.EmptyDataError:  # a table with nothing in it (too little data)
             extra[name] = pd.DataFrame()
     return experiment.page(experiment, rows, extra)

@@ -4,6 +4,7 @@ and the score tables beside the page are what the rows and curves give."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -63,11 +64,20 @@ def _cut_after_observed(text: str, row: int) -> str:
     return "\n".join(lines[: row - 1] + [",".join(lines[row - 1].split(",")[:4])]) + "\n"
 
 
+def _one_field_too_many(text: str, row: int) -> str:
+    """The table with one field more on its line ``row`` (the header is row 1)."""
+    lines = text.splitlines()
+    lines[row - 1] += ",x"
+    return "\n".join(lines) + "\n"
+
+
 @pytest.mark.parametrize(
     ("name", "damage", "words"),
     [("transition-law-loo.csv", lambda t: _cut_after_observed(t, 5), "transition-law-loo.csv row 5 field predicted is empty"),
      ("transition-law.csv", lambda t: t.replace("point,role", "pont,role", 1), "column 'point' is missing"),
-     ("transition-law-combined.csv", lambda t: "", "transition-law-combined.csv is empty, but")],
+     ("transition-law-combined.csv", lambda t: "", "transition-law-combined.csv is empty, but"),
+     ("transition-law.csv", lambda t: _one_field_too_many(t, 3),
+      "transition-law.csv is not a readable CSV table (C error: Expected 28 fields in line 3, saw 29)")],
 )  # fmt: skip
 def test_a_damaged_table_is_refused_by_name_and_the_page_is_kept(tmp_path, name, damage, words):
     import shutil
@@ -78,6 +88,6 @@ def test_a_damaged_table_is_refused_by_name_and_the_page_is_kept(tmp_path, name,
         shutil.copy(f, tmp_path / f.name)
     page = (tmp_path / "transition-law.md").read_bytes()
     (tmp_path / name).write_text(damage((tmp_path / name).read_text()))
-    with pytest.raises(ValueError, match=words.replace("(", r"\(")):
+    with pytest.raises(ValueError, match=re.escape(words)):
         render(get_experiment("transition-law"), tmp_path, figures=False)
     assert (tmp_path / "transition-law.md").read_bytes() == page
