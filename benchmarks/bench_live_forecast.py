@@ -1,4 +1,4 @@
-"""Overhead of the live forecast during training (issue 14: under 1% of training time).
+"""Overhead of the live forecast during training (target: under 1% of training time).
 
 Trains the same run twice, with ``live_forecast`` on and off (same seed, one thread), and prints
 the wall times and their ratio, and, from the run with it on, the time spent inside the forecast

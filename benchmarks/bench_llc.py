@@ -1,4 +1,4 @@
-"""Cost of the LLC estimate per checkpoint (issue 17: the demo run in a few minutes on 2 cores).
+"""Cost of the LLC estimate per checkpoint (target: the demo run in a few minutes on 2 cores).
 
 On a run directory (default ``runs/demo``; train it with ``induction-cliff train --preset demo
 --out runs/demo``), measures in one process:

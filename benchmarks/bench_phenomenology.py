@@ -1,6 +1,6 @@
 """Timings of the phenomenology package: trajectories and fits.
 
-Targets (issue 4): a 1e5-step trajectory under 1 s, one fit under 10 s; (issue 14) one forecast
+Targets: a 1e5-step trajectory under 1 s, one fit under 10 s, one forecast
 fit (the fit on 80% of the plateau with its 50-replicate bootstrap interval) under 10 s. Run with
 ``python benchmarks/bench_phenomenology.py [--repeats 5]``; prints medians (and min / max).
 """

@@ -1,4 +1,4 @@
-"""Cost of the progress measures relative to training (issue 3 target: < 5%).
+"""Cost of the progress measures relative to training (target: < 5%).
 
 For the paper's two tasks (``paper-fig3``: B = 1; ``paper-fig1d``: B = 2, where the induction score
 also reads item rows of layer 2), measures in one process, on the same machine:

@@ -1,4 +1,4 @@
-"""How good the transition forecast is on finished runs: the table issue 14 asks for.
+"""How good the transition forecast is on finished runs: its held-out error table.
 
 For every finished run (its ``metrics.csv`` reaches its config's ``train.steps``) whose IC-loss
 curve shows a transition, and for cut-offs at 50%, 80% and 90% of its plateau (from the plateau's

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 18's GPU checks, in one call on a machine with CUDA and PyTorch (and no network):
+# The GPU checks, in one call on a machine with CUDA and PyTorch (and no network):
 #
 #   bash benchmarks/gpu_check.sh          # logs under $OUT (default /tmp/gpu-check)
 #

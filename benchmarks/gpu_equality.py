@@ -7,7 +7,7 @@ to the reference's largest entry is printed, and must be under 1e-9). In float32
 the GPU is compared with the float64 CPU reference (the error float32 and TF32 arithmetic bring).
 Exits 1 if a check fails; prints one line per check.
 
-Part of ``benchmarks/gpu_check.sh`` (issue 18's GPU checks). ``--device cpu`` runs the same checks
+Part of ``benchmarks/gpu_check.sh`` (the GPU checks). ``--device cpu`` runs the same checks
 on the CPU (for trying the script where there is no GPU).
 """
 

@@ -145,7 +145,7 @@ def test_the_command_line_lists_and_refuses_in_one_line(tmp_path):
 
 
 def test_the_project_speaks_of_itself_only():
-    paths = ["README.md", "docs", "interp", "phenomenology", "notebooks"]
+    paths = ["README.md", "docs", "interp", "phenomenology", "notebooks", "benchmarks", "scripts"]
     out = subprocess.run(["grep", "-rniE", "session|issue [0-9]|this session", *paths],
                          capture_output=True, text=True, cwd=ROOT)  # fmt: skip
     assert out.stdout == "", out.stdout[:2000]

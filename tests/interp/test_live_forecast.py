@@ -1,4 +1,4 @@
-"""The live transition forecast written by ``train`` (issue 14): its columns, the switch that
+"""The live transition forecast written by ``train``: its columns, the switch that
 turns it off, and a resumed run writing exactly what an uninterrupted one does."""
 
 from __future__ import annotations
