@@ -480,11 +480,15 @@ def _check_observed(rec) -> None:
     missing = [k for k in keys if k not in rec]
     if missing:
         raise ValueError(f"an observed configuration lacks {missing[0]}")
+
+    def number(v) -> bool:
+        return isinstance(v, (int, float)) and not isinstance(v, bool)
+
     for k in keys[:-1]:
-        if isinstance(rec[k], bool) or not isinstance(rec[k], (int, float)):
+        if not number(rec[k]):
             raise ValueError(f"an observed configuration's {k}={rec[k]!r} is not a number")
     step = rec["median_step"]
-    if rec["transitioned"] and (isinstance(step, bool) or not isinstance(step, (int, float))):
+    if rec["transitioned"] and not number(step):
         raise ValueError(
             f"an observed configuration's median_step={step!r} is not a number, but "
             f"{rec['transitioned']} of its runs transitioned"
