@@ -35,7 +35,7 @@ OPTIMIZERS = ("sgd", "adam")
 # so the shrink per SGD step is lr * weight_decay: 100x weaker at lr 0.01); the form of runs
 # written before format version 3.
 WEIGHT_DECAY_FORMS = ("multiplicative", "coupled")
-BACKENDS = ("fast", "hooked")
+BACKENDS = ("fast", "hooked", "compiled")
 # Where training batches are drawn: "host", the CPU sampler of interp.data.task (the stream of
 # every run written before the field existed); "device", interp.data.device_sampler on the
 # training device (another stream: runs are not bit-identical to host-sampled ones).
@@ -83,7 +83,11 @@ class TrainConfig:
         backend: ``fast`` computes the training forward with :func:`interp.model.fast.fast_logits` (the
             same mathematics, equal to float rounding, ~1.4x faster on CPU), falling back to the
             hooked forward where it does not apply (interventions, RoPE/CoPE); ``hooked`` always uses
-            the hooked forward. Evaluation and probes always use the hooked model.
+            the hooked forward; ``compiled`` is ``fast`` with its loss compiled by
+            ``torch.compile`` (:mod:`interp.model.compiled`: about 1.3x faster again on the CPU
+            after 10-60 s of compiling at the first step; equal to float rounding, not
+            bit-identical to ``fast``; needs a C++ compiler on the CPU; the paper presets' choice).
+            Evaluation and probes always use the hooked model.
         live_forecast: at each evaluation on the plateau, forecast the transition step from the IC
             loss so far (:func:`phenomenology.live.live_forecast`) into the ``forecast_step``,
             ``forecast_low`` and ``forecast_high`` columns of ``metrics.csv`` and the progress bar.

@@ -41,6 +41,8 @@ __all__ = [
     "supports_fast_path",
     "query_row_one_head",
     "output_is_identity",
+    "check_positions",
+    "causal_masks",
 ]
 
 
@@ -53,7 +55,7 @@ def supports_fast_path(model: torch.nn.Module) -> bool:
 
 
 @functools.lru_cache(maxsize=16)
-def _positions(n: int, device: torch.device) -> tuple[Tensor, Tensor]:
+def causal_masks(n: int, device: torch.device) -> tuple[Tensor, Tensor]:
     """``(n_keys, future)`` of ``n`` tokens: the keys each query row sees (``1 .. n``) and the
     mask of the keys after each query (``[n, n]``, True above the diagonal). Built once per length
     and device, not at every step; read-only."""
@@ -126,6 +128,19 @@ def fast_patterns(
     return logits, patterns
 
 
+def check_positions(
+    model: InductionNet, positions: Int[Tensor, "batch pos"], dtype: torch.dtype
+) -> tuple[Int[Tensor, "batch pos"], Float[Tensor, "batch pos 1"] | None]:
+    """One-hot positions as the fast path reads them: ``(index into the table, in-range mask)``,
+    the mask ``None`` when every position is in the table (the usual case). Warns for positions
+    past the table (:class:`~interp.model.positional.UntrainedPositionWarning`)."""
+    positions = model.positional._check_range(positions)
+    P = model.cfg.n_positions
+    in_range = positions < P
+    mask = None if bool(in_range.all()) else in_range[..., None].to(dtype)
+    return positions.clamp(max=P - 1), mask
+
+
 class _Inputs:
     """Layer 1's input ``u`` (content, plus one-hot positions or added embeddings), with
     ``proj(W) = u @ W`` computed as a row gather for the one-hot half."""
@@ -134,11 +149,8 @@ class _Inputs:
         self.tokens, self.D = tokens, tokens.shape[-1]
         self.onehot = isinstance(model.positional, OneHotConcat)
         if self.onehot:
-            positions = model.positional._check_range(positions)  # warns past the table
+            self.pos_idx, self.in_range = check_positions(model, positions, tokens.dtype)
             P = model.cfg.n_positions
-            in_range = positions < P
-            self.in_range = None if bool(in_range.all()) else in_range[..., None].to(tokens.dtype)
-            self.pos_idx = positions.clamp(max=P - 1)
             # [tokens ; one_hot(position)], written in place: no int64 one-hot and no
             # concatenation to allocate and copy at every step.
             b, n, D = tokens.shape
@@ -180,10 +192,12 @@ def output_is_identity(W_O: Float[Tensor, "head_index d_head d_model"]) -> bool:
     return result
 
 
-def _value_output(attn) -> Tensor:
+def _value_output(attn, identity: bool | None = None) -> Tensor:
     """``W_V W_O`` per head, ``[h, d_model, d_model]`` (``W_V`` itself when ``W_O`` is the
-    paper's fixed identity)."""
-    if attn.n_heads == 1 and output_is_identity(attn.W_O):
+    paper's fixed identity; ``identity``: that test's result, if already known)."""
+    if identity is None:
+        identity = output_is_identity(attn.W_O)
+    if attn.n_heads == 1 and identity:
         return attn.W_V
     return attn.W_V @ attn.W_O
 
@@ -196,6 +210,12 @@ def _scaled(scores: Tensor, scale: Tensor | float, rows: Tensor | int | slice) -
     return scores * scale[rows]
 
 
+def _project(x, W: Tensor) -> Tensor:
+    """``x @ W`` of a residual or an :class:`_Inputs` (a module-level function, not a closure:
+    the compiled path traces it, see :mod:`interp.model.compiled`)."""
+    return x.proj(W) if isinstance(x, _Inputs) else x @ W
+
+
 def _scores(attn, left, right) -> Tensor:
     """Attention scores ``(left W_Q)(right W_K)^T`` of every head, ``[b, h, rows, keys]``.
 
@@ -204,10 +224,7 @@ def _scores(attn, left, right) -> Tensor:
     only (a third fewer FLOPs than projecting both sides); otherwise q and k are projected.
     """
     h, d, e = attn.W_Q.shape
-
-    def proj(x, W):
-        return x.proj(W) if isinstance(x, _Inputs) else x @ W
-
+    proj = _project
     if 2 * e >= d:
         G = attn.W_Q @ attn.W_K.transpose(-1, -2)  # [h, d, d]
         L = proj(left, _per_head_matrix(G))  # [b, rows, h * d]
@@ -262,7 +279,13 @@ def query_row_one_head(
     return m[:, 0].view(S, b, d) + m[:, 1].view(S, b, d).bmm(W_VO), a2
 
 
-def _two_layer(model: InductionNet, inp: _Inputs, rows: Tensor | None):
+def _two_layer(
+    model: InductionNet,
+    inp: _Inputs,
+    rows: Tensor | None,
+    identity: tuple[bool, bool] | None = None,
+    masks: tuple[Tensor, Tensor] | None = None,
+):
     """The two-layer network, reassociated so that layer 2 never projects every token for the
     logits.
 
@@ -273,18 +296,25 @@ def _two_layer(model: InductionNet, inp: _Inputs, rows: Tensor | None):
     query rows is computed too (from the full residual, only when rows other than the query's are
     asked for), and the patterns are returned.
 
+    ``identity`` (whether each layer's ``W_O`` is the identity) and ``masks`` (what
+    :func:`causal_masks` returns) are computed here unless given: a compiled caller
+    (:mod:`interp.model.compiled`) passes them, so that the traced function has no
+    data-dependent test and no cached call.
+
     Returns ``(logits, [pattern_1, pattern_2])`` (``[]`` when ``rows`` is None).
     """
     attn1, attn2 = model.blocks[0].attn, model.blocks[1].attn
     u = inp.u
     b, n, d = u.shape
-    n_keys, future = _positions(n, u.device)
+    n_keys, future = masks if masks is not None else causal_masks(n, u.device)
+    if identity is None:
+        identity = (output_is_identity(attn1.W_O), output_is_identity(attn2.W_O))
 
     # Layer 1: full pattern [b, h, n, n].
     scale1 = attention_scale(attn1.attn_scale, n_keys, attn1.d_head, attn1.n_train)
     s1 = _scaled(_scores(attn1, inp, inp), scale1, slice(None))
     a1 = torch.softmax(s1.masked_fill(future, float("-inf")), dim=-1)
-    W_VO1 = _value_output(attn1)  # [h, d, d]
+    W_VO1 = _value_output(attn1, identity[0])  # [h, d, d]
 
     # The query's residual after layer 1: r_T = u_T + sum_h (a1_h[T] u) W_VO1_h.
     u_bar = a1[:, :, -1] @ u  # [b, h, d]
@@ -339,7 +369,7 @@ def _two_layer(model: InductionNet, inp: _Inputs, rows: Tensor | None):
         z2 = mixed[:, 0] @ attn2.W_V[0]
     else:
         z2 = torch.einsum("bgd,gde->bge", mixed, attn2.W_V).reshape(b, -1)
-    if output_is_identity(attn2.W_O):
+    if identity[1]:
         out2 = z2
     else:
         out2 = z2 @ attn2.W_O.reshape(-1, attn2.W_O.shape[-1])
@@ -349,7 +379,7 @@ def _two_layer(model: InductionNet, inp: _Inputs, rows: Tensor | None):
 def _forward(model: InductionNet, tokens: Tensor, positions: Tensor, keep_patterns: bool):
     cfg = model.cfg
     b, n_pos, D = tokens.shape
-    n_keys, future = _positions(n_pos, tokens.device)
+    n_keys, future = causal_masks(n_pos, tokens.device)
     onehot = isinstance(model.positional, OneHotConcat)
 
     if onehot:

@@ -46,7 +46,7 @@ from interp.io.rundir import (
     RunWriter,
     configs_dict,
 )
-from interp.model.fast import fast_logits, supports_fast_path
+from interp.model.backends import training_loss
 from interp.model.interventions import intervention_hooks
 from interp.model.network import InductionNet, ModelConfig
 from interp.train.allocator import retain_freed_memory
@@ -333,7 +333,12 @@ def _stack_optimizer_states(states: list[dict]) -> dict:
 
 
 def check_device(cfg: TrainConfig) -> None:
-    """A one-line ValueError when ``cfg.device`` names a device torch does not have here."""
+    """A one-line ValueError when ``cfg.device`` names a device torch does not have here, or
+    ``cfg.backend`` is ``compiled`` and ``torch.compile`` cannot build code for it here."""
+    if cfg.backend == "compiled":
+        from interp.model.compiled import check_compiler
+
+        check_compiler(cfg.device)
     device = torch.device(cfg.device)
     if device.type == "cuda" and not torch.cuda.is_available():
         raise ValueError(
@@ -484,7 +489,7 @@ class _RunState:
                     )
                 self.per_class_rows = [dict(r) for r in state["per_class_rows"]]
         self.ckpt_steps = checkpoint_schedule(cfg)
-        self._use_fast: bool | None = None
+        self._loss_fn = None  # the backend's loss, chosen at the first step
 
     def close(self) -> None:
         if self.writer is not None:
@@ -570,17 +575,11 @@ class _RunState:
         return self.generator.sample(self.cfg.batch_size, self.stream).to(self.device)
 
     def batch_loss(self, batch) -> torch.Tensor:
-        """Cross-entropy of the query's label: the fast forward where it applies (same function,
-        no hooks to bypass), else the hooked one."""
-        if self._use_fast is None:
-            self._use_fast = (
-                self.cfg.backend == "fast" and not self.hooks and supports_fast_path(self.model)
-            )
-        if self._use_fast:
-            logits = fast_logits(self.model, batch.tokens, batch.positions)
-        else:
-            logits = self.model(batch.tokens, batch.positions)
-        return F.cross_entropy(logits, batch.target)
+        """Cross-entropy of the query's label, by the forward the backend names
+        (:func:`interp.model.backends.training_loss`)."""
+        if self._loss_fn is None:
+            self._loss_fn = training_loss(self.model, self.cfg.backend, hooked=bool(self.hooks))
+        return self._loss_fn(batch.tokens, batch.positions, batch.target)
 
     def diverged(self, value: float, what: str = "training loss", at: int | None = None):
         """The error to raise: names the last good checkpoint (one whose evaluation was finite)."""

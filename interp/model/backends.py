@@ -1,0 +1,41 @@
+"""The training loss under each ``TrainConfig.backend``: which forward computes it.
+
+- ``fast``: :func:`interp.model.fast.fast_logits` where it applies (no hooks on the model, an
+  encoding that does not act inside attention), else the hooked forward;
+- ``compiled``: the fast path's loss compiled (:class:`interp.model.compiled.CompiledLoss`) where
+  it applies (the two-layer one-hot network), else as ``fast``;
+- ``hooked``: always the hooked forward.
+
+All three compute the same function, equal to float rounding.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from interp.model.fast import fast_logits, supports_fast_path
+
+__all__ = ["training_loss"]
+
+
+def training_loss(
+    model: torch.nn.Module, backend: str, hooked: bool = False
+) -> Callable[[Tensor, Tensor, Tensor], Tensor]:
+    """``loss(tokens, positions, target)``: the cross-entropy of the query's label under
+    ``model``, computed as ``backend`` says (``hooked``: hooks are active on the model, so only
+    the hooked forward sees them)."""
+    fast = backend in ("fast", "compiled") and not hooked and supports_fast_path(model)
+    if fast and backend == "compiled":
+        from interp.model.compiled import CompiledLoss, supports_compile
+
+        if supports_compile(model):
+            return CompiledLoss(model)
+    if fast:
+        return lambda tokens, positions, target: F.cross_entropy(
+            fast_logits(model, tokens, positions), target
+        )
+    return lambda tokens, positions, target: F.cross_entropy(model(tokens, positions), target)

@@ -1,0 +1,143 @@
+"""The fast training loss, compiled with ``torch.compile`` (``TrainConfig.backend="compiled"``).
+
+The fast path (:mod:`interp.model.fast`) is a few dozen small operations per step, and at the
+paper's sizes each one's fixed cost (dispatch, a pass over memory, its autograd node) is a large
+part of the step. Inductor fuses the elementwise ones into a few generated C++ loops, forward and
+backward: about 1.3x fewer seconds per step on one CPU thread (``benchmarks/bench_train.py``).
+It computes the same function, equal to float rounding (``tests/interp/test_compiled.py``); a run
+is bit-identical to itself when resumed, not to the ``fast`` run of its seed.
+
+What stays outside the compiled region, eagerly at every step: layer 1's input (the tokens and their
+one-hot positions, which do not depend on the weights) with its data-dependent checks (positions
+past the one-hot table), whether ``W_O`` is the identity, and the cached causal masks, so the
+traced function has no graph break. Only the two-layer network of the fast path is compiled; any other
+model takes the uncompiled fast path (or the hooked one) as ``backend="fast"`` would.
+
+Compiling takes 10-60 s on 2 cores, once per process, at the first step. The compiler writes its
+files to a temporary folder removed when the process ends, unless ``TORCHINDUCTOR_CACHE_DIR``
+names a folder (which is then reused across processes). On the CPU it needs a C++ compiler:
+:func:`check_compiler` refuses up front without one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing.util
+import os
+import shutil
+import tempfile
+
+import torch
+import torch.nn.functional as F
+from jaxtyping import Float, Int
+from torch import Tensor
+
+from interp.model.fast import (
+    _Inputs,
+    _two_layer,
+    causal_masks,
+    output_is_identity,
+    supports_fast_path,
+)
+from interp.model.network import InductionNet
+from interp.model.positional import OneHotConcat
+
+__all__ = ["CompiledLoss", "supports_compile", "check_compiler"]
+
+_CACHE_ENV = "TORCHINDUCTOR_CACHE_DIR"
+
+
+def supports_compile(model: torch.nn.Module) -> bool:
+    """Whether :class:`CompiledLoss` computes this model's loss (else the uncompiled paths do)."""
+    return (
+        supports_fast_path(model)
+        and len(model.blocks) == 2
+        and isinstance(model.positional, OneHotConcat)
+    )
+
+
+def check_compiler(device: str | torch.device) -> None:
+    """A one-line ValueError when ``torch.compile`` cannot build code for ``device`` here."""
+    if torch.device(device).type != "cpu":
+        return
+    from torch._inductor import cpp_builder
+
+    try:
+        compiler = cpp_builder.get_cpp_compiler()
+    except Exception as err:  # noqa: BLE001 - inductor raises several kinds
+        compiler, why = None, str(err).splitlines()[0] if str(err) else type(err).__name__
+    else:
+        why = f"{compiler!r} was not found"
+    if compiler is None or shutil.which(compiler) is None:
+        raise ValueError(
+            "TrainConfig.backend='compiled' is invalid here: torch.compile needs a C++ compiler "
+            f"on the CPU ({why}); install one (g++) or use backend=fast"
+        )
+
+
+def _own_cache_dir() -> None:
+    """Point the compiler's cache at a temporary folder of this process (removed at exit),
+    unless the user named one."""
+    if os.environ.get(_CACHE_ENV):
+        return
+    path = tempfile.mkdtemp(prefix="induction-cliff-compile-")
+    os.environ[_CACHE_ENV] = path
+    # multiprocessing's exit hook runs in a pool's worker processes too (they skip atexit), and
+    # in the main process at exit.
+    multiprocessing.util.Finalize(None, shutil.rmtree, (path,), {"ignore_errors": True}, 0)
+
+
+@contextlib.contextmanager
+def _shape_checks_off():
+    """jaxtyping's runtime shape checks off (what the test run turns on, wrapping every function
+    of :mod:`interp.model`): their wrappers cannot be traced, so inside the compiled call they are
+    off, while tracing and while running (its guards read the flag). The uncompiled fast path
+    keeps them."""
+    from jaxtyping import config
+
+    before = config.jaxtyping_disable
+    config.update("jaxtyping_disable", True)
+    try:
+        yield
+    finally:
+        config.update("jaxtyping_disable", before)
+
+
+def _loss(
+    model: InductionNet,
+    inp: _Inputs,
+    target: Tensor,
+    identity: tuple[bool, bool],
+    masks: tuple[Tensor, Tensor],
+) -> Tensor:
+    logits = _two_layer(model, inp, None, identity=identity, masks=masks)[0]
+    return F.cross_entropy(logits, target)
+
+
+class CompiledLoss:
+    """Cross-entropy of the query's label under ``model``, compiled on the first call.
+
+    The model's parameters are read at every call (the optimiser updates the model itself), as by
+    :func:`interp.model.fast.fast_logits`. A new input shape compiles again.
+    """
+
+    def __init__(self, model: InductionNet) -> None:
+        if not supports_compile(model):
+            raise ValueError("CompiledLoss needs the two-layer one-hot network of the fast path")
+        _own_cache_dir()
+        self.model = model
+        self._fn = torch.compile(_loss, dynamic=False, fullgraph=True)
+
+    def __call__(
+        self,
+        tokens: Float[Tensor, "batch pos d_content"],
+        positions: Int[Tensor, "batch pos"],
+        target: Int[Tensor, " batch"],
+    ) -> Float[Tensor, ""]:
+        model = self.model
+        # Layer 1's input does not depend on the weights: built eagerly, with its checks.
+        inp = _Inputs(model, tokens, positions)
+        identity = tuple(output_is_identity(block.attn.W_O) for block in model.blocks)
+        masks = causal_masks(tokens.shape[1], tokens.device)
+        with _shape_checks_off():
+            return self._fn(model, inp, target, identity, masks)
