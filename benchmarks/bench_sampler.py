@@ -12,9 +12,9 @@ for each task (paper-fig3, paper-fig1d), in alternating rounds (medians, ms per 
   stream: torch's CPU generator drawing a batch's share of the chunk's uniforms and normals (the
   numbers the stream is defined by; a few uniforms are reserved and unread in some
   configurations, which the stream still draws), and nothing else;
-- ``step``: the rest of a training step on a ready batch (fast forward, backward, the author's
-  weight decay and the SGD update as the training loop applies them), the denominator of the
-  shares.
+- ``step``: the rest of a training step on a ready batch (the preset's forward, compiled for
+  the paper presets (``backend="compiled"``), backward, the author's weight decay and the SGD
+  update as the training loop applies them), the denominator of the shares.
 
 Prints each sampler's share of a step (``sample / (sample + step)``) and the ratio
 ``host/device``; the last line is ``default sampler (device) share of a one-thread step
@@ -30,12 +30,11 @@ import statistics
 import time
 
 import torch
-import torch.nn.functional as F
 
 from interp.config.train_config import TrainConfig
 from interp.data.device_sampler import DeviceSampler
 from interp.data.task import TaskGenerator
-from interp.model.fast import fast_logits
+from interp.model.backends import training_loss
 from interp.model.network import InductionNet, ModelConfig
 from interp.train import training
 from interp.train.allocator import retain_freed_memory
@@ -59,9 +58,10 @@ def measure(preset: str, rounds: int, n: int) -> dict[str, float]:
     model = InductionNet(ModelConfig.from_task(task), seed=0)
     opt = training._make_optimizer(list(model.parameters()), cfg)
     batch = gen.sample(cfg.batch_size, stream)
+    loss_fn = training_loss(model, cfg.backend)  # as the training loop computes the loss
 
     def step() -> None:
-        loss = F.cross_entropy(fast_logits(model, batch.tokens, batch.positions), batch.target)
+        loss = loss_fn(batch.tokens, batch.positions, batch.target)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         training._update(opt, cfg)
@@ -82,7 +82,7 @@ def measure(preset: str, rounds: int, n: int) -> dict[str, float]:
         "generator": generator,
         "step": step,
     }
-    for fn in work.values():  # warm-up
+    for fn in work.values():  # warm-up (and the compiler's first call)
         _ms_per_call(fn, 16)
     times: dict[str, list[float]] = {k: [] for k in work}
     for _ in range(rounds):  # alternate so that the machine's noise hits all alike
@@ -107,7 +107,8 @@ def main() -> None:
         shares["host"][preset], shares["device"][preset] = host, device
         print(
             f"{preset}: host {ms['host']:.2f} ms, device (on the CPU) {ms['device']:.2f} ms, rest "
-            f"of the step {ms['step']:.2f} ms; share of a step: host {host:.1%}, device "
+            f"of the step ({get_preset(preset).train.backend} backend) {ms['step']:.2f} ms; share "
+            f"of a step: host {host:.1%}, device "
             f"{device:.1%}; host/device: {ms['host'] / ms['device']:.2f}; of the device "
             f"sampler's {ms['device']:.2f} ms, the generator's draws take {ms['generator']:.2f} "
             f"({ms['generator'] / ms['device']:.0%}; alone, a share of "

@@ -6,7 +6,9 @@ d_model = 128, paper-fig3 task, SGD):
 (a) ``plain``: the network written straightforwardly here (nn.Linear projections, one-hot
     concatenation, full attention in both layers), the baseline;
 (b) ``hooked``: :class:`interp.model.network.InductionNet` (TransformerLens hook points);
-(c) ``fast``: :func:`interp.model.fast.fast_logits` on the hooked model's parameters.
+(c) ``fast``: :func:`interp.model.fast.fast_logits` on the hooked model's parameters;
+(d) ``compiled``: the same loss through ``torch.compile`` (:mod:`interp.model.compiled`, the paper
+    presets' ``backend``), compiled before the timing starts.
 
 The FLOP limit counts the useful FLOPs of the straightforward computation; the fast path computes
 the same function with fewer (it reassociates, see ``interp/model/fast.py``), so it can approach or pass
@@ -17,7 +19,8 @@ useful FLOPs of one step (forward + backward of what the loss depends on) divide
 measured fp32 matmul throughput at the same thread count.
 
 Then the per-phase breakdown of a training step as the training loop runs it (a fresh batch from
-the checkout's default sampler, fast forward, backward, the author's weight decay and the
+the checkout's default sampler, the preset's forward (its ``backend``; the fast forward in a
+checkout without :mod:`interp.model.backends`), backward, the author's weight decay and the
 optimiser update, and the evaluation with its progress measures, spread over ``eval_every`` =
 500 steps), each variant in a fresh process, in
 alternating rounds, medians per phase (the sampling phase: the mean over the steps, as the device
@@ -29,7 +32,7 @@ sampler draws eight batches at a time):
   worktree`` of an older commit, imported from ``PATH``.
 
 The evaluation share is also given for ``paper-fig1d`` (B = 2, whose measures read more rows).
-The last line reads ``fast/plain: R``.
+The last lines read ``compiled/fast: R`` and ``fast/plain: R``.
 
 Usage: python benchmarks/bench_train.py [--quick] [--threads 2] [--baseline PATH]
 """
@@ -50,6 +53,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from interp.data.task import TaskGenerator
+from interp.model.compiled import CompiledLoss
 from interp.model.fast import fast_logits
 from interp.model.network import InductionNet, ModelConfig
 from interp.train.presets import get_preset
@@ -146,12 +150,20 @@ def measure_phases(threads: int, steps: int) -> dict:
             sampler = DeviceSampler([gen], [0], cfg.batch_size, "cpu")
         model = InductionNet(ModelConfig.from_task(task), seed=0)
         opt = training._make_optimizer([w for w in model.parameters() if w.requires_grad], cfg)
+        try:  # the loss as the checkout's training loop computes it
+            from interp.model.backends import training_loss
+        except ImportError:  # an older checkout: the fast forward
+
+            def loss_fn(tokens, positions, target, model=model):
+                return F.cross_entropy(fast_logits(model, tokens, positions), target)
+        else:
+            loss_fn = training_loss(model, cfg.backend)
         times: dict[str, list[float]] = {k: [] for k in PHASES[:-1]}
         for i in range(steps + 10):
             t0 = time.perf_counter()
             batch = sampler.next_batch() if sampler else gen.sample(cfg.batch_size, stream)
             t1 = time.perf_counter()
-            loss = F.cross_entropy(fast_logits(model, batch.tokens, batch.positions), batch.target)
+            loss = loss_fn(batch.tokens, batch.positions, batch.target)
             t2 = time.perf_counter()
             opt.zero_grad(set_to_none=True)
             loss.backward()
@@ -229,10 +241,15 @@ def main() -> None:
 
     hooked = InductionNet(ModelConfig.from_task(task), seed=0)
     plain = PlainNet(task.D, task.P, task.L)
-    contenders = {
-        "plain": (plain, lambda b: plain(b.tokens, b.positions)),
-        "hooked": (hooked, lambda b: hooked(b.tokens, b.positions)),
-        "fast": (hooked, lambda b: fast_logits(hooked, b.tokens, b.positions)),
+    compiled = CompiledLoss(hooked)
+    contenders = {  # the loss of a batch
+        "plain": (plain, lambda b: F.cross_entropy(plain(b.tokens, b.positions), b.target)),
+        "hooked": (hooked, lambda b: F.cross_entropy(hooked(b.tokens, b.positions), b.target)),
+        "fast": (
+            hooked,
+            lambda b: F.cross_entropy(fast_logits(hooked, b.tokens, b.positions), b.target),
+        ),
+        "compiled": (hooked, lambda b: compiled(b.tokens, b.positions, b.target)),
     }
     opts = {
         name: torch.optim.SGD(m.parameters(), lr=0.01, weight_decay=1e-6)
@@ -244,7 +261,7 @@ def main() -> None:
         t0 = time.perf_counter()
         for i in range(n):
             b = batches[i % len(batches)]
-            loss = F.cross_entropy(fwd(b), b.target)
+            loss = fwd(b)
             opts[name].zero_grad()
             loss.backward()
             opts[name].step()
@@ -254,7 +271,7 @@ def main() -> None:
     for name in contenders:
         steps(name, 5)  # warm-up
     rates = {name: [] for name in contenders}
-    for _ in range(rounds):  # alternate so that machine noise hits all three alike
+    for _ in range(rounds):  # alternate so that machine noise hits all alike
         for name in contenders:
             rates[name].append(steps(name, per_round))
     med = {name: statistics.median(r) for name, r in rates.items()}
@@ -309,6 +326,7 @@ def main() -> None:
         this = sum(phases["this"]["paper-fig3"].values())
         base = sum(phases["baseline"]["paper-fig3"].values())
         print(f"step this/baseline: {base / this:.2f}")
+    print(f"compiled/fast: {med['compiled'] / med['fast']:.2f}")
     print(f"fast/plain: {med['fast'] / med['plain']:.2f}")
 
 

@@ -270,8 +270,16 @@ def run_sweep(
     if backend != "ray":  # a Ray cluster's workers may have a device this driver lacks
         from interp.train.training import check_device
 
-        for train in {p.train.device: p.train for p in points}.values():  # one per device
-            check_device(train)
+        for train in {(p.train.device, p.train.backend): p.train for p in points}.values():
+            check_device(train)  # once per device and backend
+    if stack > 1:
+        from interp.model.compiled import compiles_on
+
+        if any(p.train.backend == "compiled" and compiles_on(p.train.device) for p in points):
+            raise ValueError(
+                f"stack={stack} is invalid here: the points train with backend='compiled' on "
+                "the CPU, one model per process; add --set backend=fast to stack them"
+            )
     if out.exists() and not out.is_dir():
         raise SweepDirectoryError(f"{out} exists and is not a directory")
     if out.is_dir() and not (out / MANIFEST).exists():

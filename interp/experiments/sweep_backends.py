@@ -140,6 +140,7 @@ def run_job(job: Sequence[SweepPoint], out: str | os.PathLike, threads: int = 1)
 def stack_jobs(points: Sequence[SweepPoint], stack: int) -> list[list[SweepPoint]]:
     """Group the points into jobs of up to ``stack`` seeds of the same config that
     :func:`interp.train.training.train_many` can train together (others stay alone)."""
+    from interp.model.backends import stacks
     from interp.model.network import InductionNet
     from interp.model.stacked import supports_stacking
 
@@ -149,7 +150,7 @@ def stack_jobs(points: Sequence[SweepPoint], stack: int) -> list[list[SweepPoint
     jobs: list[list[SweepPoint]] = []
     for p in points:
         stackable = (
-            p.train.backend == "fast"
+            stacks(p.train.backend, p.train.device)
             and p.train.intervention is None
             and supports_stacking(InductionNet(p.model, seed=None))
         )

@@ -3,7 +3,7 @@
 - ``fast``: :func:`interp.model.fast.fast_logits` where it applies (no hooks on the model, an
   encoding that does not act inside attention), else the hooked forward;
 - ``compiled``: the fast path's loss compiled (:class:`interp.model.compiled.CompiledLoss`) where
-  it applies (the two-layer one-hot network), else as ``fast``;
+  it applies (the two-layer one-hot network, on the CPU), else as ``fast``;
 - ``hooked``: always the hooked forward.
 
 All three compute the same function, equal to float rounding.
@@ -19,7 +19,16 @@ from torch import Tensor
 
 from interp.model.fast import fast_logits, supports_fast_path
 
-__all__ = ["training_loss"]
+__all__ = ["training_loss", "stacks"]
+
+
+def stacks(backend: str, device: str | torch.device) -> bool:
+    """Whether runs of ``backend`` on ``device`` can train stacked (:mod:`interp.model.stacked`,
+    the fast path with a model axis): ``fast``, and ``compiled`` where it does not compile (off
+    the CPU, :func:`interp.model.compiled.compiles_on`)."""
+    from interp.model.compiled import compiles_on
+
+    return backend == "fast" or (backend == "compiled" and not compiles_on(device))
 
 
 def training_loss(

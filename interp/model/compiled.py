@@ -10,8 +10,9 @@ is bit-identical to itself when resumed, not to the ``fast`` run of its seed.
 What stays outside the compiled region, eagerly at every step: layer 1's input (the tokens and their
 one-hot positions, which do not depend on the weights) with its data-dependent checks (positions
 past the one-hot table), whether ``W_O`` is the identity, and the cached causal masks, so the
-traced function has no graph break. Only the two-layer network of the fast path is compiled; any other
-model takes the uncompiled fast path (or the hooked one) as ``backend="fast"`` would.
+traced function has no graph break. Only the two-layer one-hot network of the fast path is compiled,
+and only on the CPU (the device it is tested on); any other model or device takes the uncompiled
+fast path (or the hooked one) as ``backend="fast"`` would.
 
 Compiling takes 10-60 s on 2 cores, once per process, at the first step. The compiler writes its
 files to a temporary folder removed when the process ends, unless ``TORCHINDUCTOR_CACHE_DIR``
@@ -42,23 +43,32 @@ from interp.model.fast import (
 from interp.model.network import InductionNet
 from interp.model.positional import OneHotConcat
 
-__all__ = ["CompiledLoss", "supports_compile", "check_compiler"]
+__all__ = ["CompiledLoss", "supports_compile", "check_compiler", "compiles_on"]
 
 _CACHE_ENV = "TORCHINDUCTOR_CACHE_DIR"
 
 
+def compiles_on(device: str | torch.device) -> bool:
+    """Whether ``backend="compiled"`` compiles on ``device``: the CPU, the device it is tested
+    on; on another device the backend trains as ``fast`` (and so stacks, :func:`train_many
+    <interp.train.training.train_many>`)."""
+    return torch.device(device).type == "cpu"
+
+
 def supports_compile(model: torch.nn.Module) -> bool:
-    """Whether :class:`CompiledLoss` computes this model's loss (else the uncompiled paths do)."""
+    """Whether :class:`CompiledLoss` computes this model's loss (else the uncompiled paths do):
+    the two-layer one-hot network of the fast path, on the CPU."""
     return (
         supports_fast_path(model)
         and len(model.blocks) == 2
         and isinstance(model.positional, OneHotConcat)
+        and compiles_on(next(model.parameters()).device)
     )
 
 
 def check_compiler(device: str | torch.device) -> None:
     """A one-line ValueError when ``torch.compile`` cannot build code for ``device`` here."""
-    if torch.device(device).type != "cpu":
+    if not compiles_on(device):
         return
     from torch._inductor import cpp_builder
 

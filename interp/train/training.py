@@ -46,7 +46,7 @@ from interp.io.rundir import (
     RunWriter,
     configs_dict,
 )
-from interp.model.backends import training_loss
+from interp.model.backends import stacks, training_loss
 from interp.model.interventions import intervention_hooks
 from interp.model.network import InductionNet, ModelConfig
 from interp.train.allocator import retain_freed_memory
@@ -207,9 +207,11 @@ def train_many(
         raise ValueError(f"seeds={seeds!r} is invalid: give one or more distinct seeds")
     if out_dirs is not None and len(out_dirs) != len(seeds):
         raise ValueError(f"out_dirs has {len(out_dirs)} entries for {len(seeds)} seeds")
-    if train_config.intervention is not None or train_config.backend != "fast":
+    if train_config.intervention is not None or not stacks(
+        train_config.backend, train_config.device
+    ):
         raise ValueError(
-            "train_many needs backend='fast' and no intervention "
+            "train_many needs backend='fast' (or 'compiled' off the CPU) and no intervention "
             f"(got backend={train_config.backend!r}, intervention={train_config.intervention!r}); "
             "train such runs one per process with train()"
         )

@@ -1,6 +1,7 @@
 """The compiled training loss (``backend="compiled"``): the fast path's function, resumable bit for
 bit, refused by name where no C++ compiler is found."""
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -140,3 +141,19 @@ def test_without_a_cpp_compiler_the_backend_is_refused_by_name_before_any_work(t
     assert errors[0].startswith("error: TrainConfig.backend='compiled' is invalid here")
     assert done.stderr.strip().splitlines()[-1] == errors[0]
     assert not out.exists()
+
+
+def test_compiled_points_do_not_stack_on_the_cpu_and_a_stacked_sweep_of_them_is_refused(tmp_path):
+    from interp.experiments.sweep import SweepSpec, run_sweep
+    from interp.experiments.sweep_backends import stack_jobs
+    from interp.model.backends import stacks
+
+    assert stacks("fast", "cpu") and not stacks("compiled", "cpu") and not stacks("hooked", "cpu")
+    assert stacks("compiled", "cuda")  # off the CPU it trains as fast, so it stacks
+    fast = SweepSpec(preset="tiny", grid={"K": (16,)}, overrides={"steps": "4"}, seeds=(0, 1))
+    assert [len(j) for j in stack_jobs(fast.points(), 2)] == [2]
+    compiled = dataclasses.replace(fast, overrides={"steps": "4", "backend": "compiled"})
+    assert [len(j) for j in stack_jobs(compiled.points(), 2)] == [1, 1]
+    with pytest.raises(ValueError, match=r"^stack=2 is invalid here: .*backend='compiled'"):
+        run_sweep(compiled, tmp_path / "sweep", backend="serial", stack=2, log=lambda _: None)
+    assert not (tmp_path / "sweep").exists()  # refused before anything is written
