@@ -19,7 +19,8 @@ its own default, the device sampler since run format 5); the baseline trains wit
 defaults.
 
 ``--device cuda`` trains on the GPU (``--set device=cuda``), for example with ``--workers 1
---stack 6``.
+--stack 6``. On the CPU, ``--stack`` trains with ``--set backend=fast`` (the compiled backend, the
+paper presets' choice, trains one model per process there) and says so.
 
 Usage: python benchmarks/bench_protocol.py [--quick | --steps S] [--rounds R] [--stack N]
     [--baseline PATH] [--keep DIR] [--device DEVICE] [--sample-on host|device]
@@ -110,6 +111,8 @@ def main() -> None:
         for name, tree in trees.items():
             sample_on = args.sample_on if name == "this" else None
             extra = ("--set", f"sample_on={sample_on}") if sample_on else ()
+            if args.stack > 1 and args.device == "cpu" and name == "this":
+                extra += ("--set", "backend=fast")  # compiled points do not stack on the CPU
             walls = [
                 run_slice(tree, steps, args.workers, args.stack, args.keep, args.device, extra)
                 for steps in lengths
@@ -126,6 +129,8 @@ def main() -> None:
             else:
                 fits[name].append((0.0, SEEDS * lengths[0] / walls[0]))
     stacked = f", --stack {args.stack}" if args.stack > 1 else ""
+    if args.stack > 1 and args.device == "cpu":
+        stacked += " (this checkout: backend=fast)"
     on = f", on {args.device}" if args.device != "cpu" else ""
     print(f"{SEEDS} seeds of paper-fig3, {args.workers} one-thread workers{stacked}{on}")
     for name in trees:
