@@ -84,8 +84,8 @@ class TrainConfig:
             same mathematics, equal to float rounding, ~1.4x faster on CPU), falling back to the
             hooked forward where it does not apply (interventions, RoPE/CoPE); ``hooked`` always uses
             the hooked forward; ``compiled`` is ``fast`` with its loss compiled by
-            ``torch.compile`` (:mod:`interp.model.compiled`: about 1.3x faster again on the CPU
-            after 10-60 s of compiling at the first step; equal to float rounding, not
+            ``torch.compile`` (:mod:`interp.model.compiled`: a faster step on the CPU after
+            10-60 s of compiling at the first step; equal to float rounding, not
             bit-identical to ``fast``; needs a C++ compiler on the CPU; the paper presets' choice).
             Evaluation and probes always use the hooked model.
         live_forecast: at each evaluation on the plateau, forecast the transition step from the IC

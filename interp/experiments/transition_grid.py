@@ -95,10 +95,8 @@ class TransitionGrid:
         for name, seeds in [("seeds", self.seeds)] + [
             (f"points[{p.name}].seeds", p.seeds) for p in self.points if p.seeds is not None
         ]:
-            if (
-                not seeds
-                or len(set(seeds)) < len(seeds)
-                or any(isinstance(s, bool) or not isinstance(s, int) or s < 0 for s in seeds)
+            if not seeds or len(set(seeds)) < len(seeds) or any(
+                isinstance(s, bool) or not isinstance(s, int) or s < 0 for s in seeds
             ):
                 raise ValueError(
                     f"TransitionGrid.{name}={list(seeds)} is invalid: non-negative, distinct, "

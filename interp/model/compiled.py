@@ -3,7 +3,8 @@
 The fast path (:mod:`interp.model.fast`) is a few dozen small operations per step, and at the
 paper's sizes each one's fixed cost (dispatch, a pass over memory, its autograd node) is a large
 part of the step. Inductor fuses the elementwise ones into a few generated C++ loops, forward and
-backward: about 1.3x fewer seconds per step on one CPU thread (``benchmarks/bench_train.py``).
+backward, for a faster step on one CPU thread (``benchmarks/bench_train.py`` prints
+``compiled/fast``; the matrix products, most of the step, are the same).
 It computes the same function, equal to float rounding (``tests/interp/test_compiled.py``); a run
 is bit-identical to itself when resumed, not to the ``fast`` run of its seed.
 
@@ -70,6 +71,7 @@ def check_compiler(device: str | torch.device) -> None:
     """A one-line ValueError when ``torch.compile`` cannot build code for ``device`` here."""
     if not compiles_on(device):
         return
+    _own_cache_dir()  # first: inductor's own calls would set its default folder
     from torch._inductor import cpp_builder
 
     try:

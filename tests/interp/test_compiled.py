@@ -157,3 +157,24 @@ def test_compiled_points_do_not_stack_on_the_cpu_and_a_stacked_sweep_of_them_is_
     with pytest.raises(ValueError, match=r"^stack=2 is invalid here: .*backend='compiled'"):
         run_sweep(compiled, tmp_path / "sweep", backend="serial", stack=2, log=lambda _: None)
     assert not (tmp_path / "sweep").exists()  # refused before anything is written
+
+
+def test_the_compilers_files_go_to_a_folder_of_the_process_removed_at_its_end(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "TORCHINDUCTOR_CACHE_DIR"}
+    env["TMPDIR"] = str(tmp_path)  # where tempfile makes the folder
+    code = (
+        "import os; from interp.model.compiled import check_compiler; check_compiler('cpu'); "
+        "print(os.environ['TORCHINDUCTOR_CACHE_DIR'])"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stderr
+    folder = done.stdout.strip().splitlines()[-1]
+    # the compiler check alone would have set torch's default folder (/tmp/torchinductor_USER)
+    assert os.path.dirname(folder) == str(tmp_path)
+    assert os.path.basename(folder).startswith("induction-cliff-compile-")
+    assert not os.path.exists(folder) and os.listdir(tmp_path) == []  # removed at exit
+    # A folder the user names is used as it is.
+    mine = tmp_path / "mine"
+    env["TORCHINDUCTOR_CACHE_DIR"] = str(mine)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert done.stdout.strip().splitlines()[-1] == str(mine)
