@@ -224,17 +224,16 @@ def _scores(attn, left, right) -> Tensor:
     only (a third fewer FLOPs than projecting both sides); otherwise q and k are projected.
     """
     h, d, e = attn.W_Q.shape
-    proj = _project
     if 2 * e >= d:
         G = attn.W_Q @ attn.W_K.transpose(-1, -2)  # [h, d, d]
-        L = proj(left, _per_head_matrix(G))  # [b, rows, h * d]
+        L = _project(left, _per_head_matrix(G))  # [b, rows, h * d]
         if attn.qk_bias:  # (u_i G + b_Q W_K^T) . u_j; the key bias cancels in the softmax
             L = L + (attn.b_Q[:, None] @ attn.W_K.transpose(-1, -2)).reshape(-1)
         L = L.view(L.shape[0], L.shape[1], h, d).transpose(1, 2)
         R = right.u if isinstance(right, _Inputs) else right
         return L @ R[:, None].transpose(-1, -2)
-    q = proj(left, _per_head_matrix(attn.W_Q))
-    k = proj(right, _per_head_matrix(attn.W_K))
+    q = _project(left, _per_head_matrix(attn.W_Q))
+    k = _project(right, _per_head_matrix(attn.W_K))
     if attn.qk_bias:
         q, k = q + attn.b_Q.reshape(-1), k + attn.b_K.reshape(-1)
     q = q.view(q.shape[0], q.shape[1], h, e).transpose(1, 2)
