@@ -47,6 +47,7 @@ __all__ = [
     "TOKENS_FORM",
     "drive",
     "floor",
+    "forecast_later",
     "leave_one_out",
     "power_exponent",
 ]
@@ -347,6 +348,38 @@ def leave_one_out(rows: pd.DataFrame, models: Sequence | None = None) -> pd.Data
                     "predicted": p.step, "low": p.low, "high": p.high, "abs_log_error": err,
                     "covered": bool(p.low <= obs <= p.high),
                 })  # fmt: skip
+    return pd.DataFrame(out)
+
+
+def forecast_later(
+    rows: pd.DataFrame, later: Sequence[str], models: Sequence | None = None
+) -> pd.DataFrame:
+    """Every model fitted once on the configurations not in ``later`` and scored on the runs of
+    those in ``later`` (points declared after the models were: a forecast made before they were
+    trained). Columns as :func:`leave_one_out`'s, plus ``transitioned``, ``budget`` and
+    ``p_within`` (the probability of a transition within the budget); a run that did not
+    transition has no error (NaN)."""
+    models = all_models() if models is None else list(models)
+    key = config_key(rows)
+    test = rows[key.isin(list(later))]
+    jumped = _transitioned(test)
+    out = []
+    for m in models:
+        fitted = m.fit(rows[~key.isin(list(later))])
+        for i, r in test.iterrows():
+            p = fitted.predict({f: float(r[f]) for f in FIELDS})
+            obs = float(r["transition_step"]) if jumped[i] else math.nan
+            if not jumped[i]:
+                err = math.nan
+            else:
+                err = abs(math.log(p.step / obs)) if p.transitions else math.inf
+            out.append({
+                "model": m.name, "point": str(r["point"]), "seed": int(r["seed"]),
+                "observed": obs, "predicted": p.step, "low": p.low, "high": p.high,
+                "abs_log_error": err, "covered": bool(p.low <= obs <= p.high),
+                "transitioned": bool(jumped[i]), "budget": float(r["budget"]),
+                "p_within": p.p_within(float(r["budget"])),
+            })  # fmt: skip
     return pd.DataFrame(out)
 
 

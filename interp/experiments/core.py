@@ -245,10 +245,11 @@ class Experiment:
             :func:`render_page` (for data produced elsewhere, in a form of their own); with
             ``companions``, ``(experiment, rows, companions) -> markdown``.
         meta: the provenance columns its CSV must have (default :data:`META`).
-        produce: ``(experiment, tier, runs folder, workers, log) -> (rows, companions)``: trains
-            and collects the data in a form of its own, instead of the tiers' sweeps and
-            ``analyse`` (rows without the provenance columns ``source``, ``tier`` and
-            ``command``, which :func:`reproduce` adds; ``companions``: file name -> frame).
+        produce: ``(experiment, tier, runs folder, workers, log, out) -> (rows, companions)``:
+            trains (``out``: the folder of the committed CSVs, whose runs it may keep instead of
+            training them again) and collects the data in a form of its own, instead of the
+            tiers' sweeps and ``analyse`` (rows without the provenance columns ``source``,
+            ``tier`` and ``command``, which :func:`reproduce` adds; ``companions``: file name -> frame).
         companions: further CSVs beside ``NAME.csv`` that ``produce`` writes and the page
             reads (``--render-only`` reads them back).
     """
@@ -653,7 +654,7 @@ def _reproduce_own(experiment, tier, out: Path, runs: Path, workers, figures, co
     from interp.io.atomic import write_text_atomic
 
     rows, companions = experiment.produce(experiment, tier, runs / experiment.name / tier,
-                                          workers, log)  # fmt: skip
+                                          workers, log, out)  # fmt: skip
     rows = rows.copy()
     rows["source"] = "run"
     rows["tier"] = tier

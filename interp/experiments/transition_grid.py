@@ -15,6 +15,8 @@ Layout under the grid's folder (``runs/experiments/transition-law/full`` by defa
 
 A second call skips runs with a ``.done.json`` and resumes the others. :func:`collect` reads the
 folder (nothing is trained) and returns one summary row per ended run and its curve.
+:func:`kept_runs` picks, from rows and curves committed earlier, the runs that are still the
+grid's, so that a grid grown by new points trains only those (its old runs' folders may be gone).
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ __all__ = [
     "SUMMARY_COLUMNS",
     "TransitionGrid",
     "collect",
+    "kept_runs",
     "run_grid",
     "stop_rule",
     "train_run",
@@ -229,15 +232,20 @@ def run_grid(
     *,
     workers: int = 2,
     log: Callable[[str], None] = print,
+    skip: frozenset[str] = frozenset(),
 ) -> int:
     """Train every run of ``grid`` not yet ended into ``out``, ``workers`` one-thread processes
-    at a time (in the declared order). Returns how many runs were trained now."""
+    at a time (in the declared order), but those named in ``skip`` (runs kept from committed
+    data: :func:`kept_runs`). Returns how many runs were trained now."""
     grid.validate()
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    todo = [(p, s) for p, s in grid.jobs() if not (out / f"{run_name(p, s)}.done.json").exists()]
+    todo = [(p, s) for p, s in grid.jobs() if run_name(p, s) not in skip
+            and not (out / f"{run_name(p, s)}.done.json").exists()]  # fmt: skip
+    kept = f" ({len(skip)} kept from committed data)" if skip else ""
     log(
-        f"{len(grid.jobs()) - len(todo)} of {len(grid.jobs())} runs ended already; {len(todo)} to go"
+        f"{len(grid.jobs()) - len(todo)} of {len(grid.jobs())} runs ended already{kept}; "
+        f"{len(todo)} to go"
     )
     if not todo:
         return 0
@@ -264,10 +272,12 @@ def run_grid(
     return len(todo)
 
 
-def collect(grid: TransitionGrid, out: str | os.PathLike) -> tuple[pd.DataFrame, pd.DataFrame]:
+def collect(
+    grid: TransitionGrid, out: str | os.PathLike, skip: frozenset[str] = frozenset()
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The summary rows (:data:`SUMMARY_COLUMNS` plus ``wall_s, commit, date, machine,
-    format_version``) and the
-    curves (:data:`CURVE_COLUMNS`) of the runs of ``grid`` in ``out`` that have ended."""
+    format_version``) and the curves (:data:`CURVE_COLUMNS`) of the runs of ``grid`` in ``out``
+    that have ended, but those named in ``skip``."""
     from interp.analysis.transition import detect_transition
     from interp.io.rundir import load_run
     from phenomenology.curves import observed_transition
@@ -276,7 +286,7 @@ def collect(grid: TransitionGrid, out: str | os.PathLike) -> tuple[pd.DataFrame,
     rows, curves = [], []
     for p, s in grid.jobs():
         done = out / f"{run_name(p, s)}.done.json"
-        if not done.exists():
+        if run_name(p, s) in skip or not done.exists():
             continue
         rec = json.loads(done.read_text())
         run = load_run(out / run_name(p, s))
@@ -306,6 +316,63 @@ def collect(grid: TransitionGrid, out: str | os.PathLike) -> tuple[pd.DataFrame,
     summary = pd.DataFrame(rows, columns=[*SUMMARY_COLUMNS, *extra])
     curve = pd.concat(curves, ignore_index=True) if curves else pd.DataFrame(columns=CURVE_COLUMNS)
     return summary, curve
+
+
+KEY_COLUMNS = ("role", *CONFIG_COLUMNS, "budget")
+"""What a committed row must still say of its point for :func:`kept_runs` to keep it."""
+
+
+def kept_runs(
+    grid: TransitionGrid, rows: pd.DataFrame, curves: pd.DataFrame
+) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
+    """Of rows and curves committed earlier (the experiment's CSVs), those still the grid's.
+
+    A row is kept when its point and seed are declared, its :data:`KEY_COLUMNS` equal what the
+    point now sets (a point whose fields or budget changed is trained again) and its curve is
+    there. The grid's ``base`` beyond those columns (``n_eval``, ``eval_every``, ...) is not in
+    the rows: after a change there, remove the CSV to train every run again.
+
+    Returns:
+        The kept rows and their curves, in the grid's order, and one line per committed row that
+        is not kept, saying why.
+    """
+    from interp.train.overrides import build_configs
+
+    want, dropped = {}, []
+    for p in grid.points:
+        task, _, train = build_configs(grid.preset, grid.overrides(p), grid.seeds_of(p)[0])[:3]
+        key = {"role": p.role, **{k: getattr(task, k) for k in CONFIG_COLUMNS[:6]},
+               "lr": train.lr, "batch_size": train.batch_size, "budget": grid.budget_of(p)}  # fmt: skip
+        want.update({(p.name, s): key for s in grid.seeds_of(p)})
+    have = set(zip(curves["point"].astype(str), curves["seed"].astype(int), strict=True))
+    keep = []
+    for i, r in rows.iterrows():
+        job = (str(r["point"]), int(r["seed"]))
+        if job not in want:
+            dropped.append(f"{job[0]}-seed{job[1]}: no longer declared")
+        elif any(not _same(r[k], v) for k, v in want[job].items()):
+            bad = [k for k, v in want[job].items() if not _same(r[k], v)]
+            dropped.append(f"{job[0]}-seed{job[1]}: its {', '.join(bad)} changed")
+        elif job not in have:
+            dropped.append(f"{job[0]}-seed{job[1]}: its curve is missing")
+        else:
+            keep.append(i)
+    order = {job: i for i, job in enumerate((p.name, s) for p, s in grid.jobs())}
+    kept = rows.loc[keep]
+    kept = kept.iloc[sorted(range(len(kept)), key=lambda j: order[
+        (str(kept["point"].iloc[j]), int(kept["seed"].iloc[j]))])]  # fmt: skip
+    names = set(zip(kept["point"].astype(str), kept["seed"].astype(int), strict=True))
+    mask = [(p, int(s)) in names for p, s in zip(curves["point"], curves["seed"], strict=True)]
+    return kept.reset_index(drop=True), curves[mask].reset_index(drop=True), dropped
+
+
+def _same(a, b) -> bool:
+    if isinstance(b, str):
+        return str(a) == b
+    try:
+        return math.isclose(float(a), float(b), rel_tol=1e-9, abs_tol=0.0)
+    except (TypeError, ValueError):
+        return False
 
 
 def _format_version(run_dir: Path) -> int:

@@ -77,3 +77,51 @@ def test_a_point_with_its_own_seeds_runs_those_and_bad_seeds_are_refused():
             TransitionGrid(preset="tiny", base=BASE, points=(GridPoint(name="b", seeds=bad),))
     with pytest.raises(ValueError, match=r"TransitionGrid\.seeds=\[\] is invalid"):
         TransitionGrid(preset="tiny", base=BASE, points=(GridPoint(name="a"),), seeds=())
+
+
+def test_a_grown_grid_trains_only_its_new_runs_and_keeps_the_committed_rows(tmp_path, monkeypatch):
+    from interp.experiments import get_experiment, reproduce
+    from interp.experiments.catalog import transition_law as tl
+
+    def grid(*points):
+        return TransitionGrid(preset="tiny", base=BASE, points=points, seeds=(0,), budget=200,
+                              chunk=100)  # fmt: skip
+
+    a, b = GridPoint(name="a"), GridPoint(name="b", overrides={"lr": 0.6})
+    out, said = tmp_path / "out", []
+    exp = get_experiment("transition-law")
+
+    def run(g, runs):
+        monkeypatch.setitem(tl.GRIDS, "quick", g)
+        said.clear()
+        reproduce(exp, tier="quick", out=out, runs=tmp_path / runs, figures=False, log=said.append)
+        return pd.read_csv(out / "transition-law.csv"), pd.read_csv(out / tl.CURVES)
+
+    rows1, curves1 = run(grid(a, b), "r1")
+    c = GridPoint(name="c", overrides={"lr": 0.45})
+    rows2, curves2 = run(grid(a, b, c), "r2")  # a fresh runs folder: a and b's runs are gone
+    assert "2 runs kept from" in said[0]
+    trained = sorted(p.name for p in (tmp_path / "r2" / "transition-law" / "quick").iterdir())
+    assert trained == ["c-seed0", "c-seed0.done.json"]
+    assert rows2["point"].tolist() == ["a", "b", "c"]
+    pd.testing.assert_frame_equal(rows2.iloc[:2], rows1)  # kept as committed, wall time and all
+    pd.testing.assert_frame_equal(curves2[curves2["point"] != "c"], curves1)
+    assert rows2.loc[2, "lr"] == 0.45 and len(curves2[curves2["point"] == "c"]) == 5
+
+    b5 = GridPoint(name="b", overrides={"lr": 0.5})  # a point changed: its runs train again
+    rows3, _ = run(grid(a, b5, c), "r3")
+    assert "b-seed0: its lr changed" in said[0]
+    assert rows3["lr"].tolist() == [0.3, 0.5, 0.45]
+    rows3[rows3["point"] != "b"].to_csv(out / "transition-law.csv", index=False)  # b's row lost
+    rerun, _ = run(grid(a, b5), "r4")  # c no longer declared: dropped, and said
+    assert "c-seed0: no longer declared" in said[0] and rerun["point"].tolist() == ["a", "b"]
+    assert (tmp_path / "r4" / "transition-law" / "quick" / "b-seed0").is_dir()
+    science = ["steps", "transitioned", "transition_step", "final_ic_loss", "final_ic_acc"]
+    pd.testing.assert_frame_equal(rerun[science], rows3.iloc[:2][science])  # trained again: equal
+
+    text = (out / "transition-law.csv").read_text().splitlines()
+    text[1] = text[1].replace(",0,", ",zero,", 1)  # the seed of the first row is not a number
+    (out / "transition-law.csv").write_text("\n".join(text) + "\n")
+    with pytest.raises(ValueError, match="transition-law.csv row 2 field seed"):
+        run(grid(a, b5), "r5")
+    assert not (tmp_path / "r5").exists()

@@ -18,6 +18,7 @@ from phenomenology.transition_law import (
     Prediction,
     drive,
     floor,
+    forecast_later,
     leave_one_out,
     power_exponent,
 )
@@ -75,6 +76,27 @@ def test_held_out_errors_and_coverage_on_a_well_specified_law():
             loo[loo["model"] == name]["abs_log_error"].median() > 2 * law["abs_log_error"].median()
         )
     assert floor(rows)["floor"].median() == pytest.approx(0.6745 * 0.1, rel=0.5)
+
+
+def test_points_declared_later_are_forecast_by_the_fit_of_the_earlier_ones_alone():
+    rows = grid_rows(sd=0.0, seeds=2)  # exact: the fit of the earlier points is the truth
+    later = ("p7", "p16")  # B 2 and L 64
+    never = rows[rows["point"] == "p0"].assign(
+        point="late-none", L=8.0, N=8.0, transitioned=False, transition_step=np.nan
+    )
+    rows = pd.concat([rows, never], ignore_index=True)
+    rows.loc[rows["point"] == "p16", "transition_step"] *= math.exp(0.3)  # later: off the law
+    scores = forecast_later(rows, (*later, "late-none"))
+    law = scores[scores["model"] == "law"].set_index(["point", "seed"])
+    assert len(law) == 6 and set(scores["model"]) == {"law", "nearest", "tokens", "n2", "free"}
+    b2 = {**CENTRE, "B": 2}
+    assert law.loc[("p7", 0), "predicted"] == pytest.approx(math.exp(law_value(b2)), rel=1e-9)
+    assert law.loc[("p7", 1), "abs_log_error"] == pytest.approx(0.0, abs=1e-9)
+    assert law.loc[("p16", 0), "abs_log_error"] == pytest.approx(0.3, abs=1e-9)  # not refitted
+    assert not law.loc[("p16", 0), "covered"]  # an exact fit's interval is a point
+    none = law.loc[("late-none", 0)]  # L = n: the law predicts no transition, and has no error
+    assert not none["transitioned"] and math.isnan(none["abs_log_error"])
+    assert none["p_within"] == 0.0 and math.isinf(none["predicted"])
 
 
 def test_the_law_predicts_no_transition_where_the_drive_or_the_novel_share_vanishes():

@@ -21,6 +21,7 @@ from pathlib import Path
 import pandas as pd
 
 from interp.experiments import register_experiment
+from interp.experiments.catalog.transition_law_page import LATER_POINTS
 from interp.experiments.core import Experiment, Tier
 from interp.experiments.transition_grid import GridPoint, TransitionGrid
 
@@ -40,11 +41,13 @@ BASE = {
     "live_forecast": False,
     "num_threads": 1,
     "sample_on": "host",
+    "backend": "fast",
 }
 """What every point shares: paper-fig3's task and plain SGD (batch 128, the author's weight decay),
 with per-unit hidden biases (the author's scalar biases collapse at these learning rates) and
-lr 0.1 at the centre. The sampler is pinned (the host sampler, the stream the grid began with), so
-that a change of the toolkit's defaults never stops a run from resuming."""
+lr 0.1 at the centre. The sampler and the backend are pinned (the host sampler and the fast path,
+what the grid began with), so that a change of the toolkit's defaults never stops a run from
+resuming and a run trained again equals its committed row."""
 
 _P = GridPoint
 GRID = TransitionGrid(
@@ -83,6 +86,16 @@ GRID = TransitionGrid(
         _P(name="N24", overrides={"N": 24}, budget=60_000, seeds=(0, 1, 2)),
         _P(name="lr0.2-N16", overrides={"lr": 0.2, "N": 16}, role="cross"),
         _P(name="lr0.05-K1024", overrides={"lr": 0.05, "K": 1024}, role="cross"),
+        _P(name="B2-N16", overrides={"B": 2, "N": 16}, role="cross"),
+        _P(name="B2-N4", overrides={"B": 2, "N": 4}, role="cross"),
+        _P(name="B4-N16", overrides={"B": 4, "N": 16}, role="cross"),
+        _P(name="B2-N12", overrides={"B": 2, "N": 12}, role="cross"),
+        _P(name="L16-N4", overrides={"L": 16, "N": 4}, role="cross"),
+        _P(name="N10", overrides={"N": 10}),
+        _P(name="L128", overrides={"L": 128}),
+        _P(name="L16-N6", overrides={"L": 16, "N": 6}, role="cross"),
+        _P(name="L64-N16", overrides={"L": 64, "N": 16}, role="cross"),
+        _P(name="L16-N12", overrides={"L": 16, "N": 12}, role="cross", budget=24_000),
     ),
     seeds=(0, 1, 2, 3, 4, 5),
     budget=16_000,
@@ -90,7 +103,15 @@ GRID = TransitionGrid(
 )
 """Six seeds a point (the first three trained first; three more measure the seeds' scatter, which
 bounds any law, better), except N 24, whose three 60,000-step runs took 1.4 h and did not
-transition."""
+transition. The points from ``B2-N16`` on are :data:`LATER`."""
+
+LATER = LATER_POINTS
+"""Points declared after the law's form was fixed and fitted on the others: crosses of B with N
+(does the context enter through ``n = N / B`` alone, as the drive says?), of L with N (the drive's
+``1/L``, which the L axis alone left flat; ``L16-N12`` is near the drive's zero at ``n = L``, with
+a longer budget), N 10 between the N axis's points and L 128 beyond the L axis (L must divide
+the novel pool of 128 classes). The page scores the law fitted
+without them on them: a forecast made before they were trained."""
 
 QUICK_GRID = TransitionGrid(
     preset="tiny",
@@ -111,16 +132,61 @@ QUICK_GRID = TransitionGrid(
 GRIDS = {"quick": QUICK_GRID, "full": GRID}
 
 
-def _produce(experiment, tier: str, runs: Path, workers, log):
+def _produce(experiment, tier: str, runs: Path, workers, log, out: Path | None = None):
     from interp.experiments.transition_grid import collect, run_grid
 
     grid = GRIDS[tier]
-    run_grid(grid, runs, workers=workers or 2, log=log)
-    rows, curves = collect(grid, runs)
+    grid.validate()
+    kept, kept_curves = _committed(grid, tier, out, log)
+    skip = frozenset(f"{p}-seed{s}" for p, s in zip(kept["point"], kept["seed"], strict=True))
+    run_grid(grid, runs, workers=workers or 2, log=log, skip=skip)
+    new, new_curves = collect(grid, runs, skip=skip)
+    rows, curves = _in_grid_order(grid, kept, new), _in_grid_order(grid, kept_curves, new_curves)
     companions = {CURVES: curves, **score_tables(rows, curves, log=log)}
     if rows["transitioned"].astype(bool).groupby(rows["point"]).any().sum() >= 8:
         companions[LAW_JSON] = fit_law_record(rows, curves)
     return rows, companions
+
+
+def _committed(grid, tier: str, out: Path | None, log) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The rows and curves of ``tier`` committed in ``out`` that are still the grid's (their runs
+    are not trained again); none when ``out`` has no table yet."""
+    from interp.experiments.core import META, read_rows, read_table
+    from interp.experiments.transition_grid import kept_runs
+
+    csv = None if out is None else Path(out) / f"{NAME}.csv"
+    if csv is None or not csv.exists():
+        return pd.DataFrame(columns=["point", "seed"]), pd.DataFrame(columns=["point", "seed"])
+    from interp.experiments.catalog.transition_law_page import check_table
+
+    rows = read_rows(csv, META)
+    check_table(csv.name, rows)  # a damaged row is refused by name before anything trains
+    rows = rows[rows["tier"] == tier]
+    if not (Path(out) / CURVES).exists():
+        log(f"{Path(out) / CURVES} is missing: the runs of {csv} are trained again")
+        return rows.iloc[:0], pd.DataFrame(columns=["point", "seed"])
+    curves = read_table(Path(out) / CURVES)
+    for frame, path in ((rows, csv), (curves, Path(out) / CURVES)):
+        bad = [c for c in ("point", "seed") if c not in frame.columns]
+        if bad:
+            raise ValueError(f"{path}: columns {bad} are missing")
+    kept, kept_curves, dropped = kept_runs(grid, rows, curves)
+    log(f"{len(kept)} runs kept from {csv}" + (f"; not kept: {'; '.join(dropped)}" if dropped
+                                               else ""))  # fmt: skip
+    return kept, kept_curves
+
+
+def _in_grid_order(grid, *frames: pd.DataFrame) -> pd.DataFrame:
+    """Frames of rows or curves joined, their runs in the grid's order (a curve's steps kept in
+    order within its run)."""
+    nonempty = [f for f in frames if len(f)]
+    if not nonempty:
+        return frames[-1]
+    both = pd.concat(nonempty, ignore_index=True)
+    order = {(p.name, s): i for i, (p, s) in enumerate(grid.jobs())}
+    rank = [order[(str(p), int(s))] for p, s in zip(both["point"], both["seed"], strict=True)]
+    both = both.assign(_rank=rank).sort_values("_rank", kind="stable")
+    return both.drop(columns="_rank").reset_index(drop=True)
 
 
 def score_tables(rows: pd.DataFrame, curves: pd.DataFrame, log=print) -> dict[str, pd.DataFrame]:

@@ -8,6 +8,10 @@ import numpy as np
 import pandas as pd
 
 NAME = "transition-law"
+LATER_POINTS = ("B2-N16", "B2-N4", "B4-N16", "B2-N12", "L16-N4", "N10", "L128", "L16-N6",
+                "L64-N16", "L16-N12")  # fmt: skip
+"""The points declared after the law's form was fixed and fitted on the others
+(:data:`interp.experiments.catalog.transition_law.LATER`, which is this tuple)."""
 MODEL_ORDER = ("law", "nearest", "tokens", "n2", "free")
 
 
@@ -203,6 +207,59 @@ def _loo_lines(rows: pd.DataFrame, loo: pd.DataFrame) -> list[str]:
     return lines
 
 
+def _later_lines(rows: pd.DataFrame, later: tuple[str, ...]) -> list[str]:
+    """The points declared after the law, forecast by every model fitted on the earlier ones."""
+    from phenomenology.transition_law import floor, forecast_later
+
+    later = tuple(p for p in later if p in set(rows["point"].astype(str)))
+    if not later:
+        return []
+    labels, scores = _labels(), forecast_later(rows, later)
+    earlier = rows.loc[~rows["point"].isin(later), "point"].nunique()
+    fl = floor(rows).set_index("point")["floor"]
+    fl_later = float(fl.reindex(list(later)).median())
+    law = scores[scores["model"] == "law"]
+    lines = [f"The {len(later)} points {', '.join(later)} were declared after the law's form "
+             f"was fixed and fitted on the {earlier} earlier configurations. Here every model "
+             "is fitted on the earlier configurations' runs alone and forecasts the later "
+             "ones, as `induction-cliff forecast` did before they were trained (in the table "
+             "above they are held out one at a time, like the rest).", "",
+             "| point | role | runs | transitioned | observed (median) | floor | the law's "
+             "forecast (80%) | P(within budget) | median abs log error | covered |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]  # fmt: skip
+    for point in later:
+        g, r = law[law["point"] == point], rows[rows["point"] == point].iloc[0]
+        j = g["transitioned"].astype(bool)
+        obs = g.loc[j, "observed"].median() if j.any() else math.nan
+        first = g.iloc[0]
+        cells = [point, r["role"], len(g), f"{int(j.sum())} of {len(g)}", _num(obs),
+                 _num(fl.get(point, math.nan), "{:.3f}"),
+                 f"{_num(first['predicted'])} ({_num(first['low'])}-{_num(first['high'])})",
+                 f"{first['p_within']:.2f}", _num(g.loc[j, "abs_log_error"].median(), "{:.3f}"),
+                 f"{int(g.loc[j, 'covered'].sum())} of {int(j.sum())}"]  # fmt: skip
+        lines.append("| " + " | ".join(str(c) for c in cells) + " |")
+    lines += ["", "| model | runs | median abs log error | x these points' floor | within 25% | "
+              "80% coverage | non-transitioning runs given P >= 0.5 |",
+              "| --- | --- | --- | --- | --- | --- | --- |"]  # fmt: skip
+    for m in MODEL_ORDER:
+        g = scores[scores["model"] == m]
+        j = g["transitioned"].astype(bool)
+        e = g.loc[j, "abs_log_error"].astype(float)
+        wrong = int((g.loc[~j, "p_within"] >= 0.5).sum())
+        lines.append(f"| {labels[m]} | {int(j.sum())} | {_num(e.median(), '{:.3f}')} | "
+                     f"{_num(e.median() / fl_later, '{:.2f}')} | "
+                     f"{(e <= math.log(1.25)).mean():.0%} | "
+                     f"{g.loc[j, 'covered'].astype(bool).mean():.0%} | "
+                     f"{wrong} of {int((~j).sum())} |")  # fmt: skip
+    lj = law["transitioned"].astype(bool)
+    lines += ["", f"- These points' seed-scatter floor (median over them): **{fl_later:.3f}**. "
+              f"The law's median error on them is {law.loc[lj, 'abs_log_error'].median():.3f}, "
+              f"{law.loc[lj, 'abs_log_error'].median() / fl_later:.2f} x that floor, with "
+              f"{law.loc[lj, 'covered'].astype(bool).mean():.0%} of their runs inside its 80% "
+              "interval."]  # fmt: skip
+    return lines
+
+
 def _negative_lines(rows: pd.DataFrame) -> list[str]:
     """The configurations none of whose runs transitioned within the budget, forecast by every
     model fitted without them (the held-out table above leaves them out: they have no step)."""
@@ -373,6 +430,10 @@ def render_page(experiment, rows: pd.DataFrame, companions: dict) -> str:
                   "transition is predicted there; at p_C = 0 the p_C term's sign decides).", "",
                   *_law_lines(rows), ""]  # fmt: skip
         lines += ["## Held out: one configuration at a time", "", *_loo_lines(rows, loo), ""]
+        later = _later_lines(rows, LATER_POINTS)
+        if later:
+            lines += ["## Forecast before training: the points declared after the law", "",
+                      *later, ""]  # fmt: skip
         negative = _negative_lines(rows)  # none when every configuration transitioned
         if negative:
             lines += ["## Held out: the configurations that did not transition", "",
