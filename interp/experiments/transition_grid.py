@@ -31,6 +31,7 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 __all__ = [
@@ -318,8 +319,9 @@ def collect(
     return summary, curve
 
 
-KEY_COLUMNS = ("role", *CONFIG_COLUMNS, "budget")
-"""What a committed row must still say of its point for :func:`kept_runs` to keep it."""
+KEY_COLUMNS = (*CONFIG_COLUMNS, "budget")
+"""What a committed row must still say of its point for :func:`kept_runs` to keep it (its role,
+a label, is brought up to date instead)."""
 
 
 def kept_runs(
@@ -329,7 +331,7 @@ def kept_runs(
 
     A row is kept when its point and seed are declared, its :data:`KEY_COLUMNS` equal what the
     point now sets (a point whose fields or budget changed is trained again) and its curve is
-    there. The grid's ``base`` beyond those columns (``n_eval``, ``eval_every``, ...) is not in
+    there; its ``role`` is set to the point's. The grid's ``base`` beyond those columns (``n_eval``, ``eval_every``, ...) is not in
     the rows: after a change there, remove the CSV to train every run again.
 
     Returns:
@@ -338,12 +340,13 @@ def kept_runs(
     """
     from interp.train.overrides import build_configs
 
-    want, dropped = {}, []
+    want, roles, dropped = {}, {}, []
     for p in grid.points:
         task, _, train = build_configs(grid.preset, grid.overrides(p), grid.seeds_of(p)[0])[:3]
-        key = {"role": p.role, **{k: getattr(task, k) for k in CONFIG_COLUMNS[:6]},
-               "lr": train.lr, "batch_size": train.batch_size, "budget": grid.budget_of(p)}  # fmt: skip
+        key = {**{k: getattr(task, k) for k in CONFIG_COLUMNS[:6]}, "lr": train.lr,
+               "batch_size": train.batch_size, "budget": grid.budget_of(p)}  # fmt: skip
         want.update({(p.name, s): key for s in grid.seeds_of(p)})
+        roles[p.name] = p.role
     have = set(zip(curves["point"].astype(str), curves["seed"].astype(int), strict=True))
     keep = []
     for i, r in rows.iterrows():
@@ -358,12 +361,13 @@ def kept_runs(
         else:
             keep.append(i)
     order = {job: i for i, job in enumerate((p.name, s) for p, s in grid.jobs())}
-    kept = rows.loc[keep]
-    kept = kept.iloc[sorted(range(len(kept)), key=lambda j: order[
-        (str(kept["point"].iloc[j]), int(kept["seed"].iloc[j]))])]  # fmt: skip
+    kept = rows.loc[keep].copy()
+    kept["role"] = kept["point"].astype(str).map(roles)
+    rank = [order[(str(p), int(s))] for p, s in zip(kept["point"], kept["seed"], strict=True)]
+    kept = kept.iloc[np.argsort(rank, kind="stable")].reset_index(drop=True)
     names = set(zip(kept["point"].astype(str), kept["seed"].astype(int), strict=True))
     mask = [(p, int(s)) in names for p, s in zip(curves["point"], curves["seed"], strict=True)]
-    return kept.reset_index(drop=True), curves[mask].reset_index(drop=True), dropped
+    return kept, curves[mask].reset_index(drop=True), dropped
 
 
 def _same(a, b) -> bool:

@@ -111,6 +111,9 @@ def test_a_grown_grid_trains_only_its_new_runs_and_keeps_the_committed_rows(tmp_
     b5 = GridPoint(name="b", overrides={"lr": 0.5})  # a point changed: its runs train again
     rows3, _ = run(grid(a, b5, c), "r3")
     assert "b-seed0: its lr changed" in said[0]
+    relabelled, _ = run(grid(GridPoint(name="a", role="sub"), b5, c), "r3b")  # a label only
+    assert relabelled["role"].tolist() == ["sub", "axis", "axis"]
+    assert not (tmp_path / "r3b" / "transition-law" / "quick" / "a-seed0").exists()
     assert rows3["lr"].tolist() == [0.3, 0.5, 0.45]
     rows3[rows3["point"] != "b"].to_csv(out / "transition-law.csv", index=False)  # b's row lost
     rerun, _ = run(grid(a, b5), "r4")  # c no longer declared: dropped, and said
@@ -122,6 +125,13 @@ def test_a_grown_grid_trains_only_its_new_runs_and_keeps_the_committed_rows(tmp_
     text = (out / "transition-law.csv").read_text().splitlines()
     text[1] = text[1].replace(",0,", ",zero,", 1)  # the seed of the first row is not a number
     (out / "transition-law.csv").write_text("\n".join(text) + "\n")
-    with pytest.raises(ValueError, match="transition-law.csv row 2 field seed"):
+    with pytest.raises(ValueError, match="out/transition-law.csv row 2 field seed"):
         run(grid(a, b5), "r5")
     assert not (tmp_path / "r5").exists()
+    rows3.to_csv(out / "transition-law.csv", index=False)
+    curves = (out / tl.CURVES).read_text().splitlines()
+    curves[3] = curves[3].replace("a,0,", "a,x,", 1)
+    (out / tl.CURVES).write_text("\n".join(curves) + "\n")
+    with pytest.raises(ValueError, match="transition-law-curves.csv row 4 field seed='x'"):
+        run(grid(a, b5), "r6")
+    assert not (tmp_path / "r6").exists()

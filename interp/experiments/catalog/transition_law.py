@@ -160,19 +160,27 @@ def _committed(grid, tier: str, out: Path | None, log) -> tuple[pd.DataFrame, pd
     from interp.experiments.catalog.transition_law_page import check_table
 
     rows = read_rows(csv, META)
-    check_table(csv.name, rows)  # a damaged row is refused by name before anything trains
+    try:  # a damaged row is refused by name before anything trains
+        check_table(csv.name, rows)
+    except ValueError as err:
+        raise ValueError(str(err).replace(csv.name, str(csv), 1)) from None
     rows = rows[rows["tier"] == tier]
     if not (Path(out) / CURVES).exists():
         log(f"{Path(out) / CURVES} is missing: the runs of {csv} are trained again")
         return rows.iloc[:0], pd.DataFrame(columns=["point", "seed"])
     curves = read_table(Path(out) / CURVES)
-    for frame, path in ((rows, csv), (curves, Path(out) / CURVES)):
-        bad = [c for c in ("point", "seed") if c not in frame.columns]
-        if bad:
-            raise ValueError(f"{path}: columns {bad} are missing")
+    for col, bad in (("point", lambda c: c.isna()),
+                     ("seed", lambda c: pd.to_numeric(c, errors="coerce").isna())):  # fmt: skip
+        if col not in curves.columns:
+            raise ValueError(f"{Path(out) / CURVES}: column {col!r} is missing")
+        if bad(curves[col]).any():
+            i = int(curves.index[bad(curves[col])][0])
+            raise ValueError(f"{Path(out) / CURVES} row {i + 2} field {col}={curves[col][i]!r} "
+                             "is invalid")  # fmt: skip
     kept, kept_curves, dropped = kept_runs(grid, rows, curves)
-    log(f"{len(kept)} runs kept from {csv}" + (f"; not kept: {'; '.join(dropped)}" if dropped
-                                               else ""))  # fmt: skip
+    more = f"; and {len(dropped) - 5} more" if len(dropped) > 5 else ""
+    log(f"{len(kept)} runs kept from {csv}"
+        + (f"; not kept: {'; '.join(dropped[:5])}{more}" if dropped else ""))  # fmt: skip
     return kept, kept_curves
 
 
