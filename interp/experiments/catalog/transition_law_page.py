@@ -152,7 +152,8 @@ def _law_lines(rows: pd.DataFrame) -> list[str]:
               f"{n_exp['ols_low']:.2f} to {n_exp['ols_high']:.2f} by least squares; "
               f"{n_exp['boot_low']:.2f} to {n_exp['boot_high']:.2f} by a bootstrap over "
               f"configurations, {n_exp['n_boot']} resamples)."]  # fmt: skip
-    axis = rows[rows["point"].isin(["N4", "N6", "centre", "N12", "N16", "N24"]) & _jumped(rows)]
+    n_axis = ["N4", "N6", "centre", "N10", "N12", "N16", "N24"]
+    axis = rows[rows["point"].isin(n_axis) & _jumped(rows)]
     if axis["N"].nunique() >= 3:
         x, y = np.log(axis["N"].astype(float)), np.log(axis["transition_step"].astype(float))
         slope, icpt = np.polyfit(x, y, 1)
@@ -252,11 +253,62 @@ def _later_lines(rows: pd.DataFrame, later: tuple[str, ...]) -> list[str]:
                      f"{g.loc[j, 'covered'].astype(bool).mean():.0%} | "
                      f"{wrong} of {int((~j).sum())} |")  # fmt: skip
     lj = law["transitioned"].astype(bool)
-    lines += ["", f"- These points' seed-scatter floor (median over them): **{fl_later:.3f}**. "
+    per = scores[scores["transitioned"].astype(bool)].groupby("model")["abs_log_error"].median()
+    best = per.drop("law").idxmin()
+    verdict = "wins against" if per["law"] < per[best] else "loses to"
+    lines += ["", f"- Forecast before training, the law {verdict} the best baseline on these "
+              f"points, the {labels[best]}: median error {per['law']:.3f} against "
+              f"{per[best]:.3f}."]  # fmt: skip
+    lines += [f"- These points' seed-scatter floor (median over them): **{fl_later:.3f}**. "
               f"The law's median error on them is {law.loc[lj, 'abs_log_error'].median():.3f}, "
               f"{law.loc[lj, 'abs_log_error'].median() / fl_later:.2f} x that floor, with "
               f"{law.loc[lj, 'covered'].astype(bool).mean():.0%} of their runs inside its 80% "
               "interval."]  # fmt: skip
+    return lines
+
+
+def pairs(rows: pd.DataFrame) -> list[tuple[str, str, str]]:
+    """Pairs of transitioned configurations that differ in one respect the drive speaks to:
+    ``(point, reference, what)``, ``what`` ``L`` (every other field equal; the reference at the
+    next smaller L) or ``N at fixed n`` (the same ``n = N / B``, L and other fields; the
+    reference at the next smaller N)."""
+    others = ("K", "eps", "p_C", "lr", "batch_size")
+    cfg = rows[_jumped(rows)].groupby("point", sort=False).first()
+    v = {p: {k: float(r[k]) for k in ("K", "L", "N", "B", "eps", "p_C", "lr", "batch_size")}
+         for p, r in cfg.iterrows()}  # fmt: skip
+    out = []
+    for a, ca in v.items():
+        alike = [b for b, cb in v.items() if b != a and all(ca[k] == cb[k] for k in others)]
+        by_l = [b for b in alike if v[b]["N"] == ca["N"] and v[b]["B"] == ca["B"]
+                and v[b]["L"] < ca["L"]]  # fmt: skip
+        by_n = [b for b in alike if v[b]["N"] / v[b]["B"] == ca["N"] / ca["B"]
+                and v[b]["L"] == ca["L"] and v[b]["N"] < ca["N"]]  # fmt: skip
+        if by_l:
+            out.append((a, max(by_l, key=lambda b: v[b]["L"]), "L"))
+        if by_n:
+            out.append((a, max(by_n, key=lambda b: v[b]["N"]), "N at fixed n"))
+    return sorted(out, key=lambda t: (t[2], t[1], t[0]))
+
+
+def _pair_lines(rows: pd.DataFrame) -> list[str]:
+    """What the data and the law (fitted on every run) say of each pair of :func:`pairs`."""
+    from phenomenology.transition_law import FIELDS, LAW
+
+    found = pairs(rows)
+    if not found:
+        return []
+    fitted = LAW.fit(rows)
+    med = rows[_jumped(rows)].groupby("point")["transition_step"].median()
+    cfg = rows.groupby("point").first()
+    lines = ["Pairs of configurations that differ only in L, or only in N at the same number of "
+             "distinct labels n = N / B (so the same drive): the ratio of their median steps, "
+             "observed and as the law fitted on every run gives it.", "",
+             "| what differs | point | against | observed ratio | the law's ratio |",
+             "| --- | --- | --- | --- | --- |"]  # fmt: skip
+    for a, b, what in found:
+        pa, pb = (fitted.predict({f: float(cfg.loc[x, f]) for f in FIELDS}) for x in (a, b))
+        law_ratio = math.exp(pa.log_mean - pb.log_mean)
+        lines.append(f"| {what} | {a} | {b} | {med[a] / med[b]:.2f} | {law_ratio:.2f} |")
     return lines
 
 
@@ -434,6 +486,9 @@ def render_page(experiment, rows: pd.DataFrame, companions: dict) -> str:
         if later:
             lines += ["## Forecast before training: the points declared after the law", "",
                       *later, ""]  # fmt: skip
+        paired = _pair_lines(rows)
+        if paired:
+            lines += ["## L, and N at a fixed number of labels", "", *paired, ""]
         negative = _negative_lines(rows)  # none when every configuration transitioned
         if negative:
             lines += ["## Held out: the configurations that did not transition", "",
