@@ -339,16 +339,24 @@ def leave_one_out(rows: pd.DataFrame, models: Sequence | None = None) -> pd.Data
         test = held[config_key(held) == point]
         for m in models:
             fitted = m.fit(train)
-            for _, r in test.iterrows():
-                p = fitted.predict({f: float(r[f]) for f in FIELDS})
-                obs = float(r["transition_step"])
-                err = abs(math.log(p.step / obs)) if p.transitions else math.inf
-                out.append({
-                    "model": m.name, "point": point, "seed": int(r["seed"]), "observed": obs,
-                    "predicted": p.step, "low": p.low, "high": p.high, "abs_log_error": err,
-                    "covered": bool(p.low <= obs <= p.high),
-                })  # fmt: skip
+            out += [_scored(m, fitted, r, float(r["transition_step"])) for _, r in test.iterrows()]
     return pd.DataFrame(out)
+
+
+def _scored(model, fitted, r: pd.Series, observed: float, budget: float | None = None) -> dict:
+    """One held-out run's row: the fitted model's forecast of its configuration against its
+    ``observed`` step (NaN: it did not transition, and has no error; a forecast of no
+    transition of a run that did is an infinite error), and with a ``budget`` the forecast's
+    probability of a transition within it (``p_within``)."""
+    p = fitted.predict({f: float(r[f]) for f in FIELDS})
+    within = {} if budget is None else {"budget": budget, "p_within": p.p_within(budget)}
+    if math.isnan(observed):
+        err = math.nan
+    else:
+        err = abs(math.log(p.step / observed)) if p.transitions else math.inf
+    return {"model": model.name, "point": str(r["point"]), "seed": int(r["seed"]),
+            "observed": observed, "predicted": p.step, "low": p.low, "high": p.high,
+            "abs_log_error": err, "covered": bool(p.low <= observed <= p.high), **within}  # fmt: skip
 
 
 def forecast_later(
@@ -367,19 +375,9 @@ def forecast_later(
     for m in models:
         fitted = m.fit(rows[~key.isin(list(later))])
         for i, r in test.iterrows():
-            p = fitted.predict({f: float(r[f]) for f in FIELDS})
-            obs = float(r["transition_step"]) if jumped[i] else math.nan
-            if not jumped[i]:
-                err = math.nan
-            else:
-                err = abs(math.log(p.step / obs)) if p.transitions else math.inf
-            out.append({
-                "model": m.name, "point": str(r["point"]), "seed": int(r["seed"]),
-                "observed": obs, "predicted": p.step, "low": p.low, "high": p.high,
-                "abs_log_error": err, "covered": bool(p.low <= obs <= p.high),
-                "transitioned": bool(jumped[i]), "budget": float(r["budget"]),
-                "p_within": p.p_within(float(r["budget"])),
-            })  # fmt: skip
+            observed = float(r["transition_step"]) if jumped[i] else math.nan
+            row = _scored(m, fitted, r, observed, budget=float(r["budget"]))
+            out.append({**row, "transitioned": bool(jumped[i])})
     return pd.DataFrame(out)
 
 

@@ -249,7 +249,8 @@ class Experiment:
             trains (``out``: the folder of the committed CSVs, whose runs it may keep instead of
             training them again) and collects the data in a form of its own, instead of the
             tiers' sweeps and ``analyse`` (rows without the provenance columns ``source``,
-            ``tier`` and ``command``, which :func:`reproduce` adds; ``companions``: file name -> frame).
+            ``tier`` and ``command``, which :func:`reproduce` adds; ``companions``: file name ->
+            frame).
         companions: further CSVs beside ``NAME.csv`` that ``produce`` writes and the page
             reads (``--render-only`` reads them back).
     """

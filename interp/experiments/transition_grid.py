@@ -31,7 +31,6 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 __all__ = [
@@ -331,12 +330,13 @@ def kept_runs(
 
     A row is kept when its point and seed are declared, its :data:`KEY_COLUMNS` equal what the
     point now sets (a point whose fields or budget changed is trained again) and its curve is
-    there; its ``role`` is set to the point's. The grid's ``base`` beyond those columns (``n_eval``, ``eval_every``, ...) is not in
-    the rows: after a change there, remove the CSV to train every run again.
+    there; its ``role`` is set to the point's. The grid's ``base`` beyond those columns
+    (``n_eval``, ``eval_every``, ...) is not in the rows: after a change there, remove the CSV to
+    train every run again.
 
     Returns:
-        The kept rows and their curves, in the grid's order, and one line per committed row that
-        is not kept, saying why.
+        The kept rows and their curves (in their committed order), and one line per committed
+        row that is not kept, saying why.
     """
     from interp.train.overrides import build_configs
 
@@ -360,11 +360,8 @@ def kept_runs(
             dropped.append(f"{job[0]}-seed{job[1]}: its curve is missing")
         else:
             keep.append(i)
-    order = {job: i for i, job in enumerate((p.name, s) for p, s in grid.jobs())}
-    kept = rows.loc[keep].copy()
+    kept = rows.loc[keep].reset_index(drop=True)
     kept["role"] = kept["point"].astype(str).map(roles)
-    rank = [order[(str(p), int(s))] for p, s in zip(kept["point"], kept["seed"], strict=True)]
-    kept = kept.iloc[np.argsort(rank, kind="stable")].reset_index(drop=True)
     names = set(zip(kept["point"].astype(str), kept["seed"].astype(int), strict=True))
     mask = [(p, int(s)) in names for p, s in zip(curves["point"], curves["seed"], strict=True)]
     return kept, curves[mask].reset_index(drop=True), dropped

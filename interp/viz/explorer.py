@@ -62,6 +62,7 @@ def measure_columns() -> tuple[str, ...]:
         *(c for _, cols in progress_panels() for c in cols if c != "ic_acc"),
     )
 
+
 # Figure sizes in CSS px, (width, height). Side by side they must fit a 1280-px browser window
 # with JupyterLab's file browser open and a cell's prompt column beside them (about 400 px of
 # chrome, JUPYTERLAB_CHROME_PX), in the notebook and in the HTML report alike.

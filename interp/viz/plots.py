@@ -748,4 +748,3 @@ def plot_attention_snapshots(
     size = (230 * cols + 160, 250 * rows + 120) if tall else (260 * cols + 160, 260 * rows + 160)
     fig.update_layout(title=_title(title, note), width=size[0], height=size[1])
     return fig
-

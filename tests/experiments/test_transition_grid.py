@@ -132,6 +132,8 @@ def test_a_grown_grid_trains_only_its_new_runs_and_keeps_the_committed_rows(tmp_
     curves = (out / tl.CURVES).read_text().splitlines()
     curves[3] = curves[3].replace("a,0,", "a,x,", 1)
     (out / tl.CURVES).write_text("\n".join(curves) + "\n")
-    with pytest.raises(ValueError, match="transition-law-curves.csv row 4 field seed='x'"):
+    with pytest.raises(
+        ValueError, match="out/transition-law-curves.csv row 4 field seed ='x' is not a number"
+    ):
         run(grid(a, b5), "r6")
     assert not (tmp_path / "r6").exists()

@@ -110,8 +110,8 @@ LATER = LATER_POINTS
 (does the context enter through ``n = N / B`` alone, as the drive says?), of L with N (the drive's
 ``1/L``, which the L axis alone left flat; ``L16-N12`` is near the drive's zero at ``n = L``, with
 a longer budget), N 10 between the N axis's points and L 128 beyond the L axis (L must divide
-the novel pool of 128 classes). The page scores the law fitted
-without them on them: a forecast made before they were trained."""
+the novel pool of 128 classes). The page scores the law fitted without them on them: a forecast
+made before they were trained."""
 
 QUICK_GRID = TransitionGrid(
     preset="tiny",
@@ -151,32 +151,24 @@ def _produce(experiment, tier: str, runs: Path, workers, log, out: Path | None =
 def _committed(grid, tier: str, out: Path | None, log) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The rows and curves of ``tier`` committed in ``out`` that are still the grid's (their runs
     are not trained again); none when ``out`` has no table yet."""
+    from interp.experiments.catalog.transition_law_page import check_table
     from interp.experiments.core import META, read_rows, read_table
     from interp.experiments.transition_grid import kept_runs
 
     csv = None if out is None else Path(out) / f"{NAME}.csv"
     if csv is None or not csv.exists():
         return pd.DataFrame(columns=["point", "seed"]), pd.DataFrame(columns=["point", "seed"])
-    from interp.experiments.catalog.transition_law_page import check_table
-
     rows = read_rows(csv, META)
-    try:  # a damaged row is refused by name before anything trains
-        check_table(csv.name, rows)
-    except ValueError as err:
-        raise ValueError(str(err).replace(csv.name, str(csv), 1)) from None
-    rows = rows[rows["tier"] == tier]
     if not (Path(out) / CURVES).exists():
         log(f"{Path(out) / CURVES} is missing: the runs of {csv} are trained again")
         return rows.iloc[:0], pd.DataFrame(columns=["point", "seed"])
     curves = read_table(Path(out) / CURVES)
-    for col, bad in (("point", lambda c: c.isna()),
-                     ("seed", lambda c: pd.to_numeric(c, errors="coerce").isna())):  # fmt: skip
-        if col not in curves.columns:
-            raise ValueError(f"{Path(out) / CURVES}: column {col!r} is missing")
-        if bad(curves[col]).any():
-            i = int(curves.index[bad(curves[col])][0])
-            raise ValueError(f"{Path(out) / CURVES} row {i + 2} field {col}={curves[col][i]!r} "
-                             "is invalid")  # fmt: skip
+    for path, table in ((csv, rows), (Path(out) / CURVES, curves)):
+        try:  # a damaged row is refused by name before anything trains
+            check_table(path.name, table)
+        except ValueError as err:
+            raise ValueError(str(err).replace(path.name, str(path), 1)) from None
+    rows = rows[rows["tier"] == tier]
     kept, kept_curves, dropped = kept_runs(grid, rows, curves)
     more = f"; and {len(dropped) - 5} more" if len(dropped) > 5 else ""
     log(f"{len(kept)} runs kept from {csv}"

@@ -31,6 +31,7 @@ def _jumped(rows: pd.DataFrame) -> pd.Series:
 SCHEMA = {
     f"{NAME}.csv": (("seed", "K", "L", "N", "B", "eps", "p_C", "lr", "batch_size", "budget",
                      "steps"), ("point", "role", "transitioned"), ()),
+    f"{NAME}-curves.csv": (("seed", "step"), ("point",), ()),
     f"{NAME}-loo.csv": (("seed", "observed", "predicted", "low", "high", "abs_log_error"),
                         ("model", "point", "covered"), ()),
     f"{NAME}-combined.csv": (("seed", "fraction", "seen", "observed", "law", "law_error",
