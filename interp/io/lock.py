@@ -83,6 +83,19 @@ class RunLock:
             return {"pid": "?", "host": "?"}
         return info if isinstance(info, dict) else {"pid": "?", "host": "?"}
 
+    def _holder(self, fd: int, wait_s: float = 1.0) -> dict:
+        """The record of the live holder of the lock on ``fd``. A holder writes it just after
+        taking the lock, so a record read in between is empty or partial: read again for up to
+        ``wait_s`` seconds before naming the holder ``?``."""
+        import time
+
+        deadline = time.monotonic() + wait_s
+        while True:
+            info = self._read(fd) or {}
+            if info.get("pid", "?") != "?" or time.monotonic() >= deadline:
+                return info
+            time.sleep(0.01)
+
     def acquire(self) -> RunLock:
         try:
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666)
@@ -97,7 +110,7 @@ class RunLock:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            info = self._read(fd) or {}
+            info = self._holder(fd)
             os.close(fd)
             raise RunLockedError(
                 f"{self.directory} is being written by pid {info.get('pid', '?')} on host "

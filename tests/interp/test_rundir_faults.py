@@ -597,3 +597,26 @@ def test_lock_object_refuses_in_process_second_holder(tmp_path):
         first.release()
     with RunLock(tmp_path):
         pass
+
+
+def test_a_holder_that_has_not_yet_written_its_record_is_still_named(tmp_path):
+    """Between taking the flock and writing its record, a holder's lock file is empty: a second
+    writer refused then waits for the record instead of naming pid ?."""
+    import fcntl
+    import threading
+
+    fd = os.open(tmp_path / ".lock", os.O_RDWR | os.O_CREAT)
+    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # held, with no record yet
+
+    def write_record():
+        time.sleep(0.2)
+        os.write(fd, json.dumps({"pid": 424242, "host": "h", "since": "s"}).encode())
+
+    writer = threading.Thread(target=write_record)
+    writer.start()
+    try:
+        with pytest.raises(rundir.RunLockedError, match="pid 424242 on host h"):
+            RunLock(tmp_path).acquire()
+    finally:
+        writer.join()
+        os.close(fd)
