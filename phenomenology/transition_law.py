@@ -3,13 +3,18 @@
 Every model here predicts ``log T``, the logarithm of a run's transition step (its IC-loss cliff),
 from the run's configuration alone, before anything is trained, with an 80% predictive interval:
 
-- :data:`LAW`, the toolkit's law: a power law in the learning rate, the context length ``N``, the
-  number of classes ``K``, the within-class noise ``eps`` and the novel-class share ``p_C``, times
-  a power of the nested-logit model's initial drive ``1/n - 1/L`` (``n = N / B``, the distinct
-  labels of a context; docs/science.md section 4), which carries ``L`` and ``B``. The drive
-  vanishes at ``L = n``, where the nested-logit model has no transition: with a negative drive
-  exponent the law predicts none there too. At a term's limit (drive 0, ``p_C = 0``) the sign of
-  its fitted coefficient decides: no transition, or a step sent to 0 (no forecast);
+- :data:`LAW`, the toolkit's law: ``T`` grows as a power of the distractor classes of a context,
+  ``n - 1`` (``n = N / B``, the distinct classes; the query's own is not a distractor), times a
+  threshold factor ``(1 - n/L)^g`` that vanishes at ``L = n`` (where the nested-logit model has no
+  transition; docs/science.md section 4), powers of ``L``, ``K``, ``eps`` and ``p_C``, and a power
+  law in the learning rate and ``N`` whose ``N`` exponent moves with the learning rate (the term
+  ``log lr x log N``). Its form was chosen after the first law below failed on points declared
+  after it; :data:`interp.experiments.catalog.transition_law.LATER` holds the points declared
+  after this one. At a term's limit (``n = L``, ``n = 1``, ``p_C = 0``) the sign of its fitted
+  coefficient decides: no transition, or a step sent to 0 (no forecast);
+- :data:`DRIVE_LAW`, the first law: a power law in the learning rate, ``N``, ``K``, ``eps`` and
+  ``p_C``, times a power of the nested-logit model's initial drive ``1/n - 1/L``, which carries
+  ``L`` and ``B``. Points declared after it contradicted its ``1/L`` term;
 - :data:`FREE_POWER_LAW`: a free power law in ``K``, ``B``, ``N`` and the learning rate;
 - :data:`TOKENS_FORM`: induction heads form after about ``T sqrt(B C)`` training tokens (Aoyama et
   al. 2025: ``B`` the batch size, ``C`` the context length), so ``steps ∝ 1 / sqrt(B C)``;
@@ -36,6 +41,7 @@ import numpy as np
 import pandas as pd
 
 __all__ = [
+    "DRIVE_LAW",
     "FIELDS",
     "FREE_POWER_LAW",
     "LAW",
@@ -126,6 +132,10 @@ TERMS: dict[str, Callable[[Mapping[str, float]], float]] = {
     "log eps": lambda c: _log(c["eps"]),
     "log p_C": lambda c: _log(c["p_C"]),
     "log drive": lambda c: _log(drive(c["L"], c["N"], c["B"])),
+    "log (n-1)": lambda c: _log(c["N"] / c["B"] - 1.0),
+    "log (1-n/L)": lambda c: _log(1.0 - c["N"] / c["B"] / c["L"]),
+    "log L": lambda c: _log(c["L"]),
+    "log lr x log N": lambda c: _log(c["lr"]) * _log(c["N"]),
 }
 """The features a log-linear model may use, by name (``-inf``: the feature's limit, where the
 model predicts no transition)."""
@@ -245,7 +255,13 @@ class FittedLaw:
 
 LAW = LogLinearLaw(
     name="law",
-    label="the law (power law x nested-logit drive)",
+    label="the law (distractor classes x threshold at n = L)",
+    terms=("log lr", "log N", "log lr x log N", "log K", "log eps", "log p_C", "log (n-1)",
+           "log (1-n/L)", "log L"),
+)  # fmt: skip
+DRIVE_LAW = LogLinearLaw(
+    name="drive",
+    label="the first law (power law x drive 1/n - 1/L)",
     terms=("log lr", "log N", "log K", "log eps", "log p_C", "log drive"),
 )
 FREE_POWER_LAW = LogLinearLaw(
@@ -300,12 +316,12 @@ class FittedNearest:
                           mean, sd * q / Z80)  # fmt: skip
 
 
-MODELS = (LAW, FREE_POWER_LAW, TOKENS_FORM, N2_FORM)
+MODELS = (LAW, DRIVE_LAW, FREE_POWER_LAW, TOKENS_FORM, N2_FORM)
 """The log-linear models, the law first."""
 
 
 def all_models() -> list:
-    return [LAW, NearestConfiguration(), TOKENS_FORM, N2_FORM, FREE_POWER_LAW]
+    return [LAW, DRIVE_LAW, NearestConfiguration(), TOKENS_FORM, N2_FORM, FREE_POWER_LAW]
 
 
 def _transitioned(rows: pd.DataFrame) -> pd.Series:

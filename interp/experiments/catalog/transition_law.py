@@ -21,7 +21,7 @@ from pathlib import Path
 import pandas as pd
 
 from interp.experiments import register_experiment
-from interp.experiments.catalog.transition_law_page import LATER_POINTS
+from interp.experiments.catalog.transition_law_page import DECLARED_AFTER
 from interp.experiments.core import Experiment, Tier
 from interp.experiments.transition_grid import GridPoint, TransitionGrid
 
@@ -96,6 +96,16 @@ GRID = TransitionGrid(
         _P(name="L16-N6", overrides={"L": 16, "N": 6}, role="cross"),
         _P(name="L64-N16", overrides={"L": 64, "N": 16}, role="cross"),
         _P(name="L16-N12", overrides={"L": 16, "N": 12}, role="cross", budget=24_000),
+        _P(name="L16-N10", overrides={"L": 16, "N": 10}, role="cross"),
+        _P(name="L128-N4", overrides={"L": 128, "N": 4}, role="cross"),
+        _P(name="L64-N12", overrides={"L": 64, "N": 12}, role="cross"),
+        _P(name="B3-N6", overrides={"B": 3, "N": 6}, role="cross"),
+        _P(name="B3-N9", overrides={"B": 3, "N": 9}, role="cross"),
+        _P(name="lr0.2-N12", overrides={"lr": 0.2, "N": 12}, role="cross"),
+        _P(name="lr0.2-B2-N16", overrides={"lr": 0.2, "B": 2, "N": 16}, role="cross"),
+        _P(name="K512-L64", overrides={"K": 512, "L": 64}, role="cross"),
+        _P(name="L16-N14", overrides={"L": 16, "N": 14}, role="cross", budget=32_000,
+           seeds=(0, 1, 2)),
     ),
     seeds=(0, 1, 2, 3, 4, 5),
     budget=16_000,
@@ -103,15 +113,20 @@ GRID = TransitionGrid(
 )
 """Six seeds a point (the first three trained first; three more measure the seeds' scatter, which
 bounds any law, better), except N 24, whose three 60,000-step runs took 1.4 h and did not
-transition. The points from ``B2-N16`` on are :data:`LATER`."""
+transition, and L16-N14, whose three runs have a 32k budget. The points from ``B2-N16`` on are
+:data:`LATER`."""
 
-LATER = LATER_POINTS
-"""Points declared after the law's form was fixed and fitted on the others: crosses of B with N
-(does the context enter through ``n = N / B`` alone, as the drive says?), of L with N (the drive's
-``1/L``, which the L axis alone left flat; ``L16-N12`` is near the drive's zero at ``n = L``, with
-a longer budget), N 10 between the N axis's points and L 128 beyond the L axis (L must divide
-the novel pool of 128 classes). The page scores the law fitted without them on them: a forecast
-made before they were trained."""
+LATER = DECLARED_AFTER
+"""The points declared after each law's form was fixed and fitted on the points before them,
+by the law's name (:mod:`phenomenology.transition_law`). After the first law (``drive``):
+crosses of B with N (does the context enter through ``n = N / B`` alone, as the drive says?), of
+L with N (the drive's ``1/L``, which the L axis alone left flat; ``L16-N12`` is near the drive's
+zero at ``n = L``, with a longer budget), N 10 between the N axis's points and L 128 beyond the L
+axis (L must divide the novel pool of 128 classes). After the law: the points where the two laws
+and the free power law disagree most that a run of minutes reaches (L with N near and far from
+``n = L``, ``B = 3``, the learning rate with N, K with L; ``L16-N14``, nearest ``n = L``, with
+three seeds and a 32k budget). The page scores each law fitted without its later points on
+them: a forecast made before they were trained."""
 
 QUICK_GRID = TransitionGrid(
     preset="tiny",

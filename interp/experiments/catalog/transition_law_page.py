@@ -8,11 +8,16 @@ import numpy as np
 import pandas as pd
 
 NAME = "transition-law"
-LATER_POINTS = ("B2-N16", "B2-N4", "B4-N16", "B2-N12", "L16-N4", "N10", "L128", "L16-N6",
-                "L64-N16", "L16-N12")  # fmt: skip
-"""The points declared after the law's form was fixed and fitted on the others
-(:data:`interp.experiments.catalog.transition_law.LATER`, which is this tuple)."""
-MODEL_ORDER = ("law", "nearest", "tokens", "n2", "free")
+DECLARED_AFTER = (
+    ("drive", ("B2-N16", "B2-N4", "B4-N16", "B2-N12", "L16-N4", "N10", "L128", "L16-N6",
+               "L64-N16", "L16-N12")),
+    ("law", ("L16-N10", "L128-N4", "L64-N12", "B3-N6", "B3-N9", "lr0.2-N12", "lr0.2-B2-N16",
+             "K512-L64", "L16-N14")),
+)  # fmt: skip
+"""``(law, points)``: the points declared after each law's form was fixed and fitted on the
+points declared before them (:data:`interp.experiments.catalog.transition_law.LATER`, which is
+this tuple)."""
+MODEL_ORDER = ("law", "drive", "nearest", "tokens", "n2", "free")
 
 
 def _num(v, spec: str = "{:.0f}") -> str:
