@@ -56,6 +56,7 @@ __all__ = [
     "forecast_later",
     "leave_one_out",
     "power_exponent",
+    "term_fields",
 ]
 
 Z80 = 1.2815515655446004
@@ -139,6 +140,20 @@ TERMS: dict[str, Callable[[Mapping[str, float]], float]] = {
 }
 """The features a log-linear model may use, by name (``-inf``: the feature's limit, where the
 model predicts no transition)."""
+
+TERM_FIELDS: dict[str, tuple[str, ...]] = {
+    "log drive": ("L", "N", "B"),
+    "log (n-1)": ("N", "B"),
+    "log (1-n/L)": ("L", "N", "B"),
+    "log lr x log N": ("lr", "N"),
+}
+"""The configuration fields of each term of :data:`TERMS` that is not one field's logarithm."""
+
+
+def term_fields(term: str) -> tuple[str, ...]:
+    """The configuration fields a term of :data:`TERMS` reads (``log K``: ``("K",)``)."""
+    return TERM_FIELDS.get(term, (term.removeprefix("log "),))
+
 
 OFFSETS: dict[str, Callable[[Mapping[str, float]], float]] = {
     "none": lambda c: 0.0,

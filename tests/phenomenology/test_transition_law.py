@@ -10,8 +10,10 @@ import pytest
 
 from phenomenology.prior import calibrate, combine, prior_bin, r_bin
 from phenomenology.transition_law import (
+    DRIVE_LAW,
     FREE_POWER_LAW,
     LAW,
+    TERMS,
     N2_FORM,
     TOKENS_FORM,
     NearestConfiguration,
@@ -25,21 +27,26 @@ from phenomenology.transition_law import (
 from phenomenology.transition_scores import _lead, auroc
 
 # The law's exponents, as the data below are drawn (log T = c0 + sum of these times the terms).
-TRUE = {"intercept": 3.0, "log lr": -1.0, "log N": 0.5, "log K": 0.1, "log eps": 0.2,
-        "log p_C": -0.4, "log drive": -1.2}  # fmt: skip
+TRUE = {"intercept": 3.0, "log lr": -1.0, "log N": 0.5, "log lr x log N": 0.1, "log K": 0.1,
+        "log eps": 0.2, "log p_C": -0.4, "log (n-1)": 1.0, "log (1-n/L)": -0.6,
+        "log L": 0.2}  # fmt: skip
 CONFIGS = [
     {}, {"lr": 0.2}, {"lr": 0.05}, {"lr": 0.03}, {"N": 4}, {"N": 16}, {"N": 12}, {"B": 2},
     {"B": 4}, {"K": 1024}, {"K": 128}, {"eps": 0.2}, {"eps": 0.05}, {"p_C": 0.5}, {"p_C": 0.95},
-    {"L": 16}, {"L": 64}, {"lr": 0.05, "N": 4}, {"lr": 0.05, "B": 2},
+    {"L": 16}, {"L": 64}, {"lr": 0.05, "N": 4}, {"lr": 0.05, "B": 2}, {"L": 16, "N": 12},
 ]  # fmt: skip
 CENTRE = {"K": 256, "L": 32, "N": 8, "B": 1, "eps": 0.1, "p_C": 0.8, "lr": 0.1, "batch_size": 128}
 
 
 def law_value(c: dict) -> float:
+    """The drawn law at ``c``, written out term by term (not through the code's ``TERMS``)."""
+    n = c["N"] / c["B"]
     return (TRUE["intercept"] + TRUE["log lr"] * math.log(c["lr"]) + TRUE["log N"] * math.log(c["N"])
+            + TRUE["log lr x log N"] * math.log(c["lr"]) * math.log(c["N"])
             + TRUE["log K"] * math.log(c["K"]) + TRUE["log eps"] * math.log(c["eps"])
-            + TRUE["log p_C"] * math.log(c["p_C"])
-            + TRUE["log drive"] * math.log(drive(c["L"], c["N"], c["B"])))  # fmt: skip
+            + TRUE["log p_C"] * math.log(c["p_C"]) + TRUE["log (n-1)"] * math.log(n - 1)
+            + TRUE["log (1-n/L)"] * math.log(1 - n / c["L"])
+            + TRUE["log L"] * math.log(c["L"]))  # fmt: skip
 
 
 def grid_rows(sd: float = 0.1, seeds: int = 3, seed: int = 0) -> pd.DataFrame:
@@ -88,7 +95,8 @@ def test_points_declared_later_are_forecast_by_the_fit_of_the_earlier_ones_alone
     rows.loc[rows["point"] == "p16", "transition_step"] *= math.exp(0.3)  # later: off the law
     scores = forecast_later(rows, (*later, "late-none"))
     law = scores[scores["model"] == "law"].set_index(["point", "seed"])
-    assert len(law) == 6 and set(scores["model"]) == {"law", "nearest", "tokens", "n2", "free"}
+    assert len(law) == 6
+    assert set(scores["model"]) == {"law", "drive", "nearest", "tokens", "n2", "free"}
     b2 = {**CENTRE, "B": 2}
     assert law.loc[("p7", 0), "predicted"] == pytest.approx(math.exp(law_value(b2)), rel=1e-9)
     assert law.loc[("p7", 1), "abs_log_error"] == pytest.approx(0.0, abs=1e-9)
@@ -99,12 +107,27 @@ def test_points_declared_later_are_forecast_by_the_fit_of_the_earlier_ones_alone
     assert none["p_within"] == 0.0 and math.isinf(none["predicted"])
 
 
-def test_the_law_predicts_no_transition_where_the_drive_or_the_novel_share_vanishes():
+def test_the_law_predicts_no_transition_at_n_equal_to_l_nor_where_the_novel_share_vanishes():
     fitted = LAW.fit(grid_rows(sd=0.05))
     stuck = fitted.predict({**CENTRE, "L": 8})  # n = N / B = 8 = L
-    assert not stuck.transitions and "log drive" in stuck.reason
+    assert not stuck.transitions and "log (1-n/L)" in stuck.reason
     assert stuck.p_within(1e12) == 0.0
+    beyond = fitted.predict({**CENTRE, "L": 8, "N": 12})  # n > L: no transition either
+    assert not beyond.transitions and beyond.p_within(1e12) == 0.0
     assert not fitted.predict({**CENTRE, "p_C": 0.0}).transitions
+    # one class a context (n = 1): no distractor, the step goes to 0, which is no forecast
+    alone = fitted.predict({**CENTRE, "B": 8})
+    assert alone.step == 0.0 and "log (n-1)" in alone.reason
+    assert TERMS["log (n-1)"]({**CENTRE, "B": 2}) == pytest.approx(math.log(3))
+    assert TERMS["log (1-n/L)"]({**CENTRE, "L": 16}) == pytest.approx(math.log(0.5))
+    assert TERMS["log lr x log N"](CENTRE) == pytest.approx(math.log(0.1) * math.log(8))
+
+
+def test_the_first_law_predicts_no_transition_where_the_drive_vanishes():
+    fitted = DRIVE_LAW.fit(grid_rows(sd=0.05))
+    stuck = fitted.predict({**CENTRE, "L": 8})  # drive 1/8 - 1/8 = 0
+    assert not stuck.transitions and "log drive" in stuck.reason
+    assert fitted.predict({**CENTRE, "L": 16}).transitions
     assert drive(32, 8, 1) == pytest.approx(1 / 8 - 1 / 32)
 
 
@@ -248,10 +271,15 @@ def test_a_term_at_its_limit_follows_its_coefficients_sign():
 
     from phenomenology.transition_law import FittedLaw
 
-    # log T = 8 - 1.0 log drive + 0.2 log p_C (every other coefficient 0)
-    coef = np.array([8.0, 0.0, 0.0, 0.0, 0.0, 0.2, -1.0])
-    law = FittedLaw(LAW, coef, np.zeros((7, 7)), 0.1, 10, 20)
-    never = law.predict({**CENTRE, "L": 8})  # drive 0, coefficient < 0: T -> inf
+    # log T = 8 + 0.2 log p_C - 1.0 log (1 - n/L) (every other coefficient 0)
+    coef = np.zeros(len(LAW.terms) + 1)
+    coef[0] = 8.0
+    coef[1 + LAW.terms.index("log p_C")] = 0.2
+    coef[1 + LAW.terms.index("log (1-n/L)")] = -1.0
+    law = FittedLaw(LAW, coef, np.zeros((len(coef), len(coef))), 0.1, 10, 20)
+    assert law.predict(CENTRE).step == pytest.approx(
+        math.exp(8.0 + 0.2 * math.log(0.8) - math.log(1 - 8 / 32)))
+    never = law.predict({**CENTRE, "L": 8})  # n = L, coefficient < 0: T -> inf
     assert not never.transitions and never.p_within(1e9) == 0.0
     zero = law.predict({**CENTRE, "p_C": 0.0})  # p_C 0, coefficient > 0: T -> 0, no forecast
     assert zero.step == 0.0 and not zero.transitions and "sends the step to 0" in zero.reason
@@ -263,7 +291,7 @@ def test_configurations_that_did_not_transition_are_forecast_held_out_and_contra
 
     rows = grid_rows(sd=0.05).assign(role="axis")
     # two configurations with no transition in 20k steps: lr 0.001, where the drawn law's step is
-    # about 1.2e6 (the fitted law gives it almost no chance), and lr 0.3, where it is about 3.9e3
+    # about 2.7e5 (the fitted law gives it almost no chance), and lr 0.3, where it is about 2.9e3
     # (the fitted law is sure of a transition: contradicted)
     for name, change in (("slow", {"lr": 0.001}), ("fast", {"lr": 0.3})):
         for s in range(3):
@@ -276,8 +304,10 @@ def test_configurations_that_did_not_transition_are_forecast_held_out_and_contra
     law = {k: v.split(" | ")[4] for k, v in table.items()}  # the law's column
     assert law["slow"].endswith("(P 0.00)") and law["fast"].endswith("(P 1.00)")
     verdict = lines[-1]
-    assert "fast (the law (power law x nested-logit drive) 1.00" in verdict
-    assert "slow" not in verdict
+    assert f"fast ({LAW.label} 1.00" in verdict
+    assert f"slow ({LAW.label}" not in verdict
+    # the nearest configuration of lr 0.001 is lr 0.03, whose step (1.8e4) is within 20k
+    assert "slow (nearest-configuration lookup" in verdict
     assert _negative_lines(grid_rows()) == []  # every configuration transitioned: no section
 
 
@@ -300,3 +330,35 @@ def test_the_combined_verdict_names_each_fraction_lost_and_by_how_much():
         "- The combination is worse than a part alone at 80% of the plateau (than the curve "
         "forecaster, by 0.010000), in median abs log error."
     )
+
+
+def test_each_law_is_scored_on_the_points_declared_after_it_by_a_fit_without_later_ones(
+    monkeypatch,
+):
+    from interp.experiments.catalog import transition_law_page as page
+
+    rows = grid_rows(sd=0.0, seeds=2).assign(role="axis")  # exact: a fit without p16 is the truth
+    rows.loc[rows["point"] == "p16", "transition_step"] *= math.exp(0.3)  # p16 off the law
+    # p7 (B 2) declared after the first law, p16 (L 64) after the law
+    monkeypatch.setattr(page, "DECLARED_AFTER", (("drive", ("p7",)), ("law", ("p16",))))
+    lines = page._declared_after_sections(rows)
+    heads = [i for i, ln in enumerate(lines) if ln.startswith("## ")]
+    assert [lines[i] for i in heads] == [
+        f"## Forecast before training: the points declared after {DRIVE_LAW.label}",
+        f"## Forecast before training: the points declared after {LAW.label}",
+    ]
+    first, second = lines[heads[0] : heads[1]], lines[heads[1] :]
+
+    def cell(section, first_cell, column):
+        row = next(ln for ln in section if ln.startswith(f"| {first_cell}"))
+        return row.split(" | ")[column].strip("| ")
+
+    # the first section is fitted without p16 too: the law is exact on p7 (with p16 in, it is not)
+    assert "fitted on the 18 configurations declared before them" in first[2]
+    assert cell(first, "p7", 8) != "0.000"  # the per-point column is the first law's, not exact
+    assert cell(first, f"{LAW.label} (form chosen after these points: not a forecast)", 2) == "0.000"
+    assert "form chosen after" not in "\n".join(second)  # no form was chosen after p16
+    # the second: the law fitted with p7 (and without p16) misses p16 by exactly its 0.3
+    assert "fitted on the 19 configurations declared before them" in second[2]
+    assert cell(second, "p16", 8) == "0.300" and cell(second, f"{LAW.label} |", 2) == "0.300"
+    assert "- Forecast before training, " + LAW.label in "\n".join(second)

@@ -34,7 +34,7 @@ def _k(x: float) -> str:
 
 def run(args) -> int:
     from interp.train.overrides import build_configs, parse_overrides
-    from phenomenology.transition_law import StoredLaw, law_inputs
+    from phenomenology.transition_law import StoredLaw, law_inputs, term_fields
 
     task, model, train, _ = build_configs(args.preset, parse_overrides(args.set), None)
     law = StoredLaw.load(args.law)
@@ -44,10 +44,9 @@ def run(args) -> int:
         raise ValueError(f"{refusals[0]}: no forecast outside the data" + (
             f" (and {len(refusals) - 1} more)" if len(refusals) > 1 else ""))  # fmt: skip
     p = law.forecast(fields)
-    if p.step == 0.0:
-        raise ValueError(f"{p.reason.split(' is at')[0].removeprefix('log ')}="
-                         f"{fields[p.reason.split(' is at')[0].removeprefix('log ')]:g}: "
-                         f"{p.reason}")  # fmt: skip
+    if p.step == 0.0:  # a term at its limit sends the step to 0: name the fields it reads
+        names = term_fields(p.reason.split(" is at")[0])
+        raise ValueError(", ".join(f"{f}={fields[f]:g}" for f in names) + f": {p.reason}")
     budget = int(train.steps)
     where = ", ".join(f"{k}={fields[k]:g}" for k in ("K", "L", "N", "B", "eps", "p_C", "lr"))
     print(f"configuration: {args.preset} ({where}; budget steps={budget})")
