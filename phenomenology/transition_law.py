@@ -10,8 +10,8 @@ from the run's configuration alone, before anything is trained, with an 80% pred
   law in the learning rate and ``N`` whose ``N`` exponent moves with the learning rate (the term
   ``log lr x log N``). Its form was chosen after the first law below failed on points declared
   after it; :data:`interp.experiments.catalog.transition_law.LATER` holds the points declared
-  after this one. At a term's limit (``n = L``, ``n = 1``, ``p_C = 0``) the sign of its fitted
-  coefficient decides: no transition, or a step sent to 0 (no forecast);
+  after this one. At a term's limit (``n = L``, ``p_C = 0``) the sign of its fitted coefficient
+  decides: no transition, or a step sent to 0 (no forecast);
 - :data:`DRIVE_LAW`, the first law: a power law in the learning rate, ``N``, ``K``, ``eps`` and
   ``p_C``, times a power of the nested-logit model's initial drive ``1/n - 1/L``, which carries
   ``L`` and ``B``. Points declared after it contradicted its ``1/L`` term;

@@ -210,7 +210,8 @@ def score_tables(rows: pd.DataFrame, curves: pd.DataFrame, log=print) -> dict[st
     from phenomenology.transition_scores import combined_scores, early_warning, warning_signals
 
     points = rows.loc[rows["transitioned"].astype(bool), "point"].nunique()
-    if points < 8:  # the law has 7 coefficients: leave-one-out needs more configurations
+    if points < 8:  # too few to hold one out and fit the rest (least squares: the minimum-norm
+        # coefficients where the configurations leave a term undetermined)
         log(f"{points} configurations transitioned: too few to fit and score the law")
         return {LOO: pd.DataFrame(), COMBINED: pd.DataFrame(), WARNING: pd.DataFrame()}
     log("scoring: leave one configuration out")

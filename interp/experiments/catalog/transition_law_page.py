@@ -526,7 +526,7 @@ def render_page(experiment, rows: pd.DataFrame, companions: dict) -> str:
         lines += _declared_after_sections(rows)
         paired = _pair_lines(rows)
         if paired:
-            lines += ["## L, and N at a fixed number of labels", "", *paired, ""]
+            lines += ["## L, and N at a fixed number of classes", "", *paired, ""]
         negative = _negative_lines(rows)  # none when every configuration transitioned
         if negative:
             lines += ["## Held out: the configurations that did not transition", "",
