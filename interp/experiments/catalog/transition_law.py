@@ -276,8 +276,8 @@ EXPERIMENT = register_experiment(
             "full": Tier(
                 cost="about 5 h on 2 cores",
                 cost_s=18000,
-                note="46 configurations of paper-fig3 x 6 seeds (N 24 and L16-N14: 3), 270 "
-                "runs, each run until its IC accuracy has transitioned (margin max(800, 15%, the "
+                note=f"{len(GRID.points)} configurations of paper-fig3 x 6 seeds (N 24 and "
+                f"L16-N14: 3), {len(GRID.jobs())} runs, each run until its IC accuracy has transitioned (margin max(800, 15%, the "
                 "rise's width)) or its budget (16k steps; 60k at lr 0.01 and at N 24; 24k at "
                 "L16-N12; 32k at L16-N14; 8k for the three points chosen to test "
                 "non-transitioning runs).",
