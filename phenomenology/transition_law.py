@@ -44,12 +44,14 @@ __all__ = [
     "DRIVE_LAW",
     "FIELDS",
     "FREE_POWER_LAW",
+    "FlowLaw",
     "LAW",
     "LogLinearLaw",
     "MODELS",
     "N2_FORM",
     "NearestConfiguration",
     "Prediction",
+    "THRESHOLD_LAW",
     "TOKENS_FORM",
     "drive",
     "floor",
@@ -125,6 +127,15 @@ def _log(x: float) -> float:
     return math.log(x) if x > 0 else -math.inf
 
 
+def log_p_distinct(n: float, L: float) -> float:
+    """``log`` of the probability that ``n`` classes, each given one of ``L`` labels at random,
+    carry ``n`` distinct labels (the birthday problem): ``log(L! / ((L - n)! L^n))``; ``-inf``
+    for ``n > L``, where two of them must share a label."""
+    if n > L:
+        return -math.inf
+    return math.lgamma(L + 1.0) - math.lgamma(L - n + 1.0) - n * math.log(L)
+
+
 TERMS: dict[str, Callable[[Mapping[str, float]], float]] = {
     "log lr": lambda c: _log(c["lr"]),
     "log N": lambda c: _log(c["N"]),
@@ -137,6 +148,8 @@ TERMS: dict[str, Callable[[Mapping[str, float]], float]] = {
     "log (1-n/L)": lambda c: _log(1.0 - c["N"] / c["B"] / c["L"]),
     "log L": lambda c: _log(c["L"]),
     "log lr x log N": lambda c: _log(c["lr"]) * _log(c["N"]),
+    "log P(distinct labels)": lambda c: log_p_distinct(c["N"] / c["B"], c["L"]),
+    "log (1-1/n)": lambda c: _log(1.0 - c["B"] / c["N"]),
 }
 """The features a log-linear model may use, by name (``-inf``: the feature's limit, where the
 model predicts no transition)."""
@@ -146,6 +159,8 @@ TERM_FIELDS: dict[str, tuple[str, ...]] = {
     "log (n-1)": ("N", "B"),
     "log (1-n/L)": ("L", "N", "B"),
     "log lr x log N": ("lr", "N"),
+    "log P(distinct labels)": ("L", "N", "B"),
+    "log (1-1/n)": ("N", "B"),
 }
 """The configuration fields of each term of :data:`TERMS` that is not one field's logarithm."""
 
@@ -180,33 +195,96 @@ class LogLinearLaw:
     terms: tuple[str, ...]
     offset: str = "none"
 
+    extra: tuple[str, ...] = field(default=(), init=False)
+    """Parameters beyond the terms' coefficients (:class:`FlowLaw`'s ``log kappa``)."""
+
     def design(self, configs: Sequence[Mapping[str, float]]) -> np.ndarray:
         cols = [np.ones(len(configs))]
         cols += [np.array([TERMS[t](c) for c in configs], float) for t in self.terms]
         return np.column_stack(cols)
 
+    def mean_and_gradient(
+        self, coef: np.ndarray, X: np.ndarray, configs: Sequence[Mapping[str, float]]
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The predicted ``log T`` of each row of the design ``X`` and its gradient in the
+        parameters (here ``X`` itself)."""
+        offset = np.array([OFFSETS[self.offset](c) for c in configs])
+        return X @ coef + offset, X
+
     def fit(self, rows: pd.DataFrame) -> FittedLaw:
         """Fit on the rows that transitioned (``transition_step`` finite)."""
+        X, y, configs = self._data(rows)
+        offset = np.array([OFFSETS[self.offset](c) for c in configs])
+        coef, *_ = np.linalg.lstsq(X, y - offset, rcond=None)
+        return self._fitted(coef, X, y, configs)
+
+    def _data(self, rows: pd.DataFrame):
         ok = rows[_transitioned(rows)]
         configs = _configs(ok)
         y = np.log(ok["transition_step"].to_numpy(float))
-        y = y - np.array([OFFSETS[self.offset](c) for c in configs])
         X = self.design(configs)
         finite = np.isfinite(X).all(axis=1)  # a run that transitioned where the model says none
-        X, y = X[finite], y[finite]  # contradicts it; it cannot be fitted (its error: infinite)
-        coef, *_ = np.linalg.lstsq(X, y, rcond=None)
-        resid = y - X @ coef
-        dof = len(y) - np.linalg.matrix_rank(X)
+        # contradicts it; it cannot be fitted (its error: infinite)
+        return X[finite], y[finite], [c for c, f in zip(configs, finite, strict=True) if f]
+
+    def _fitted(self, coef: np.ndarray, X: np.ndarray, y: np.ndarray, configs) -> FittedLaw:
+        mean, J = self.mean_and_gradient(coef, X, configs)
+        resid = y - mean
+        dof = len(y) - np.linalg.matrix_rank(J)
         if dof < 1:
-            raise ValueError(f"{self.label}: {len(y)} runs cannot fit {X.shape[1]} coefficients")
+            raise ValueError(f"{self.label}: {len(y)} runs cannot fit {J.shape[1]} coefficients")
         sigma = float(math.sqrt(resid @ resid / dof))
-        return FittedLaw(self, coef, np.linalg.pinv(X.T @ X), sigma, int(dof), len(y))
+        return FittedLaw(self, coef, np.linalg.pinv(J.T @ J), sigma, int(dof), len(y))
+
+
+@dataclass(frozen=True)
+class FlowLaw(LogLinearLaw):
+    """``T = tau / lr x (1 + kappa lr tau)``, ``log tau = c0 + sum_i c_i term_i(config)``: plain
+    SGD's steps are gradient flow's time ``tau`` over the learning rate, stretched at a large
+    ``lr x tau`` by a finite-step factor whose size ``kappa`` is fitted (with the coefficients,
+    by nonlinear least squares on ``log T``; the interval from the fit's Jacobian)."""
+
+    extra: tuple[str, ...] = field(default=("log kappa",), init=False)
+
+    def mean_and_gradient(self, coef, X, configs):
+        lr = np.array([float(c["lr"]) for c in configs])
+        log_tau = X @ coef[:-1]
+        s = np.exp(coef[-1] + np.log(lr) + log_tau)  # kappa lr tau
+        share = s / (1.0 + s)
+        mean = log_tau - np.log(lr) + np.log1p(s)
+        return mean, np.column_stack([X * (1.0 + share)[:, None], share])
+
+    def fit(self, rows: pd.DataFrame) -> FittedLaw:
+        from scipy.optimize import least_squares
+
+        X, y, configs = self._data(rows)
+        lr = np.array([float(c["lr"]) for c in configs])
+        start, *_ = np.linalg.lstsq(X, y + np.log(lr), rcond=None)  # gradient flow alone
+
+        def residual(p):
+            return self.mean_and_gradient(p, X, configs)[0] - y
+
+        def jacobian(p):
+            return self.mean_and_gradient(p, X, configs)[1]
+
+        lower = np.full(len(start) + 1, -np.inf)
+        upper = np.full(len(start) + 1, np.inf)
+        lower[-1], upper[-1] = KAPPA_RANGE  # kappa -> 0 is gradient flow itself: bounded
+        x0 = np.append(start, -6.0)
+        sol = least_squares(residual, x0, jac=jacobian, bounds=(lower, upper), x_scale="jac",
+                            xtol=1e-12, ftol=1e-12, gtol=1e-12, max_nfev=2000)  # fmt: skip
+        return self._fitted(sol.x, X, y, configs)
+
+
+KAPPA_RANGE = (-20.0, 2.0)
+"""Bounds of :class:`FlowLaw`'s ``log kappa`` (``exp(-20)``: no finite-step stretch)."""
 
 
 @dataclass(frozen=True)
 class FittedLaw:
-    """A :class:`LogLinearLaw` with its coefficients, ``(X'X)^-1``, residual sd and degrees of
-    freedom (what its predictive interval needs)."""
+    """A fitted :class:`LogLinearLaw` (or :class:`FlowLaw`): its parameters, ``(J'J)^-1`` (``J``
+    the Jacobian of the predicted ``log T`` in the parameters; for a log-linear law, the design),
+    residual sd and degrees of freedom (what its predictive interval needs)."""
 
     model: LogLinearLaw
     coef: np.ndarray
@@ -219,18 +297,21 @@ class FittedLaw:
     def name(self) -> str:
         return self.model.name
 
+    def _names(self) -> tuple[str, ...]:
+        return ("intercept", *self.model.terms, *self.model.extra)
+
     def coefficients(self) -> dict[str, float]:
-        return dict(zip(("intercept", *self.model.terms), map(float, self.coef), strict=True))
+        return dict(zip(self._names(), map(float, self.coef), strict=True))
 
     def stderr(self) -> dict[str, float]:
         se = self.sigma * np.sqrt(np.diag(self.xtx_inv))
-        return dict(zip(("intercept", *self.model.terms), map(float, se), strict=True))
+        return dict(zip(self._names(), map(float, se), strict=True))
 
     def predict(self, config: Mapping[str, float]) -> Prediction:
         from scipy.stats import t as student
 
         x = self.model.design([config])[0]
-        limit = [(t, c) for t, v, c in zip(self.model.terms, x[1:], self.coef[1:], strict=True)
+        limit = [(t, c) for t, v, c in zip(self.model.terms, x[1:], self.coef[1:], strict=False)
                  if not math.isfinite(v)]  # fmt: skip
         if limit:  # the term's limit is -inf: its coefficient's sign says where log T goes
             up = [(t, c) for t, c in limit if c > 0]
@@ -241,8 +322,9 @@ class FittedLaw:
                                   "there, which is no forecast")  # fmt: skip
             return Prediction.never(f"{limit[0][0]} is at its limit: {self.model.label} predicts "
                                     "no transition")  # fmt: skip
-        mean = float(x @ self.coef) + OFFSETS[self.model.offset](config)
-        sd = self.sigma * math.sqrt(1.0 + float(x @ self.xtx_inv @ x))
+        mean_, grad = self.model.mean_and_gradient(self.coef, x[None, :], [config])
+        mean, g = float(mean_[0]), grad[0]
+        sd = self.sigma * math.sqrt(1.0 + float(g @ self.xtx_inv @ g))
         q = float(student.ppf(0.9, self.dof))
         return Prediction(math.exp(mean), math.exp(mean - q * sd), math.exp(mean + q * sd),
                           mean, sd * q / Z80)  # fmt: skip
@@ -252,6 +334,7 @@ class FittedLaw:
             "model": self.model.name,
             "terms": list(self.model.terms),
             "offset": self.model.offset,
+            "extra": list(self.model.extra),
             "coef": [float(c) for c in self.coef],
             "xtx_inv": [[float(v) for v in r] for r in self.xtx_inv],
             "sigma": self.sigma,
@@ -262,15 +345,27 @@ class FittedLaw:
     @staticmethod
     def from_dict(d: Mapping) -> FittedLaw:
         model = next(m for m in MODELS if m.name == d["model"])
-        if list(model.terms) != list(d["terms"]) or model.offset != d["offset"]:
+        if (list(model.terms) != list(d["terms"]) or model.offset != d["offset"]
+                or list(model.extra) != list(d.get("extra", []))):  # fmt: skip
             raise ValueError(f"the stored law {d['model']!r} has other terms than the code's")
-        return FittedLaw(model, np.array(d["coef"], float), np.array(d["xtx_inv"], float),
-                         float(d["sigma"]), int(d["dof"]), int(d["n"]))  # fmt: skip
+        coef = np.array(d["coef"], float)
+        cov = np.array(d["xtx_inv"], float)
+        if coef.shape != (len(model.terms) + len(model.extra) + 1,) or cov.shape != (
+            len(coef), len(coef)
+        ):
+            raise ValueError(f"the stored law {d['model']!r} has {len(coef)} coefficients")
+        return FittedLaw(model, coef, cov, float(d["sigma"]), int(d["dof"]), int(d["n"]))
 
 
-LAW = LogLinearLaw(
+LAW = FlowLaw(
     name="law",
-    label="the law (distractor classes x threshold at n = L)",
+    label="the law (gradient-flow time x label collisions)",
+    terms=("log P(distinct labels)", "log (1-1/n)", "log N", "log L", "log K", "log eps",
+           "log p_C"),
+)  # fmt: skip
+THRESHOLD_LAW = LogLinearLaw(
+    name="threshold",
+    label="the second law (distractor classes x threshold at n = L)",
     terms=("log lr", "log N", "log lr x log N", "log K", "log eps", "log p_C", "log (n-1)",
            "log (1-n/L)", "log L"),
 )  # fmt: skip
@@ -331,12 +426,13 @@ class FittedNearest:
                           mean, sd * q / Z80)  # fmt: skip
 
 
-MODELS = (LAW, DRIVE_LAW, FREE_POWER_LAW, TOKENS_FORM, N2_FORM)
+MODELS = (LAW, THRESHOLD_LAW, DRIVE_LAW, FREE_POWER_LAW, TOKENS_FORM, N2_FORM)
 """The log-linear models, the law first."""
 
 
 def all_models() -> list:
-    return [LAW, DRIVE_LAW, NearestConfiguration(), TOKENS_FORM, N2_FORM, FREE_POWER_LAW]
+    return [LAW, THRESHOLD_LAW, DRIVE_LAW, NearestConfiguration(), TOKENS_FORM, N2_FORM,
+            FREE_POWER_LAW]  # fmt: skip
 
 
 def _transitioned(rows: pd.DataFrame) -> pd.Series:

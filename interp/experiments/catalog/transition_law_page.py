@@ -11,13 +11,15 @@ NAME = "transition-law"
 DECLARED_AFTER = (
     ("drive", ("B2-N16", "B2-N4", "B4-N16", "B2-N12", "L16-N4", "N10", "L128", "L16-N6",
                "L64-N16", "L16-N12")),
-    ("law", ("L16-N10", "L128-N4", "L64-N12", "B3-N6", "B3-N9", "lr0.2-N12", "lr0.2-B2-N16",
-             "K512-L64", "L16-N14")),
+    ("threshold", ("L16-N10", "L128-N4", "L64-N12", "B3-N6", "B3-N9", "lr0.2-N12",
+                   "lr0.2-B2-N16", "K512-L64", "L16-N14")),
+    ("law", ("L8-N6", "L8-N7", "B2-L8-N12", "L64-N4", "B3-N12", "B4-N12", "lr0.2-N18",
+             "L128-N16", "lr0.2-L16-N13")),
 )  # fmt: skip
 """``(law, points)``: the points declared after each law's form was fixed and fitted on the
 points declared before them (:data:`interp.experiments.catalog.transition_law.LATER`, which is
 this tuple)."""
-MODEL_ORDER = ("law", "drive", "nearest", "tokens", "n2", "free")
+MODEL_ORDER = ("law", "threshold", "drive", "nearest", "tokens", "n2", "free")
 LAW_FORM = (
     "log T = c0 + a log lr + (b + c log lr) log N + k log K + e log eps + p log p_C "
     "+ m log(n - 1) + g log(1 - n/L) + l log L, n = N / B: the step grows as a power of the "
