@@ -3,15 +3,23 @@
 Every model here predicts ``log T``, the logarithm of a run's transition step (its IC-loss cliff),
 from the run's configuration alone, before anything is trained, with an 80% predictive interval:
 
-- :data:`LAW`, the toolkit's law: ``T`` grows as a power of the distractor classes of a context,
-  ``n - 1`` (``n = N / B``, the distinct classes; the query's own is not a distractor), times a
-  threshold factor ``(1 - n/L)^g`` that vanishes at ``L = n`` (where the nested-logit model has no
-  transition; docs/science.md section 4), powers of ``L``, ``K``, ``eps`` and ``p_C``, and a power
-  law in the learning rate and ``N`` whose ``N`` exponent moves with the learning rate (the term
-  ``log lr x log N``). Its form was chosen after the first law below failed on points declared
-  after it; :data:`interp.experiments.catalog.transition_law.LATER` holds the points declared
-  after this one. At a term's limit (``n = L``, ``p_C = 0``) the sign of its fitted coefficient
-  decides: no transition, or a step sent to 0 (no forecast);
+- :data:`LAW`, the toolkit's law (:class:`FlowLaw`): plain SGD's steps are a gradient-flow time
+  ``tau`` over the learning rate, stretched by a finite-step factor ``1 + kappa lr tau``; ``tau``
+  is a power of ``P = L! / ((L - n)! L^n)`` (``n = N / B``), of ``1 - 1/n`` (the error of
+  copying a random label of the context) and of ``N``, ``L``, ``K``, ``eps`` and ``p_C``.
+  ``-log P`` is the total correlation of a bursty context's ``n`` labels, which the task draws
+  pairwise distinct (``P`` is the chance that ``n`` labels drawn independently would be: the
+  birthday problem); it grows as ``n^2 / 2L`` for ``n`` much below ``L`` and steepens towards
+  ``n = L``. The form was chosen, after the second law below failed on points declared after it,
+  because it fitted; :data:`interp.experiments.catalog.transition_law.LATER` holds the points
+  declared after it. At a term's limit (``p_C = 0``; ``n > L``, which the task refuses) the sign
+  of its fitted coefficient decides: no transition, or a step sent to 0 (no forecast);
+- :data:`THRESHOLD_LAW`, the second law: ``T`` grows as a power of the distractor classes of a
+  context, ``n - 1``, times a threshold factor ``(1 - n/L)^g`` that vanishes at ``L = n``
+  (where the nested-logit model has no transition; docs/science.md section 4), powers of ``L``,
+  ``K``, ``eps`` and ``p_C``, and a power law in the learning rate and ``N`` whose ``N``
+  exponent moves with the learning rate. Points declared after it contradicted it where the
+  classes near ``L`` (``L16-N14`` did not transition in 32k steps);
 - :data:`DRIVE_LAW`, the first law: a power law in the learning rate, ``N``, ``K``, ``eps`` and
   ``p_C``, times a power of the nested-logit model's initial drive ``1/n - 1/L``, which carries
   ``L`` and ``B``. Points declared after it contradicted its ``1/L`` term;
@@ -26,7 +34,8 @@ The two published forms state no dependence on the learning rate, which the data
 given plain SGD's time scale, ``steps ∝ 1 / lr`` (gradient flow's time is ``steps x lr``), and a
 free constant, and are otherwise as published. Each log-linear model is fitted by least squares
 on the runs that transitioned (one row per run, so a configuration counts by its seeds); its 80%
-interval is the Student-t predictive interval of the fit. Runs that did not transition within
+interval is the Student-t predictive interval of the fit (for :class:`FlowLaw`, through the
+Jacobian of the fit, to first order). Runs that did not transition within
 their budget are not fitted (their step is censored); :func:`leave_one_out` scores every model on
 configurations held out one at a time.
 """
@@ -43,6 +52,8 @@ import pandas as pd
 __all__ = [
     "DRIVE_LAW",
     "FIELDS",
+    "CorrectedLaw",
+    "FLOW_LAW",
     "FREE_POWER_LAW",
     "FlowLaw",
     "LAW",
@@ -128,9 +139,9 @@ def _log(x: float) -> float:
 
 
 def log_p_distinct(n: float, L: float) -> float:
-    """``log`` of the probability that ``n`` classes, each given one of ``L`` labels at random,
-    carry ``n`` distinct labels (the birthday problem): ``log(L! / ((L - n)! L^n))``; ``-inf``
-    for ``n > L``, where two of them must share a label."""
+    """``log(L! / ((L - n)! L^n))``: the chance that ``n`` labels drawn independently from ``L``
+    are pairwise distinct (the birthday problem), and minus the total correlation of ``n`` labels
+    drawn distinct, as the task draws a bursty context's; ``-inf`` for ``n > L``."""
     if n > L:
         return -math.inf
     return math.lgamma(L + 1.0) - math.lgamma(L - n + 1.0) - n * math.log(L)
@@ -357,9 +368,9 @@ class FittedLaw:
         return FittedLaw(model, coef, cov, float(d["sigma"]), int(d["dof"]), int(d["n"]))
 
 
-LAW = FlowLaw(
-    name="law",
-    label="the law (gradient-flow time x label collisions)",
+FLOW_LAW = FlowLaw(
+    name="flow",
+    label="the third law (gradient-flow time x label correlation)",
     terms=("log P(distinct labels)", "log (1-1/n)", "log N", "log L", "log K", "log eps",
            "log p_C"),
 )  # fmt: skip
@@ -426,13 +437,208 @@ class FittedNearest:
                           mean, sd * q / Z80)  # fmt: skip
 
 
-MODELS = (LAW, THRESHOLD_LAW, DRIVE_LAW, FREE_POWER_LAW, TOKENS_FORM, N2_FORM)
+GP_FIELDS = ("lr", "N", "B", "L", "K", "eps", "p_C")
+"""The configuration fields the correction of :class:`CorrectedLaw` reads (as logarithms)."""
+
+
+def _gp_kernel(n_features: int):
+    from sklearn.gaussian_process.kernels import RBF, WhiteKernel
+    from sklearn.gaussian_process.kernels import ConstantKernel as Const
+
+    return Const(0.01, (1e-6, 10.0)) * RBF(np.ones(n_features), (0.05, 100.0)) + WhiteKernel(
+        0.01, (1e-6, 1.0)
+    )
+
+
+def _gp(X: np.ndarray, y: np.ndarray, theta: np.ndarray | None = None):
+    """A Gaussian process on ``X -> y``: its hyperparameters fitted by maximum marginal likelihood
+    from a fixed start (deterministic), or set to ``theta`` (log hyperparameters) as they are."""
+    import warnings
+
+    from sklearn.exceptions import ConvergenceWarning
+    from sklearn.gaussian_process import GaussianProcessRegressor
+
+    kernel = _gp_kernel(X.shape[1])
+    if theta is not None:
+        kernel = kernel.clone_with_theta(np.asarray(theta, float))
+    gp = GaussianProcessRegressor(kernel, optimizer=None if theta is not None else "fmin_l_bfgs_b",
+                                  n_restarts_optimizer=0, normalize_y=False)  # fmt: skip
+    with warnings.catch_warnings():  # a length scale at its bound: that field does not matter
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        return gp.fit(X, y)
+
+
+def _gp_x(config: Mapping[str, float]) -> np.ndarray:
+    return np.log(np.array([float(config[f]) for f in GP_FIELDS]))
+
+
+@dataclass(frozen=True)
+class CorrectedLaw:
+    """A parametric law plus a Gaussian-process correction of its residuals across
+    configurations: ``log T = base(config) + f(config)``, ``f`` a Gaussian process over the log
+    fields of :data:`GP_FIELDS` (a squared-exponential kernel with one length scale per field and
+    a white-noise term), fitted to each configuration's mean residual of the base law. Near the
+    data the correction takes out the base law's local bias; far from it, it returns to 0 and its
+    uncertainty grows, so the interval widens where the data say least. A run's 80% interval
+    adds the seeds' pooled scatter about their configuration's mean to the process's predictive
+    variance (normal). Where the base law predicts no transition, or a step of 0, so does this.
+
+    Attributes:
+        name, label: as :class:`LogLinearLaw`'s.
+        base: the parametric law.
+    """
+
+    name: str
+    label: str
+    base: LogLinearLaw
+
+    @property
+    def terms(self) -> tuple[str, ...]:
+        return self.base.terms
+
+    @property
+    def extra(self) -> tuple[str, ...]:
+        return self.base.extra
+
+    def fit(self, rows: pd.DataFrame) -> FittedCorrected:
+        fitted = self.base.fit(rows)
+        ok = rows[_transitioned(rows)]
+        X, y, within = [], [], []
+        for _, g in ok.groupby(config_key(ok), sort=True):
+            c = {f: float(g[f].iloc[0]) for f in FIELDS}
+            p = fitted.predict(c)
+            if not p.transitions:  # runs the base law cannot fit: no residual to correct
+                continue
+            r = np.log(g["transition_step"].to_numpy(float)) - p.log_mean
+            X.append(_gp_x(c))
+            y.append(float(r.mean()))
+            within += list(r - r.mean())
+        X_, y_ = np.array(X), np.array(y)
+        dof = len(within) - len(y_)
+        if len(y_) < 3 or dof < 1:
+            raise ValueError(f"{self.label}: {len(y_)} configurations cannot fit a correction")
+        seed_var = float(np.sum(np.square(within)) / dof)
+        center, scale = X_.mean(axis=0), X_.std(axis=0)
+        scale[scale == 0] = 1.0
+        gp = _gp((X_ - center) / scale, y_)
+        return FittedCorrected(self, fitted, X_, y_, center, scale, gp.kernel_.theta, seed_var,
+                               dof, gp)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class FittedCorrected:
+    """A fitted :class:`CorrectedLaw`: the base law's fit, the configurations' log fields ``X``
+    and mean residuals ``y``, the fields' centring and scaling, the process's log
+    hyperparameters ``theta``, the seeds' pooled variance about their configuration's mean and
+    its degrees of freedom."""
+
+    model: CorrectedLaw
+    base: FittedLaw
+    X: np.ndarray
+    y: np.ndarray
+    center: np.ndarray
+    scale: np.ndarray
+    theta: np.ndarray
+    seed_var: float
+    dof: int
+    gp: object = field(default=None, repr=False, compare=False)
+
+    @property
+    def name(self) -> str:
+        return self.model.name
+
+    @property
+    def n(self) -> int:
+        return self.base.n
+
+    @property
+    def sigma(self) -> float:
+        return self.base.sigma
+
+    def coefficients(self) -> dict[str, float]:
+        return self.base.coefficients()
+
+    def stderr(self) -> dict[str, float]:
+        return self.base.stderr()
+
+    def hyperparameters(self) -> dict[str, float]:
+        """The correction's scales: its prior sd, one length scale per field (in sd of that
+        field's log over the data's configurations; large: the field hardly matters) and the sd
+        of a configuration's own deviation (white noise)."""
+        k = self.gp.kernel_
+        out = {"prior sd": float(math.sqrt(k.k1.k1.constant_value))}
+        for f, s in zip(GP_FIELDS, np.atleast_1d(k.k1.k2.length_scale), strict=True):
+            out[f"length scale of log {f}"] = float(s)
+        out["configuration noise sd"] = float(math.sqrt(k.k2.noise_level))
+        out["seeds' sd"] = float(math.sqrt(self.seed_var))
+        return out
+
+    def correction(self, config: Mapping[str, float]) -> tuple[float, float]:
+        """The process's mean and sd (white noise included) of the base law's error at
+        ``config``."""
+        x = ((_gp_x(config) - self.center) / self.scale)[None, :]
+        mean, sd = self.gp.predict(x, return_std=True)
+        return float(mean[0]), float(sd[0])
+
+    def predict(self, config: Mapping[str, float]) -> Prediction:
+        p = self.base.predict(config)
+        if not p.transitions:
+            return p
+        shift, sd_gp = self.correction(config)
+        mean = p.log_mean + shift
+        sd = math.sqrt(sd_gp**2 + self.seed_var)
+        return Prediction(math.exp(mean), math.exp(mean - Z80 * sd), math.exp(mean + Z80 * sd),
+                          mean, sd)  # fmt: skip
+
+    def to_dict(self) -> dict:
+        return {
+            "model": self.model.name,
+            "base": self.base.to_dict(),
+            "X": [[float(v) for v in r] for r in self.X],
+            "y": [float(v) for v in self.y],
+            "center": [float(v) for v in self.center],
+            "scale": [float(v) for v in self.scale],
+            "theta": [float(v) for v in self.theta],
+            "seed_var": self.seed_var,
+            "dof": self.dof,
+        }
+
+    @staticmethod
+    def from_dict(d: Mapping) -> FittedCorrected:
+        model = next(m for m in MODELS if m.name == d["model"])
+        base = FittedLaw.from_dict(d["base"])
+        if base.model is not model.base:
+            raise ValueError(f"the stored law {d['model']!r} has another base than the code's")
+        X, y = np.array(d["X"], float), np.array(d["y"], float)
+        center, scale = np.array(d["center"], float), np.array(d["scale"], float)
+        theta = np.array(d["theta"], float)
+        if X.ndim != 2 or X.shape != (len(y), len(GP_FIELDS)) or theta.shape != (
+            len(GP_FIELDS) + 2,
+        ):
+            raise ValueError(f"the stored law {d['model']!r} has a correction of another shape")
+        gp = _gp((X - center) / scale, y, theta=theta)
+        return FittedCorrected(model, base, X, y, center, scale, theta, float(d["seed_var"]),
+                               int(d["dof"]), gp)  # fmt: skip
+
+
+def fitted_from_dict(d: Mapping):
+    """A stored fit of any model of :data:`MODELS`, by its ``model`` name."""
+    model = next(m for m in MODELS if m.name == d["model"])
+    return (FittedCorrected if isinstance(model, CorrectedLaw) else FittedLaw).from_dict(d)
+
+
+LAW = CorrectedLaw(
+    name="law", label="the law (the third law + a Gaussian-process correction)", base=FLOW_LAW
+)
+
+
+MODELS = (LAW, FLOW_LAW, THRESHOLD_LAW, DRIVE_LAW, FREE_POWER_LAW, TOKENS_FORM, N2_FORM)
 """The log-linear models, the law first."""
 
 
 def all_models() -> list:
-    return [LAW, THRESHOLD_LAW, DRIVE_LAW, NearestConfiguration(), TOKENS_FORM, N2_FORM,
-            FREE_POWER_LAW]  # fmt: skip
+    return [LAW, FLOW_LAW, THRESHOLD_LAW, DRIVE_LAW, NearestConfiguration(), TOKENS_FORM,
+            N2_FORM, FREE_POWER_LAW]  # fmt: skip
 
 
 def _transitioned(rows: pd.DataFrame) -> pd.Series:
@@ -597,7 +803,7 @@ class StoredLaw:
             d = json.loads(path.read_text())
             for rec in d.get("observed", ()):
                 _check_observed(rec)
-            return StoredLaw(FittedLaw.from_dict(d["law"]), d["ranges"], d["fixed"],
+            return StoredLaw(fitted_from_dict(d["law"]), d["ranges"], d["fixed"],
                              d.get("calibration", {}), d.get("data", ""),
                              tuple(d.get("observed", ())))  # fmt: skip
         except (KeyError, TypeError, ValueError, StopIteration) as err:

@@ -112,12 +112,16 @@ def _log_error(pred, obs: float) -> float:
 
 
 def combined_scores(
-    rows: pd.DataFrame, curves: pd.DataFrame, law: LogLinearLaw = LAW
+    rows: pd.DataFrame,
+    curves: pd.DataFrame,
+    law: LogLinearLaw = LAW,
+    forecasts: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """One row per (held-out run, fraction of :data:`FRACTIONS`): the law's, the curve
     forecaster's and the combination's forecasts, errors and whether their 80% interval holds the
-    run's step (the curve forecaster alone: its own stated interval)."""
-    fc = curve_forecasts(rows, curves)
+    run's step (the curve forecaster alone: its own stated interval). ``forecasts``: what
+    :func:`curve_forecasts` gives for these rows and curves, when the caller has it already."""
+    fc = curve_forecasts(rows, curves) if forecasts is None else forecasts
     if fc.empty:
         return pd.DataFrame()
     priors = _priors(rows, law)

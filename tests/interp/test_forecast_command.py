@@ -12,21 +12,23 @@ from interp.cli import main
 from interp.train.overrides import build_configs
 from phenomenology.transition_law import FIELDS, LAW, law_inputs, law_prior, term_fields
 
-# A law with known coefficients: log T = log 350 - log lr, residual sd 0.1 on 10 degrees of
-# freedom, no uncertainty in the coefficients (X'X)^-1 = 0: at lr 0.01, T = 35,000 and the 80%
-# interval is exp(±t(0.9, 10) x 0.1) = exp(±0.13722) around it.
+# A law with known coefficients: log tau = log 350 and no finite-step stretch (kappa = e^-20),
+# so T = 350 / lr; residual sd 0.1 on 10 degrees of freedom, no uncertainty in the coefficients
+# (J'J)^-1 = 0: at lr 0.01, T = 35,000 and the 80% interval is exp(±t(0.9, 10) x 0.1) =
+# exp(±0.13722) around it.
 T90_10 = 1.372183641
 TERMS = list(LAW.terms)
 
 
 def write_law(path, observed=(), **ranges):
-    coef = [math.log(350.0), -1.0] + [0.0] * (len(TERMS) - 1)
+    coef = [math.log(350.0)] + [0.0] * len(TERMS) + [-20.0]
     _, settings = law_inputs(*build_configs("paper-fig3", {"hidden_bias": "per_unit"}, 0)[:3])
     box = {"K": [128, 1024], "L": [16, 64], "N": [4, 24], "B": [1, 4], "eps": [0.05, 0.2],
            "p_C": [0.5, 0.95], "lr": [0.01, 0.2], "batch_size": [128, 128]} | ranges  # fmt: skip
     assert set(box) == set(FIELDS)
     path.write_text(json.dumps({
-        "law": {"model": "law", "terms": TERMS, "offset": "none", "coef": coef,
+        "law": {"model": "law", "terms": TERMS, "offset": "none", "extra": ["log kappa"],
+                "coef": coef,
                 "xtx_inv": [[0.0] * len(coef) for _ in coef], "sigma": 0.1, "dof": 10, "n": 17},
         "calibration": {}, "ranges": box, "fixed": settings, "data": "a test law",
         "observed": list(observed),
@@ -102,7 +104,6 @@ def test_a_term_at_its_limit_names_the_fields_it_reads(tmp_path, capsys):
     law = json.loads(write_law(tmp_path / "law.json", p_C=[0.0, 0.95]).read_text())
     terms = law["law"]["terms"]
     law["law"]["coef"][1 + terms.index("log p_C")] = 0.2  # T -> 0 as p_C -> 0
-    law["law"]["coef"][1 + terms.index("log (1-n/L)")] = -0.5  # T -> inf as n -> L
     (tmp_path / "law.json").write_text(json.dumps(law))
     args = ["forecast", "--preset", "paper-fig3", "--set", "hidden_bias=per_unit",
             "--law", str(tmp_path / "law.json")]  # fmt: skip
@@ -110,13 +111,20 @@ def test_a_term_at_its_limit_names_the_fields_it_reads(tmp_path, capsys):
     assert main([*args, "--set", "p_C=0"]) == 2
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and err.startswith("error: p_C=0: log p_C is at its limit")
-    # n = L = 16 (N 16, L 16): no transition expected, said, not refused
-    assert main([*args, "--set", "N=16", "--set", "L=16"]) == 0
+    # with the opposite sign, T -> inf as p_C -> 0: no transition expected, said, not refused
+    law["law"]["coef"][1 + terms.index("log p_C")] = -0.2
+    (tmp_path / "law.json").write_text(json.dumps(law))
+    assert main([*args, "--set", "p_C=0"]) == 0
     out = capsys.readouterr().out
-    assert "transition: none expected (log (1-n/L) is at its limit" in out
+    assert "transition: none expected (log p_C is at its limit" in out
     assert "within the budget: no (P = 0)" in out
+    # beyond n = L (where the law predicts none) the task itself refuses, naming its fields
+    assert main([*args, "--set", "N=24", "--set", "L=16"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "N / B = 24" in err and "L=16" in err
     # a term that reads several fields names them all
-    assert term_fields("log (1-n/L)") == ("L", "N", "B") and term_fields("log K") == ("K",)
+    assert term_fields("log P(distinct labels)") == ("L", "N", "B")
+    assert term_fields("log (1-1/n)") == ("N", "B") and term_fields("log K") == ("K",)
 
 
 def test_a_missing_or_broken_law_is_one_line(tmp_path, capsys):

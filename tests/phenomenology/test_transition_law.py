@@ -15,6 +15,7 @@ from phenomenology.transition_law import (
     LAW,
     N2_FORM,
     TERMS,
+    THRESHOLD_LAW,
     TOKENS_FORM,
     NearestConfiguration,
     Prediction,
@@ -22,14 +23,19 @@ from phenomenology.transition_law import (
     floor,
     forecast_later,
     leave_one_out,
+    log_p_distinct,
     power_exponent,
 )
 from phenomenology.transition_scores import _lead, auroc
 
-# The law's exponents, as the data below are drawn (log T = c0 + sum of these times the terms).
-TRUE = {"intercept": 3.0, "log lr": -1.0, "log N": 0.5, "log lr x log N": 0.1, "log K": 0.1,
-        "log eps": 0.2, "log p_C": -0.4, "log (n-1)": 1.0, "log (1-n/L)": -0.6,
-        "log L": 0.2}  # fmt: skip
+# The law's parameters, as the data below are drawn: log tau = c0 + sum of these times the
+# terms, T = tau / lr x (1 + kappa lr tau).
+TRUE = {"intercept": 4.3, "log P(distinct labels)": -0.2, "log (1-1/n)": 3.4, "log N": 0.15,
+        "log L": 0.35, "log K": 0.05, "log eps": 0.2, "log p_C": -0.4, "log kappa": -5.8}  # fmt: skip
+# The second law's exponents, as its data are drawn (log T = c0 + sum of these times the terms).
+TRUE_THRESHOLD = {"intercept": 3.0, "log lr": -1.0, "log N": 0.5, "log lr x log N": 0.1,
+                  "log K": 0.1, "log eps": 0.2, "log p_C": -0.4, "log (n-1)": 1.0,
+                  "log (1-n/L)": -0.6, "log L": 0.2}  # fmt: skip
 CONFIGS = [
     {}, {"lr": 0.2}, {"lr": 0.05}, {"lr": 0.03}, {"N": 4}, {"N": 16}, {"N": 12}, {"B": 2},
     {"B": 4}, {"K": 1024}, {"K": 128}, {"eps": 0.2}, {"eps": 0.05}, {"p_C": 0.5}, {"p_C": 0.95},
@@ -38,33 +44,66 @@ CONFIGS = [
 CENTRE = {"K": 256, "L": 32, "N": 8, "B": 1, "eps": 0.1, "p_C": 0.8, "lr": 0.1, "batch_size": 128}
 
 
+def p_distinct(n: int, L: int) -> float:
+    """The chance that ``n`` classes carry ``n`` distinct labels of ``L``, as a product."""
+    return math.prod(1 - i / L for i in range(n))
+
+
 def law_value(c: dict) -> float:
-    """The drawn law at ``c``, written out term by term (not through the code's ``TERMS``)."""
+    """The drawn law's ``log T`` at ``c``, written out term by term (not through the code)."""
     n = c["N"] / c["B"]
-    return (TRUE["intercept"] + TRUE["log lr"] * math.log(c["lr"]) + TRUE["log N"] * math.log(c["N"])
-            + TRUE["log lr x log N"] * math.log(c["lr"]) * math.log(c["N"])
-            + TRUE["log K"] * math.log(c["K"]) + TRUE["log eps"] * math.log(c["eps"])
-            + TRUE["log p_C"] * math.log(c["p_C"]) + TRUE["log (n-1)"] * math.log(n - 1)
-            + TRUE["log (1-n/L)"] * math.log(1 - n / c["L"])
-            + TRUE["log L"] * math.log(c["L"]))  # fmt: skip
+    log_tau = (TRUE["intercept"] + TRUE["log P(distinct labels)"] * math.log(p_distinct(int(n), c["L"]))
+               + TRUE["log (1-1/n)"] * math.log(1 - 1 / n) + TRUE["log N"] * math.log(c["N"])
+               + TRUE["log L"] * math.log(c["L"]) + TRUE["log K"] * math.log(c["K"])
+               + TRUE["log eps"] * math.log(c["eps"]) + TRUE["log p_C"] * math.log(c["p_C"]))  # fmt: skip
+    tau = math.exp(log_tau)
+    return math.log(tau / c["lr"] * (1 + math.exp(TRUE["log kappa"]) * c["lr"] * tau))
 
 
-def grid_rows(sd: float = 0.1, seeds: int = 3, seed: int = 0) -> pd.DataFrame:
+def threshold_value(c: dict) -> float:
+    """The second law at ``c``, written out term by term."""
+    t, n = TRUE_THRESHOLD, c["N"] / c["B"]
+    return (t["intercept"] + t["log lr"] * math.log(c["lr"]) + t["log N"] * math.log(c["N"])
+            + t["log lr x log N"] * math.log(c["lr"]) * math.log(c["N"])
+            + t["log K"] * math.log(c["K"]) + t["log eps"] * math.log(c["eps"])
+            + t["log p_C"] * math.log(c["p_C"]) + t["log (n-1)"] * math.log(n - 1)
+            + t["log (1-n/L)"] * math.log(1 - n / c["L"])
+            + t["log L"] * math.log(c["L"]))  # fmt: skip
+
+
+def grid_rows(sd: float = 0.1, seeds: int = 3, seed: int = 0, value=law_value) -> pd.DataFrame:
     rng = np.random.default_rng(seed)
     rows = []
     for i, change in enumerate(CONFIGS):
         c = {**CENTRE, **change}
         for s in range(seeds):
-            t = math.exp(law_value(c) + sd * rng.standard_normal())
+            t = math.exp(value(c) + sd * rng.standard_normal())
             rows.append({"point": f"p{i}", "seed": s, **c, "transition_step": t,
                          "transitioned": True, "budget": 1e9})  # fmt: skip
     return pd.DataFrame(rows)
 
 
-def test_the_law_recovers_the_exponents_it_was_drawn_from():
+def test_the_law_recovers_the_parameters_it_was_drawn_from():
     fitted = LAW.fit(grid_rows(sd=0.02))
     coef = fitted.coefficients()
+    assert list(coef) == ["intercept", *LAW.terms, "log kappa"]
+    for k, v in TRUE.items():  # the finite-step stretch is small here: its size less sure
+        assert coef[k] == pytest.approx(v, abs=0.6 if k == "log kappa" else 0.1), k
+    assert fitted.sigma == pytest.approx(0.02, rel=0.3)
+    # beyond the data's learning rates, the stretch carries the forecast: lr 0.01 and 0.4
+    for lr in (0.01, 0.4):
+        c = {**CENTRE, "N": 12, "lr": lr}
+        assert fitted.predict(c).log_mean == pytest.approx(law_value(c), abs=0.05), lr
+    exact = LAW.fit(grid_rows(sd=0.0))  # exact data: every parameter, to the fit's tolerance
     for k, v in TRUE.items():
+        assert exact.coefficients()[k] == pytest.approx(v, abs=1e-5), k
+    assert exact.sigma < 1e-8
+
+
+def test_the_second_law_recovers_the_exponents_it_was_drawn_from():
+    fitted = THRESHOLD_LAW.fit(grid_rows(sd=0.02, value=threshold_value))
+    coef = fitted.coefficients()
+    for k, v in TRUE_THRESHOLD.items():
         assert coef[k] == pytest.approx(v, abs=0.05), k
     assert fitted.sigma == pytest.approx(0.02, rel=0.3)
 
@@ -89,34 +128,51 @@ def test_points_declared_later_are_forecast_by_the_fit_of_the_earlier_ones_alone
     rows = grid_rows(sd=0.0, seeds=2)  # exact: the fit of the earlier points is the truth
     later = ("p7", "p16")  # B 2 and L 64
     never = rows[rows["point"] == "p0"].assign(
-        point="late-none", L=8.0, N=8.0, transitioned=False, transition_step=np.nan
+        point="late-none", L=8.0, N=12.0, transitioned=False, transition_step=np.nan
     )
     rows = pd.concat([rows, never], ignore_index=True)
     rows.loc[rows["point"] == "p16", "transition_step"] *= math.exp(0.3)  # later: off the law
     scores = forecast_later(rows, (*later, "late-none"))
     law = scores[scores["model"] == "law"].set_index(["point", "seed"])
     assert len(law) == 6
-    assert set(scores["model"]) == {"law", "drive", "nearest", "tokens", "n2", "free"}
+    assert set(scores["model"]) == {"law", "threshold", "drive", "nearest", "tokens", "n2", "free"}
     b2 = {**CENTRE, "B": 2}
-    assert law.loc[("p7", 0), "predicted"] == pytest.approx(math.exp(law_value(b2)), rel=1e-9)
-    assert law.loc[("p7", 1), "abs_log_error"] == pytest.approx(0.0, abs=1e-9)
-    assert law.loc[("p16", 0), "abs_log_error"] == pytest.approx(0.3, abs=1e-9)  # not refitted
-    assert not law.loc[("p16", 0), "covered"]  # an exact fit's interval is a point
-    none = law.loc[("late-none", 0)]  # L = n: the law predicts no transition, and has no error
+    assert law.loc[("p7", 0), "predicted"] == pytest.approx(math.exp(law_value(b2)), rel=1e-6)
+    assert law.loc[("p7", 1), "abs_log_error"] == pytest.approx(0.0, abs=1e-6)
+    assert law.loc[("p16", 0), "abs_log_error"] == pytest.approx(0.3, abs=1e-6)  # not refitted
+    assert not law.loc[("p16", 0), "covered"]  # an exact fit's interval is (nearly) a point
+    none = law.loc[("late-none", 0)]  # n > L: the law predicts no transition, and has no error
     assert not none["transitioned"] and math.isnan(none["abs_log_error"])
     assert none["p_within"] == 0.0 and math.isinf(none["predicted"])
 
 
-def test_the_law_predicts_no_transition_at_n_equal_to_l_nor_where_the_novel_share_vanishes():
+def test_the_law_predicts_no_transition_beyond_n_equal_to_l_nor_where_the_novel_share_vanishes():
     fitted = LAW.fit(grid_rows(sd=0.05))
+    at = fitted.predict({**CENTRE, "L": 8})  # n = N / B = 8 = L: distinct labels still possible
+    assert at.transitions and at.step > fitted.predict({**CENTRE, "L": 16}).step
+    beyond = fitted.predict({**CENTRE, "L": 8, "N": 12})  # n > L: two classes share a label
+    assert not beyond.transitions and "log P(distinct labels)" in beyond.reason
+    assert beyond.p_within(1e12) == 0.0
+    assert not fitted.predict({**CENTRE, "p_C": 0.0}).transitions  # drawn with a negative p_C term
+    # one class a context (n = 1): nothing to tell apart, the step goes to 0, which is no forecast
+    alone = fitted.predict({**CENTRE, "B": 8})
+    assert alone.step == 0.0 and "log (1-1/n)" in alone.reason
+    for n, L in ((8, 8), (12, 16), (2, 32), (1, 4)):
+        value = TERMS["log P(distinct labels)"]({**CENTRE, "N": n, "L": L})
+        assert value == pytest.approx(math.log(p_distinct(n, L)), rel=1e-12, abs=1e-12), (n, L)
+    assert log_p_distinct(9, 8) == -math.inf
+    assert TERMS["log (1-1/n)"]({**CENTRE, "B": 2}) == pytest.approx(math.log(0.75))
+
+
+def test_the_second_law_predicts_no_transition_at_n_equal_to_l():
+    fitted = THRESHOLD_LAW.fit(grid_rows(sd=0.05, value=threshold_value))
     stuck = fitted.predict({**CENTRE, "L": 8})  # n = N / B = 8 = L
     assert not stuck.transitions and "log (1-n/L)" in stuck.reason
     assert stuck.p_within(1e12) == 0.0
     beyond = fitted.predict({**CENTRE, "L": 8, "N": 12})  # n > L: no transition either
     assert not beyond.transitions and beyond.p_within(1e12) == 0.0
     assert not fitted.predict({**CENTRE, "p_C": 0.0}).transitions
-    # one class a context (n = 1): no distractor, the step goes to 0, which is no forecast
-    alone = fitted.predict({**CENTRE, "B": 8})
+    alone = fitted.predict({**CENTRE, "B": 8})  # n = 1: no distractor, no forecast
     assert alone.step == 0.0 and "log (n-1)" in alone.reason
     assert TERMS["log (n-1)"]({**CENTRE, "B": 2}) == pytest.approx(math.log(3))
     assert TERMS["log (1-n/L)"]({**CENTRE, "L": 16}) == pytest.approx(math.log(0.5))
@@ -124,7 +180,7 @@ def test_the_law_predicts_no_transition_at_n_equal_to_l_nor_where_the_novel_shar
 
 
 def test_the_first_law_predicts_no_transition_where_the_drive_vanishes():
-    fitted = DRIVE_LAW.fit(grid_rows(sd=0.05))
+    fitted = DRIVE_LAW.fit(grid_rows(sd=0.05, value=threshold_value))
     stuck = fitted.predict({**CENTRE, "L": 8})  # drive 1/8 - 1/8 = 0
     assert not stuck.transitions and "log drive" in stuck.reason
     assert fitted.predict({**CENTRE, "L": 16}).transitions
@@ -272,11 +328,12 @@ def test_a_term_at_its_limit_follows_its_coefficients_sign():
     from phenomenology.transition_law import FittedLaw
 
     # log T = 8 + 0.2 log p_C - 1.0 log (1 - n/L) (every other coefficient 0)
-    coef = np.zeros(len(LAW.terms) + 1)
+    terms = THRESHOLD_LAW.terms
+    coef = np.zeros(len(terms) + 1)
     coef[0] = 8.0
-    coef[1 + LAW.terms.index("log p_C")] = 0.2
-    coef[1 + LAW.terms.index("log (1-n/L)")] = -1.0
-    law = FittedLaw(LAW, coef, np.zeros((len(coef), len(coef))), 0.1, 10, 20)
+    coef[1 + terms.index("log p_C")] = 0.2
+    coef[1 + terms.index("log (1-n/L)")] = -1.0
+    law = FittedLaw(THRESHOLD_LAW, coef, np.zeros((len(coef), len(coef))), 0.1, 10, 20)
     assert law.predict(CENTRE).step == pytest.approx(
         math.exp(8.0 + 0.2 * math.log(0.8) - math.log(1 - 8 / 32)))
     never = law.predict({**CENTRE, "L": 8})  # n = L, coefficient < 0: T -> inf
@@ -286,12 +343,38 @@ def test_a_term_at_its_limit_follows_its_coefficients_sign():
     assert zero.p_within(100.0) == 1.0
 
 
+def test_the_laws_step_is_gradient_flow_time_over_lr_stretched_by_its_finite_step_factor():
+    from phenomenology.transition_law import FittedLaw
+
+    # log tau = log 300 + 0.2 log p_C, kappa = 0.01: T = tau / lr x (1 + 0.01 lr tau)
+    coef = np.zeros(len(LAW.terms) + 2)
+    coef[0], coef[-1] = math.log(300.0), math.log(0.01)
+    coef[1 + LAW.terms.index("log p_C")] = 0.2
+    law = FittedLaw(LAW, coef, np.zeros((len(coef), len(coef))), 0.1, 10, 20)
+    tau = 300.0 * 0.8**0.2
+    for lr in (0.01, 0.1, 1.0):
+        assert law.predict({**CENTRE, "lr": lr}).step == pytest.approx(
+            tau / lr * (1 + 0.01 * lr * tau), rel=1e-12)  # fmt: skip
+    zero = law.predict({**CENTRE, "p_C": 0.0})
+    assert zero.step == 0.0 and "log p_C" in zero.reason
+    # the interval through the Jacobian: with a known intercept only, sd = sigma sqrt(1 + v j^2)
+    cov = np.zeros((len(coef), len(coef)))
+    cov[0, 0] = 0.5
+    wide = FittedLaw(LAW, coef, cov, 0.1, 10, 20).predict(CENTRE)
+    s = 0.01 * 0.1 * tau
+    j = 1 + s / (1 + s)  # d log T / d c0
+    from scipy.stats import t as student
+
+    q = float(student.ppf(0.9, 10))
+    assert math.log(wide.high / wide.step) == pytest.approx(q * 0.1 * math.sqrt(1 + 0.5 * j**2))
+
+
 def test_configurations_that_did_not_transition_are_forecast_held_out_and_contradictions_named():
     from interp.experiments.catalog.transition_law_page import _negative_lines
 
     rows = grid_rows(sd=0.05).assign(role="axis")
     # two configurations with no transition in 20k steps: lr 0.001, where the drawn law's step is
-    # about 2.7e5 (the fitted law gives it almost no chance), and lr 0.3, where it is about 2.9e3
+    # about 2.4e5 (the fitted law gives it almost no chance), and lr 0.3, where it is about 9.6e2
     # (the fitted law is sure of a transition: contradicted)
     for name, change in (("slow", {"lr": 0.001}), ("fast", {"lr": 0.3})):
         for s in range(3):
@@ -306,7 +389,7 @@ def test_configurations_that_did_not_transition_are_forecast_held_out_and_contra
     verdict = lines[-1]
     assert f"fast ({LAW.label} 1.00" in verdict
     assert f"slow ({LAW.label}" not in verdict
-    # the nearest configuration of lr 0.001 is lr 0.03, whose step (1.8e4) is within 20k
+    # the nearest configuration of lr 0.001 is lr 0.03, whose step (8.1e3) is within 20k
     assert "slow (nearest-configuration lookup" in verdict
     assert _negative_lines(grid_rows()) == []  # every configuration transitioned: no section
 

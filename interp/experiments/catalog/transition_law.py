@@ -117,6 +117,16 @@ GRID = TransitionGrid(
         _P(name="L128-N16", overrides={"L": 128, "N": 16}, role="cross", seeds=(0, 1, 2)),
         _P(name="lr0.2-L16-N13", overrides={"lr": 0.2, "L": 16, "N": 13}, role="cross",
            budget=20_000, seeds=(0, 1, 2)),
+        _P(name="K512", overrides={"K": 512}, seeds=(0, 1, 2, 3)),
+        _P(name="N9", overrides={"N": 9}, seeds=(0, 1, 2, 3)),
+        _P(name="lr0.07", overrides={"lr": 0.07}, seeds=(0, 1, 2, 3)),
+        _P(name="B2-N10", overrides={"B": 2, "N": 10}, role="cross", seeds=(0, 1, 2, 3)),
+        _P(name="B2-L16-N8", overrides={"B": 2, "L": 16}, role="cross", seeds=(0, 1, 2, 3)),
+        _P(name="pC0.65-eps0.15", overrides={"p_C": 0.65, "eps": 0.15}, role="sub",
+           seeds=(0, 1, 2, 3)),
+        _P(name="L64-N6", overrides={"L": 64, "N": 6}, role="cross", seeds=(0, 1, 2, 3)),
+        _P(name="lr0.15-N12", overrides={"lr": 0.15, "N": 12}, role="cross", seeds=(0, 1, 2, 3)),
+        _P(name="B3-N15", overrides={"B": 3, "N": 15}, role="cross", seeds=(0, 1, 2, 3)),
     ),
     seeds=(0, 1, 2, 3, 4, 5),
     budget=16_000,
@@ -124,8 +134,8 @@ GRID = TransitionGrid(
 )
 """Six seeds a point (the first three trained first; three more measure the seeds' scatter, which
 bounds any law, better), except N 24, whose three 60,000-step runs took 1.4 h and did not
-transition, and L16-N14, whose three runs have a 32k budget. The points from ``B2-N16`` on are
-:data:`LATER`."""
+transition, and the long or uncertain points declared last (three seeds each). The points from
+``B2-N16`` on are :data:`LATER`."""
 
 LATER = DECLARED_AFTER
 """The points declared after each law's form was fixed and fitted on the points before them,
@@ -136,8 +146,11 @@ zero at ``n = L``, with a longer budget), N 10 between the N axis's points and L
 axis (L must divide the novel pool of 128 classes). After the law: the points where the two laws
 and the free power law disagree most that a run of minutes reaches (L with N near and far from
 ``n = L``, ``B = 3``, the learning rate with N, K with L; ``L16-N14``, nearest ``n = L``, with
-three seeds and a 32k budget). The page scores each law fitted without its later points on
-them: a forecast made before they were trained."""
+three seeds and a 32k budget). After the third law (``law``): where it and the second law part
+most within a run of minutes (L 8 with n 6 and 7, where the second law's threshold and the third
+law's label term differ most; n 3 and 4 at B 3 and 4; lr 0.2 at N 18 and at L16-N13, where the
+third law's finite-step stretch is largest; L 64 at N 4 and L 128 at N 16). The page scores each
+law fitted without its later points on them: a forecast made before they were trained."""
 
 QUICK_GRID = TransitionGrid(
     preset="tiny",
@@ -168,10 +181,22 @@ def _produce(experiment, tier: str, runs: Path, workers, log, out: Path | None =
     run_grid(grid, runs, workers=workers or 2, log=log, skip=skip)
     new, new_curves = collect(grid, runs, skip=skip)
     rows, curves = _in_grid_order(grid, kept, new), _in_grid_order(grid, kept_curves, new_curves)
-    companions = {CURVES: curves, **score_tables(rows, curves, log=log)}
+    forecasts = _curve_forecasts(rows, curves, log)
+    companions = {CURVES: curves, **score_tables(rows, curves, log=log, forecasts=forecasts)}
     if rows["transitioned"].astype(bool).groupby(rows["point"]).any().sum() >= 8:
-        companions[LAW_JSON] = fit_law_record(rows, curves)
+        companions[LAW_JSON] = fit_law_record(rows, curves, forecasts=forecasts)
     return rows, companions
+
+
+def _curve_forecasts(rows: pd.DataFrame, curves: pd.DataFrame, log) -> pd.DataFrame | None:
+    """Every transitioned run's partial-curve forecasts, computed once for the scores and the
+    calibration (None when too few configurations transitioned to score)."""
+    from phenomenology.transition_scores import curve_forecasts
+
+    if rows.loc[rows["transitioned"].astype(bool), "point"].nunique() < 8:
+        return None
+    log("scoring: the partial-curve forecasts of every run")
+    return curve_forecasts(rows, curves)
 
 
 def _committed(grid, tier: str, out: Path | None, log) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -215,8 +240,11 @@ def _in_grid_order(grid, *frames: pd.DataFrame) -> pd.DataFrame:
     return both.drop(columns="_rank").reset_index(drop=True)
 
 
-def score_tables(rows: pd.DataFrame, curves: pd.DataFrame, log=print) -> dict[str, pd.DataFrame]:
-    """The held-out score tables of the page, from the rows and curves alone (deterministic)."""
+def score_tables(
+    rows: pd.DataFrame, curves: pd.DataFrame, log=print, forecasts: pd.DataFrame | None = None
+) -> dict[str, pd.DataFrame]:
+    """The held-out score tables of the page, from the rows and curves alone (deterministic;
+    ``forecasts``: their partial-curve forecasts, when the caller has them already)."""
     from phenomenology.transition_law import leave_one_out
     from phenomenology.transition_scores import combined_scores, early_warning, warning_signals
 
@@ -228,13 +256,15 @@ def score_tables(rows: pd.DataFrame, curves: pd.DataFrame, log=print) -> dict[st
     log("scoring: leave one configuration out")
     loo = leave_one_out(rows)
     log("scoring: before and during training combined")
-    combined = combined_scores(rows, curves)
+    combined = combined_scores(rows, curves, forecasts=forecasts)
     log("scoring: early warning")
     warning = early_warning(warning_signals(rows, curves))
     return {LOO: loo.round(6), COMBINED: combined.round(6), WARNING: warning.round(6)}
 
 
-def fit_law_record(rows: pd.DataFrame, curves: pd.DataFrame) -> dict:
+def fit_law_record(
+    rows: pd.DataFrame, curves: pd.DataFrame, forecasts: pd.DataFrame | None = None
+) -> dict:
     """What ``induction-cliff forecast`` and the live forecast read: the law fitted on every
     run, the combination's calibration (every run's partial-curve forecasts against its prior from
     the law fitted without its configuration), the grid's range of each field (its runs that did
@@ -253,7 +283,9 @@ def fit_law_record(rows: pd.DataFrame, curves: pd.DataFrame) -> dict:
 
     fitted = LAW.fit(rows)
     ok = rows[_transitioned(rows)]
-    errs = calibration_rows(curve_forecasts(rows, curves), _priors(rows, LAW))
+    if forecasts is None:
+        forecasts = curve_forecasts(rows, curves)
+    errs = calibration_rows(forecasts, _priors(rows, LAW))
     _, settings = law_inputs(*build_configs(GRID.preset, GRID.overrides(GRID.points[0]), 0)[:3])
     return {
         "law": fitted.to_dict(),
@@ -265,6 +297,23 @@ def fit_law_record(rows: pd.DataFrame, curves: pd.DataFrame) -> dict:
         "data": f"docs/results/{NAME}.csv",
         "observed": observed_configurations(rows),
     }
+
+
+def _full_tier_note(grid) -> str:
+    """The full tier's size, seeds and budgets, counted from the grid."""
+    counts: dict[int, list[str]] = {}
+    budgets: dict[int, list[str]] = {}
+    for p in grid.points:
+        if p.seeds is not None and len(p.seeds) != len(grid.seeds):
+            counts.setdefault(len(p.seeds), []).append(p.name)
+        if p.budget is not None and p.budget != grid.budget:
+            budgets.setdefault(p.budget, []).append(p.name)
+    seeds = f"{len(grid.seeds)} seeds" + "".join(
+        f" ({', '.join(names)}: {n})" for n, names in sorted(counts.items()))
+    other = "; ".join(f"{b // 1000}k at {', '.join(names)}" for b, names in sorted(budgets.items()))
+    return (f"{len(grid.points)} configurations of paper-fig3 x {seeds}, {len(grid.jobs())} "
+            "runs, each run until its IC accuracy has transitioned (margin max(800, 15%, the "
+            f"rise's width)) or its budget ({grid.budget // 1000}k steps; {other}).")  # fmt: skip
 
 
 from interp.experiments.catalog.transition_law_page import render_page as _render  # noqa: E402
@@ -287,11 +336,7 @@ EXPERIMENT = register_experiment(
             "full": Tier(
                 cost="about 5 h on 2 cores",
                 cost_s=18000,
-                note=f"{len(GRID.points)} configurations of paper-fig3 x 6 seeds (N 24 and "
-                f"L16-N14: 3), {len(GRID.jobs())} runs, each run until its IC accuracy has transitioned (margin max(800, 15%, the "
-                "rise's width)) or its budget (16k steps; 60k at lr 0.01 and at N 24; 24k at "
-                "L16-N12; 32k at L16-N14; 8k for the three points chosen to test "
-                "non-transitioning runs).",
+                note=_full_tier_note(GRID),
             ),
         },
         columns=(),
