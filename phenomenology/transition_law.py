@@ -441,31 +441,81 @@ GP_FIELDS = ("lr", "N", "B", "L", "K", "eps", "p_C")
 """The configuration fields the correction of :class:`CorrectedLaw` reads (as logarithms)."""
 
 
-def _gp_kernel(n_features: int):
-    from sklearn.gaussian_process.kernels import RBF, WhiteKernel
-    from sklearn.gaussian_process.kernels import ConstantKernel as Const
-
-    return Const(0.01, (1e-6, 10.0)) * RBF(np.ones(n_features), (0.05, 100.0)) + WhiteKernel(
-        0.01, (1e-6, 1.0)
-    )
+GP_BOUNDS = ((1e-6, 10.0), (0.05, 100.0), (1e-6, 1.0))
+"""Bounds of the correction's prior variance, of each length scale (in sd of the field's log over
+the configurations) and of the white-noise variance."""
 
 
-def _gp(X: np.ndarray, y: np.ndarray, theta: np.ndarray | None = None):
-    """A Gaussian process on ``X -> y``: its hyperparameters fitted by maximum marginal likelihood
-    from a fixed start (deterministic), or set to ``theta`` (log hyperparameters) as they are."""
-    import warnings
+@dataclass(frozen=True)
+class GaussianProcess:
+    """A Gaussian process on standardized inputs: a squared-exponential kernel with one length
+    scale per input and a white-noise term, ``k(x, x') = s2 exp(-|(x - x') / l|^2 / 2) + w2
+    [x = x']``. ``theta`` is ``log(s2, l_1..l_d, w2)``."""
 
-    from sklearn.exceptions import ConvergenceWarning
-    from sklearn.gaussian_process import GaussianProcessRegressor
+    X: np.ndarray
+    y: np.ndarray
+    theta: np.ndarray
+    chol: np.ndarray = field(repr=False, compare=False)
+    alpha: np.ndarray = field(repr=False, compare=False)
 
-    kernel = _gp_kernel(X.shape[1])
-    if theta is not None:
-        kernel = kernel.clone_with_theta(np.asarray(theta, float))
-    gp = GaussianProcessRegressor(kernel, optimizer=None if theta is not None else "fmin_l_bfgs_b",
-                                  n_restarts_optimizer=0, normalize_y=False)  # fmt: skip
-    with warnings.catch_warnings():  # a length scale at its bound: that field does not matter
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        return gp.fit(X, y)
+    @staticmethod
+    def _parts(X: np.ndarray, theta: np.ndarray):
+        s2, ell, w2 = math.exp(theta[0]), np.exp(theta[1:-1]), math.exp(theta[-1])
+        D = (X[:, None, :] - X[None, :, :]) ** 2 / ell**2  # [n, n, d]
+        Kf = s2 * np.exp(-0.5 * D.sum(axis=-1))
+        return Kf, D, w2
+
+    @classmethod
+    def fit(cls, X: np.ndarray, y: np.ndarray, theta: np.ndarray | None = None) -> GaussianProcess:
+        """The process on ``X -> y``, its hyperparameters set to ``theta`` or fitted by maximum
+        marginal likelihood (L-BFGS-B from a fixed start, analytic gradient: deterministic)."""
+        from scipy.optimize import minimize
+
+        n, d = X.shape
+        if theta is None:
+            lo = [math.log(GP_BOUNDS[0][0]), *[math.log(GP_BOUNDS[1][0])] * d,
+                  math.log(GP_BOUNDS[2][0])]  # fmt: skip
+            hi = [math.log(GP_BOUNDS[0][1]), *[math.log(GP_BOUNDS[1][1])] * d,
+                  math.log(GP_BOUNDS[2][1])]  # fmt: skip
+            start = np.array([math.log(0.01), *[0.0] * d, math.log(0.01)])
+            sol = minimize(cls._neg_log_likelihood, start, args=(X, y), jac=True,
+                           method="L-BFGS-B", bounds=list(zip(lo, hi, strict=True)))  # fmt: skip
+            theta = sol.x
+        theta = np.asarray(theta, float)
+        Kf, _, w2 = cls._parts(X, theta)
+        chol = np.linalg.cholesky(Kf + w2 * np.eye(n))
+        alpha = _cho_solve(chol, y)
+        return cls(X, y, theta, chol, alpha)
+
+    @classmethod
+    def _neg_log_likelihood(cls, theta: np.ndarray, X: np.ndarray, y: np.ndarray):
+        n = len(y)
+        Kf, D, w2 = cls._parts(X, theta)
+        try:
+            chol = np.linalg.cholesky(Kf + w2 * np.eye(n))
+        except np.linalg.LinAlgError:
+            return 1e25, np.zeros_like(theta)
+        alpha = _cho_solve(chol, y)
+        lml = -0.5 * y @ alpha - np.log(np.diag(chol)).sum() - 0.5 * n * math.log(2 * math.pi)
+        chol_inv = np.linalg.inv(chol)
+        inner = np.outer(alpha, alpha) - chol_inv.T @ chol_inv
+        grads = [Kf, *(Kf * D[..., k] for k in range(D.shape[-1])), w2 * np.eye(n)]
+        grad = np.array([0.5 * np.sum(inner * g) for g in grads])
+        return -lml, -grad
+
+    def predict(self, x: np.ndarray) -> tuple[float, float]:
+        """The mean and sd (white noise included) at one standardized input ``x``."""
+        s2, ell, w2 = math.exp(self.theta[0]), np.exp(self.theta[1:-1]), math.exp(self.theta[-1])
+        k = s2 * np.exp(-0.5 * (((self.X - x) / ell) ** 2).sum(axis=1))
+        v = np.linalg.solve(self.chol, k)
+        return float(k @ self.alpha), float(math.sqrt(max(s2 + w2 - v @ v, 0.0)))
+
+
+def _cho_solve(chol: np.ndarray, b: np.ndarray) -> np.ndarray:
+    from scipy.linalg import solve_triangular
+
+    z = solve_triangular(chol, b, lower=True)
+    return solve_triangular(chol.T, z, lower=False)
 
 
 def _gp_x(config: Mapping[str, float]) -> np.ndarray:
@@ -503,26 +553,26 @@ class CorrectedLaw:
     def fit(self, rows: pd.DataFrame) -> FittedCorrected:
         fitted = self.base.fit(rows)
         ok = rows[_transitioned(rows)]
-        X, y, within = [], [], []
-        for _, g in ok.groupby(config_key(ok), sort=True):
-            c = {f: float(g[f].iloc[0]) for f in FIELDS}
-            p = fitted.predict(c)
-            if not p.transitions:  # runs the base law cannot fit: no residual to correct
-                continue
-            r = np.log(g["transition_step"].to_numpy(float)) - p.log_mean
-            X.append(_gp_x(c))
-            y.append(float(r.mean()))
-            within += list(r - r.mean())
-        X_, y_ = np.array(X), np.array(y)
+        configs = _configs(ok)
+        design = self.base.design(configs)
+        finite = np.isfinite(design).all(axis=1)  # runs the base law cannot fit: no residual
+        mean, _ = self.base.mean_and_gradient(fitted.coef, design[finite],
+                                              [c for c, f in zip(configs, finite) if f])  # fmt: skip
+        resid = pd.Series(np.log(ok["transition_step"].to_numpy(float))[finite] - mean)
+        key = config_key(ok)[finite].to_numpy()
+        by = resid.groupby(key, sort=True)
+        y_ = by.mean().to_numpy()
+        first = pd.DataFrame(configs)[finite].groupby(key, sort=True).first()
+        X_ = np.log(first[list(GP_FIELDS)].to_numpy(float))
+        within = resid - by.transform("mean")
         dof = len(within) - len(y_)
         if len(y_) < 3 or dof < 1:
             raise ValueError(f"{self.label}: {len(y_)} configurations cannot fit a correction")
-        seed_var = float(np.sum(np.square(within)) / dof)
+        seed_var = float(np.square(within.to_numpy()).sum() / dof)
         center, scale = X_.mean(axis=0), X_.std(axis=0)
         scale[scale == 0] = 1.0
-        gp = _gp((X_ - center) / scale, y_)
-        return FittedCorrected(self, fitted, X_, y_, center, scale, gp.kernel_.theta, seed_var,
-                               dof, gp)  # fmt: skip
+        gp = GaussianProcess.fit((X_ - center) / scale, y_)
+        return FittedCorrected(self, fitted, X_, y_, center, scale, gp.theta, seed_var, dof, gp)
 
 
 @dataclass(frozen=True)
@@ -541,7 +591,7 @@ class FittedCorrected:
     theta: np.ndarray
     seed_var: float
     dof: int
-    gp: object = field(default=None, repr=False, compare=False)
+    gp: GaussianProcess = field(default=None, repr=False, compare=False)
 
     @property
     def name(self) -> str:
@@ -565,20 +615,18 @@ class FittedCorrected:
         """The correction's scales: its prior sd, one length scale per field (in sd of that
         field's log over the data's configurations; large: the field hardly matters) and the sd
         of a configuration's own deviation (white noise)."""
-        k = self.gp.kernel_
-        out = {"prior sd": float(math.sqrt(k.k1.k1.constant_value))}
-        for f, s in zip(GP_FIELDS, np.atleast_1d(k.k1.k2.length_scale), strict=True):
+        t = self.theta
+        out = {"prior sd": math.exp(t[0] / 2)}
+        for f, s in zip(GP_FIELDS, np.exp(t[1:-1]), strict=True):
             out[f"length scale of log {f}"] = float(s)
-        out["configuration noise sd"] = float(math.sqrt(k.k2.noise_level))
+        out["configuration noise sd"] = math.exp(t[-1] / 2)
         out["seeds' sd"] = float(math.sqrt(self.seed_var))
         return out
 
     def correction(self, config: Mapping[str, float]) -> tuple[float, float]:
         """The process's mean and sd (white noise included) of the base law's error at
         ``config``."""
-        x = ((_gp_x(config) - self.center) / self.scale)[None, :]
-        mean, sd = self.gp.predict(x, return_std=True)
-        return float(mean[0]), float(sd[0])
+        return self.gp.predict((_gp_x(config) - self.center) / self.scale)
 
     def predict(self, config: Mapping[str, float]) -> Prediction:
         p = self.base.predict(config)
@@ -616,7 +664,7 @@ class FittedCorrected:
             len(GP_FIELDS) + 2,
         ):
             raise ValueError(f"the stored law {d['model']!r} has a correction of another shape")
-        gp = _gp((X - center) / scale, y, theta=theta)
+        gp = GaussianProcess.fit((X - center) / scale, y, theta=theta)
         return FittedCorrected(model, base, X, y, center, scale, theta, float(d["seed_var"]),
                                int(d["dof"]), gp)  # fmt: skip
 
@@ -647,7 +695,7 @@ def _transitioned(rows: pd.DataFrame) -> pd.Series:
 
 
 def _configs(rows: pd.DataFrame) -> list[dict[str, float]]:
-    return [{f: float(r[f]) for f in FIELDS} for _, r in rows.iterrows()]
+    return rows[list(FIELDS)].astype(float).to_dict("records")
 
 
 def config_key(rows: pd.DataFrame) -> pd.Series:

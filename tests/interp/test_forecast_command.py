@@ -10,14 +10,15 @@ import pytest
 
 from interp.cli import main
 from interp.train.overrides import build_configs
-from phenomenology.transition_law import FIELDS, LAW, law_inputs, law_prior, term_fields
+from phenomenology.transition_law import FIELDS, FLOW_LAW, law_inputs, law_prior, term_fields
 
-# A law with known coefficients: log tau = log 350 and no finite-step stretch (kappa = e^-20),
+# A law with known coefficients (the third law's form, which the packaged law corrects; a
+# stored law may be any model): log tau = log 350 and no finite-step stretch (kappa = e^-20),
 # so T = 350 / lr; residual sd 0.1 on 10 degrees of freedom, no uncertainty in the coefficients
 # (J'J)^-1 = 0: at lr 0.01, T = 35,000 and the 80% interval is exp(±t(0.9, 10) x 0.1) =
 # exp(±0.13722) around it.
 T90_10 = 1.372183641
-TERMS = list(LAW.terms)
+TERMS = list(FLOW_LAW.terms)
 
 
 def write_law(path, observed=(), **ranges):
@@ -27,7 +28,7 @@ def write_law(path, observed=(), **ranges):
            "p_C": [0.5, 0.95], "lr": [0.01, 0.2], "batch_size": [128, 128]} | ranges  # fmt: skip
     assert set(box) == set(FIELDS)
     path.write_text(json.dumps({
-        "law": {"model": "law", "terms": TERMS, "offset": "none", "extra": ["log kappa"],
+        "law": {"model": "flow", "terms": TERMS, "offset": "none", "extra": ["log kappa"],
                 "coef": coef,
                 "xtx_inv": [[0.0] * len(coef) for _ in coef], "sigma": 0.1, "dof": 10, "n": 17},
         "calibration": {}, "ranges": box, "fixed": settings, "data": "a test law",

@@ -11,6 +11,7 @@ import pytest
 from phenomenology.prior import calibrate, combine, prior_bin, r_bin
 from phenomenology.transition_law import (
     DRIVE_LAW,
+    FLOW_LAW,
     FREE_POWER_LAW,
     LAW,
     N2_FORM,
@@ -28,7 +29,8 @@ from phenomenology.transition_law import (
 )
 from phenomenology.transition_scores import _lead, auroc
 
-# The law's parameters, as the data below are drawn: log tau = c0 + sum of these times the
+# The third law's parameters, as the data below are drawn (the law is the third law plus a
+# correction, which on these data has nothing to correct): log tau = c0 + sum of these times the
 # terms, T = tau / lr x (1 + kappa lr tau).
 TRUE = {"intercept": 4.3, "log P(distinct labels)": -0.2, "log (1-1/n)": 3.4, "log N": 0.15,
         "log L": 0.35, "log K": 0.05, "log eps": 0.2, "log p_C": -0.4, "log kappa": -5.8}  # fmt: skip
@@ -83,10 +85,10 @@ def grid_rows(sd: float = 0.1, seeds: int = 3, seed: int = 0, value=law_value) -
     return pd.DataFrame(rows)
 
 
-def test_the_law_recovers_the_parameters_it_was_drawn_from():
-    fitted = LAW.fit(grid_rows(sd=0.02))
+def test_the_third_law_recovers_the_parameters_it_was_drawn_from():
+    fitted = FLOW_LAW.fit(grid_rows(sd=0.02))
     coef = fitted.coefficients()
-    assert list(coef) == ["intercept", *LAW.terms, "log kappa"]
+    assert list(coef) == ["intercept", *FLOW_LAW.terms, "log kappa"]
     for k, v in TRUE.items():  # the finite-step stretch is small here: its size less sure
         assert coef[k] == pytest.approx(v, abs=0.6 if k == "log kappa" else 0.1), k
     assert fitted.sigma == pytest.approx(0.02, rel=0.3)
@@ -94,7 +96,7 @@ def test_the_law_recovers_the_parameters_it_was_drawn_from():
     for lr in (0.01, 0.4):
         c = {**CENTRE, "N": 12, "lr": lr}
         assert fitted.predict(c).log_mean == pytest.approx(law_value(c), abs=0.05), lr
-    exact = LAW.fit(grid_rows(sd=0.0))  # exact data: every parameter, to the fit's tolerance
+    exact = FLOW_LAW.fit(grid_rows(sd=0.0))  # exact data: every parameter, to the fit's tolerance
     for k, v in TRUE.items():
         assert exact.coefficients()[k] == pytest.approx(v, abs=1e-5), k
     assert exact.sigma < 1e-8
@@ -135,7 +137,8 @@ def test_points_declared_later_are_forecast_by_the_fit_of_the_earlier_ones_alone
     scores = forecast_later(rows, (*later, "late-none"))
     law = scores[scores["model"] == "law"].set_index(["point", "seed"])
     assert len(law) == 6
-    assert set(scores["model"]) == {"law", "threshold", "drive", "nearest", "tokens", "n2", "free"}
+    models = {"law", "flow", "threshold", "drive", "nearest", "tokens", "n2", "free"}
+    assert set(scores["model"]) == models
     b2 = {**CENTRE, "B": 2}
     assert law.loc[("p7", 0), "predicted"] == pytest.approx(math.exp(law_value(b2)), rel=1e-6)
     assert law.loc[("p7", 1), "abs_log_error"] == pytest.approx(0.0, abs=1e-6)
@@ -147,7 +150,7 @@ def test_points_declared_later_are_forecast_by_the_fit_of_the_earlier_ones_alone
 
 
 def test_the_law_predicts_no_transition_beyond_n_equal_to_l_nor_where_the_novel_share_vanishes():
-    fitted = LAW.fit(grid_rows(sd=0.05))
+    fitted = LAW.fit(grid_rows(sd=0.05))  # the third law's limits, through its correction
     at = fitted.predict({**CENTRE, "L": 8})  # n = N / B = 8 = L: distinct labels still possible
     assert at.transitions and at.step > fitted.predict({**CENTRE, "L": 16}).step
     beyond = fitted.predict({**CENTRE, "L": 8, "N": 12})  # n > L: two classes share a label
@@ -343,14 +346,14 @@ def test_a_term_at_its_limit_follows_its_coefficients_sign():
     assert zero.p_within(100.0) == 1.0
 
 
-def test_the_laws_step_is_gradient_flow_time_over_lr_stretched_by_its_finite_step_factor():
+def test_the_third_laws_step_is_gradient_flow_time_over_lr_stretched_by_a_finite_step_factor():
     from phenomenology.transition_law import FittedLaw
 
     # log tau = log 300 + 0.2 log p_C, kappa = 0.01: T = tau / lr x (1 + 0.01 lr tau)
-    coef = np.zeros(len(LAW.terms) + 2)
+    coef = np.zeros(len(FLOW_LAW.terms) + 2)
     coef[0], coef[-1] = math.log(300.0), math.log(0.01)
-    coef[1 + LAW.terms.index("log p_C")] = 0.2
-    law = FittedLaw(LAW, coef, np.zeros((len(coef), len(coef))), 0.1, 10, 20)
+    coef[1 + FLOW_LAW.terms.index("log p_C")] = 0.2
+    law = FittedLaw(FLOW_LAW, coef, np.zeros((len(coef), len(coef))), 0.1, 10, 20)
     tau = 300.0 * 0.8**0.2
     for lr in (0.01, 0.1, 1.0):
         assert law.predict({**CENTRE, "lr": lr}).step == pytest.approx(
@@ -360,7 +363,7 @@ def test_the_laws_step_is_gradient_flow_time_over_lr_stretched_by_its_finite_ste
     # the interval through the Jacobian: with a known intercept only, sd = sigma sqrt(1 + v j^2)
     cov = np.zeros((len(coef), len(coef)))
     cov[0, 0] = 0.5
-    wide = FittedLaw(LAW, coef, cov, 0.1, 10, 20).predict(CENTRE)
+    wide = FittedLaw(FLOW_LAW, coef, cov, 0.1, 10, 20).predict(CENTRE)
     s = 0.01 * 0.1 * tau
     j = 1 + s / (1 + s)  # d log T / d c0
     from scipy.stats import t as student
@@ -445,3 +448,76 @@ def test_each_law_is_scored_on_the_points_declared_after_it_by_a_fit_without_lat
     assert "fitted on the 19 configurations declared before them" in second[2]
     assert cell(second, "p16", 8) == "0.300" and cell(second, f"{LAW.label} |", 2) == "0.300"
     assert "- Forecast before training, " + LAW.label in "\n".join(second)
+
+
+def test_the_correction_process_agrees_with_an_independent_implementation():
+    from sklearn.gaussian_process import GaussianProcessRegressor
+    from sklearn.gaussian_process.kernels import RBF, WhiteKernel
+    from sklearn.gaussian_process.kernels import ConstantKernel as Const
+
+    from phenomenology.transition_law import GaussianProcess
+
+    rng = np.random.default_rng(5)
+    X = rng.standard_normal((30, 3))
+    y = 0.3 * np.sin(2 * X[:, 0]) + 0.05 * rng.standard_normal(30)  # only the first input matters
+    theta = np.log([0.05, 0.7, 3.0, 5.0, 0.002])
+    ours = GaussianProcess.fit(X, y, theta=theta)
+    kernel = Const(0.05) * RBF([0.7, 3.0, 5.0]) + WhiteKernel(0.002)
+    ref = GaussianProcessRegressor(kernel, alpha=0.0, optimizer=None).fit(X, y)  # no jitter
+    nll, grad = GaussianProcess._neg_log_likelihood(theta, X, y)
+    ref_ll, ref_grad = ref.log_marginal_likelihood(theta, eval_gradient=True)
+    assert -nll == pytest.approx(ref_ll, rel=1e-10)
+    np.testing.assert_allclose(-grad, ref_grad, rtol=1e-8, atol=1e-10)
+    for x in (X[3], np.array([0.5, -1.0, 2.0]), np.array([9.0, 9.0, 9.0])):
+        mean, sd = ours.predict(x)
+        ref_mean, ref_sd = ref.predict(x[None, :], return_std=True)
+        assert mean == pytest.approx(float(ref_mean[0]), abs=1e-10)
+        assert sd == pytest.approx(float(ref_sd[0]), rel=1e-8)
+    far_mean, far_sd = ours.predict(np.array([9.0, 9.0, 9.0]))  # far from the data: the prior
+    assert abs(far_mean) < 1e-6 and far_sd == pytest.approx(math.sqrt(0.052), rel=1e-6)
+    fitted = GaussianProcess.fit(X, y)  # fitted: the first input is the one that matters
+    scales = np.exp(fitted.theta[1:-1])
+    assert scales[0] < 2.0 < min(scales[1:])
+
+
+def test_the_correction_takes_out_a_local_bias_of_the_base_law_and_fades_away_from_the_data():
+    rows = grid_rows(sd=0.05, seeds=4, seed=2)
+    # the base law's form misses the L = 16 and L = 16, N = 12 configurations by +0.3
+    bumped = rows["L"] == 16
+    rows.loc[bumped, "transition_step"] *= math.exp(0.3)
+    base, corrected = FLOW_LAW.fit(rows), LAW.fit(rows)
+    at = {**CENTRE, "L": 16, "N": 10}  # between the two bumped configurations
+    truth = law_value(at) + 0.3
+    assert abs(corrected.predict(at).log_mean - truth) < abs(base.predict(at).log_mean - truth)
+    assert abs(corrected.predict(at).log_mean - truth) < 0.1
+    far = {**CENTRE, "K": 1e5, "eps": 1e-4, "lr": 1e-4}  # far beyond every field's data
+    shift, sd = corrected.correction(far)
+    prior_sd = corrected.hyperparameters()["prior sd"]
+    noise_sd = corrected.hyperparameters()["configuration noise sd"]
+    assert abs(shift) < 1e-3 and sd == pytest.approx(math.hypot(prior_sd, noise_sd), rel=1e-3)
+    p = corrected.predict(far)  # the interval: the process and the seeds' pooled scatter
+    assert p.log_sd == pytest.approx(math.sqrt(sd**2 + corrected.seed_var), rel=1e-9)
+    assert math.sqrt(corrected.seed_var) == pytest.approx(0.05, rel=0.25)
+    # held out one configuration at a time, the correction helps where the base law is biased
+    loo = leave_one_out(rows, [LAW, FLOW_LAW])
+    on_bump = loo[loo["point"].isin(rows.loc[bumped, "point"])]
+    err = on_bump.groupby("model")["abs_log_error"].median()
+    assert err["law"] < err["flow"]
+
+
+def test_a_stored_corrected_law_predicts_as_the_fitted_one_and_a_damaged_one_is_refused(tmp_path):
+    import json
+
+    from phenomenology.transition_law import FittedCorrected, StoredLaw
+
+    fitted = LAW.fit(grid_rows(sd=0.05))
+    again = FittedCorrected.from_dict(json.loads(json.dumps(fitted.to_dict())))
+    for change in ({}, {"N": 10}, {"lr": 0.07, "L": 64}):
+        a, b = fitted.predict({**CENTRE, **change}), again.predict({**CENTRE, **change})
+        assert (a.step, a.low, a.high) == pytest.approx((b.step, b.low, b.high), rel=1e-12)
+    d = fitted.to_dict()
+    d["theta"] = d["theta"][:-1]  # a hyperparameter lost
+    path = tmp_path / "law.json"
+    path.write_text(json.dumps({"law": d, "ranges": {}, "fixed": {}}))
+    with pytest.raises(ValueError, match="is not a stored transition law .*another shape"):
+        StoredLaw.load(path)

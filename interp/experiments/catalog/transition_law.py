@@ -308,8 +308,8 @@ def _full_tier_note(grid) -> str:
             counts.setdefault(len(p.seeds), []).append(p.name)
         if p.budget is not None and p.budget != grid.budget:
             budgets.setdefault(p.budget, []).append(p.name)
-    seeds = f"{len(grid.seeds)} seeds" + "".join(
-        f" ({', '.join(names)}: {n})" for n, names in sorted(counts.items()))
+    fewer = "; ".join(f"{', '.join(names)}: {n}" for n, names in sorted(counts.items()))
+    seeds = f"{len(grid.seeds)} seeds" + (f" ({fewer})" if fewer else "")
     other = "; ".join(f"{b // 1000}k at {', '.join(names)}" for b, names in sorted(budgets.items()))
     return (f"{len(grid.points)} configurations of paper-fig3 x {seeds}, {len(grid.jobs())} "
             "runs, each run until its IC accuracy has transitioned (margin max(800, 15%, the "
