@@ -134,8 +134,9 @@ GRID = TransitionGrid(
 )
 """Six seeds a point (the first three trained first; three more measure the seeds' scatter, which
 bounds any law, better), except N 24, whose three 60,000-step runs took 1.4 h and did not
-transition, and the long or uncertain points declared last (three seeds each). The points from
-``B2-N16`` on are :data:`LATER`."""
+transition, the long or uncertain points declared after the second law (three seeds each) and the
+points declared after the fourth (four seeds each). The points from ``B2-N16`` on are
+:data:`LATER`."""
 
 LATER = DECLARED_AFTER
 """The points declared after each law's form was fixed and fitted on the points before them,
@@ -146,10 +147,13 @@ zero at ``n = L``, with a longer budget), N 10 between the N axis's points and L
 axis (L must divide the novel pool of 128 classes). After the law: the points where the two laws
 and the free power law disagree most that a run of minutes reaches (L with N near and far from
 ``n = L``, ``B = 3``, the learning rate with N, K with L; ``L16-N14``, nearest ``n = L``, with
-three seeds and a 32k budget). After the third law (``law``): where it and the second law part
+three seeds and a 32k budget). After the third law (``flow``): where it and the second law part
 most within a run of minutes (L 8 with n 6 and 7, where the second law's threshold and the third
 law's label term differ most; n 3 and 4 at B 3 and 4; lr 0.2 at N 18 and at L16-N13, where the
-third law's finite-step stretch is largest; L 64 at N 4 and L 128 at N 16). The page scores each
+third law's finite-step stretch is largest; L 64 at N 4 and L 128 at N 16). After the fourth
+(``law``, the third plus its correction): points inside the data's range, where a user's
+forecast falls (K 512, N 9, lr 0.07 and 0.15, B 2 and 3 at new N, L 16 and 64 at new N, p_C and
+eps together). The page scores each
 law fitted without its later points on them: a forecast made before they were trained."""
 
 QUICK_GRID = TransitionGrid(
@@ -334,8 +338,8 @@ EXPERIMENT = register_experiment(
                 "(too few configurations to fit the law).",
             ),
             "full": Tier(
-                cost="about 5 h on 2 cores",
-                cost_s=18000,
+                cost="about 6.5 h on 2 cores",
+                cost_s=23400,
                 note=_full_tier_note(GRID),
             ),
         },
