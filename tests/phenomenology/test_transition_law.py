@@ -346,6 +346,20 @@ def test_a_term_at_its_limit_follows_its_coefficients_sign():
     assert zero.p_within(100.0) == 1.0
 
 
+def test_a_law_far_outside_its_data_forecasts_without_overflow():
+    from phenomenology.transition_law import FittedLaw
+
+    # a fit on few configurations can give a log T beyond the floats' range far from its data
+    for intercept, p_budget in ((900.0, 0.0), (-900.0, 1.0)):
+        coef = np.zeros(len(DRIVE_LAW.terms) + 1)
+        coef[0] = intercept
+        law = FittedLaw(DRIVE_LAW, coef, np.zeros((len(coef), len(coef))), 0.1, 10, 20)
+        p = law.predict(CENTRE)
+        assert p.log_mean == pytest.approx(intercept) and p.transitions
+        assert 0.0 < p.low <= p.step <= p.high < math.inf
+        assert p.p_within(20_000.0) == p_budget
+
+
 def test_the_third_laws_step_is_gradient_flow_time_over_lr_stretched_by_a_finite_step_factor():
     from phenomenology.transition_law import FittedLaw
 
@@ -508,10 +522,10 @@ def test_the_correction_takes_out_a_local_bias_of_the_base_law_and_fades_away_fr
 def test_a_stored_corrected_law_predicts_as_the_fitted_one_and_a_damaged_one_is_refused(tmp_path):
     import json
 
-    from phenomenology.transition_law import FittedCorrected, StoredLaw
+    from phenomenology.transition_law import StoredLaw, fitted_from_dict
 
     fitted = LAW.fit(grid_rows(sd=0.05))
-    again = FittedCorrected.from_dict(json.loads(json.dumps(fitted.to_dict())))
+    again = fitted_from_dict(json.loads(json.dumps(fitted.to_dict())))
     for change in ({}, {"N": 10}, {"lr": 0.07, "L": 64}):
         a, b = fitted.predict({**CENTRE, **change}), again.predict({**CENTRE, **change})
         assert (a.step, a.low, a.high) == pytest.approx((b.step, b.low, b.high), rel=1e-12)

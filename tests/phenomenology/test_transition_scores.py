@@ -1,6 +1,7 @@
 """Scoring the forecasts before and during training, end to end on synthetic runs whose curves
-are drawn with a known cliff: the law is the truth here, the curves carry a rising progress
-measure, and the negatives sit at L = n (no drive) with flat curves."""
+are drawn with a known cliff: the steps follow the first law's form (:data:`DRIVE_LAW`), which is
+the law scored here, the curves carry a rising progress measure, and the negatives sit at L = n
+(no drive) with flat curves."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from phenomenology.transition_law import drive
+from phenomenology.transition_law import DRIVE_LAW, drive
 from phenomenology.transition_scores import (
     FRACTIONS,
     combined_scores,
@@ -69,7 +70,7 @@ def grid():
 
 def test_the_combination_is_scored_at_each_fraction_of_the_plateau(grid):
     rows, curves = grid
-    scores = combined_scores(rows, curves)
+    scores = combined_scores(rows, curves, law=DRIVE_LAW)
     assert sorted(scores["fraction"].unique()) == list(FRACTIONS)
     assert set(scores["point"]) == set(rows.loc[rows["transitioned"], "point"])
     s = summarize_combined(scores).set_index("fraction")
@@ -84,7 +85,7 @@ def test_the_combination_is_scored_at_each_fraction_of_the_plateau(grid):
 
 def test_early_warning_separates_runs_without_drive(grid):
     rows, curves = grid
-    signals = warning_signals(rows, curves)
+    signals = warning_signals(rows, curves, law=DRIVE_LAW)
     assert (signals["step"] < signals["transition_step"]).all()  # nothing seen after the cliff
     table = early_warning(signals, n_boot=100)
     au = table[table["measure"] == "auroc"].set_index(["signal", "at"])
