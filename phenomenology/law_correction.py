@@ -118,8 +118,8 @@ class CorrectedLaw:
     """A parametric law plus a Gaussian-process correction of its residuals across
     configurations: ``log T = base(config) + f(config)``, ``f`` a Gaussian process over the log
     fields of :data:`GP_FIELDS` (a squared-exponential kernel with one length scale per field and
-    a white-noise term), fitted to each configuration's mean residual of the base law. Near the
-    data the correction takes out the base law's local bias; far from it, it returns to 0 and its
+    a white-noise term), fitted to each configuration's mean (or median) residual of the base
+    law. Near the data the correction takes out the base law's local bias; far from it, it returns to 0 and its
     uncertainty grows, so the interval widens where the data say least. A run's 80% interval
     adds the seeds' pooled scatter about their configuration's mean to the process's predictive
     variance (normal). Where the base law predicts no transition, or a step of 0, so does this.
@@ -127,11 +127,15 @@ class CorrectedLaw:
     Attributes:
         name, label: as :class:`LogLinearLaw`'s.
         base: the parametric law.
+        target: what the process is fitted to, each configuration's ``mean`` or ``median``
+            residual (the median: the law forecasts a configuration's median step, and one late
+            seed moves it less).
     """
 
     name: str
     label: str
     base: LogLinearLaw
+    target: str = "mean"
 
     @property
     def terms(self) -> tuple[str, ...]:
@@ -152,7 +156,7 @@ class CorrectedLaw:
         resid = pd.Series(np.log(ok["transition_step"].to_numpy(float))[finite] - mean)
         key = config_key(ok)[finite].to_numpy()
         by = resid.groupby(key, sort=True)
-        y_ = by.mean().to_numpy()
+        y_ = (by.median() if self.target == "median" else by.mean()).to_numpy()
         first = pd.DataFrame(configs)[finite].groupby(key, sort=True).first()
         X_ = np.log(first[list(GP_FIELDS)].to_numpy(float))
         within = resid - by.transform("mean")
@@ -169,7 +173,7 @@ class CorrectedLaw:
 @dataclass(frozen=True)
 class FittedCorrected:
     """A fitted :class:`CorrectedLaw`: the base law's fit, the configurations' log fields ``X``
-    and mean residuals ``y``, the fields' centring and scaling, the process's log
+    and mean (or median) residuals ``y``, the fields' centring and scaling, the process's log
     hyperparameters ``theta``, the seeds' pooled variance about their configuration's mean and
     its degrees of freedom."""
 

@@ -224,8 +224,18 @@ class FlowLaw(LogLinearLaw):
     """``T = tau / lr x (1 + kappa lr tau)``, ``log tau = c0 + sum_i c_i term_i(config)``: plain
     SGD's steps are gradient flow's time ``tau`` over the learning rate, stretched at a large
     ``lr x tau`` by a finite-step factor whose size ``kappa`` is fitted (with the coefficients,
-    by nonlinear least squares on ``log T``; the interval from the fit's Jacobian)."""
+    by nonlinear least squares on ``log T``; the interval from the fit's Jacobian).
 
+    Attributes:
+        loss: ``linear`` (least squares: the fit follows the mean of ``log T``) or a robust loss
+            of :func:`scipy.optimize.least_squares` (``soft_l1``: residuals beyond ``f_scale``
+            count about linearly, so the fit follows the median and a configuration's late
+            seeds pull it less). A robust fit starts from the least-squares one.
+        f_scale: the residual (in ``log T``) where a robust loss turns from square to linear.
+    """
+
+    loss: str = "linear"
+    f_scale: float = 0.1
     extra: tuple[str, ...] = field(default=("log kappa",), init=False)
 
     def mean_and_gradient(self, coef, X, configs):
@@ -253,8 +263,12 @@ class FlowLaw(LogLinearLaw):
         upper = np.full(len(start) + 1, np.inf)
         lower[-1], upper[-1] = KAPPA_RANGE  # kappa -> 0 is gradient flow itself: bounded
         x0 = np.append(start, -6.0)
+        tol = {"xtol": 1e-12, "ftol": 1e-12, "gtol": 1e-12, "max_nfev": 2000}
         sol = least_squares(residual, x0, jac=jacobian, bounds=(lower, upper), x_scale="jac",
-                            xtol=1e-12, ftol=1e-12, gtol=1e-12, max_nfev=2000)  # fmt: skip
+                            **tol)  # fmt: skip
+        if self.loss != "linear":
+            sol = least_squares(residual, sol.x, jac=jacobian, bounds=(lower, upper),
+                                x_scale="jac", loss=self.loss, f_scale=self.f_scale, **tol)  # fmt: skip
         return self._fitted(sol.x, X, y, configs)
 
 

@@ -87,8 +87,10 @@ __all__ = [
     "FittedNearest",
     "floor",
     "FLOW_LAW",
+    "FLOW_MEDIAN",
     "FlowLaw",
     "forecast_later",
+    "FOURTH_LAW",
     "FREE_POWER_LAW",
     "GaussianProcess",
     "GP_FIELDS",
@@ -141,18 +143,28 @@ def fitted_from_dict(d: Mapping):
     return (FittedCorrected if isinstance(model, CorrectedLaw) else FittedLaw).from_dict(d, model)
 
 
+FOURTH_LAW = CorrectedLaw(
+    name="fourth", label="the fourth law (the third law + a Gaussian-process correction)",
+    base=FLOW_LAW,
+)  # fmt: skip
+FLOW_MEDIAN = FlowLaw(
+    name="flow-median", label="the third law fitted for the median (soft-L1 loss)",
+    terms=FLOW_LAW.terms, loss="soft_l1", f_scale=0.1,
+)  # fmt: skip
 LAW = CorrectedLaw(
-    name="law", label="the law (the third law + a Gaussian-process correction)", base=FLOW_LAW
-)
+    name="law", label="the law (the fourth law fitted for the median)", base=FLOW_MEDIAN,
+    target="median",
+)  # fmt: skip
 
 
-MODELS = (LAW, FLOW_LAW, THRESHOLD_LAW, DRIVE_LAW, FREE_POWER_LAW, TOKENS_FORM, N2_FORM)
-"""The log-linear models, the law first."""
+MODELS = (LAW, FOURTH_LAW, FLOW_LAW, THRESHOLD_LAW, DRIVE_LAW, FREE_POWER_LAW, TOKENS_FORM,
+          N2_FORM, FLOW_MEDIAN)  # fmt: skip
+"""The log-linear models (and the corrected ones), the law first."""
 
 
 def all_models() -> list:
-    return [LAW, FLOW_LAW, THRESHOLD_LAW, DRIVE_LAW, NearestConfiguration(), TOKENS_FORM,
-            N2_FORM, FREE_POWER_LAW]  # fmt: skip
+    return [LAW, FOURTH_LAW, FLOW_LAW, THRESHOLD_LAW, DRIVE_LAW, NearestConfiguration(),
+            TOKENS_FORM, N2_FORM, FREE_POWER_LAW]  # fmt: skip
 
 
 def leave_one_out(rows: pd.DataFrame, models: Sequence | None = None) -> pd.DataFrame:

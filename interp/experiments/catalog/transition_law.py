@@ -104,29 +104,60 @@ GRID = TransitionGrid(
         _P(name="lr0.2-N12", overrides={"lr": 0.2, "N": 12}, role="cross"),
         _P(name="lr0.2-B2-N16", overrides={"lr": 0.2, "B": 2, "N": 16}, role="cross"),
         _P(name="K512-L64", overrides={"K": 512, "L": 64}, role="cross"),
-        _P(name="L16-N14", overrides={"L": 16, "N": 14}, role="cross", budget=32_000,
-           seeds=(0, 1, 2)),
+        _P(
+            name="L16-N14",
+            overrides={"L": 16, "N": 14},
+            role="cross",
+            budget=32_000,
+            seeds=(0, 1, 2),
+        ),
         _P(name="L8-N6", overrides={"L": 8, "N": 6}, role="cross"),
         _P(name="L8-N7", overrides={"L": 8, "N": 7}, role="cross", seeds=(0, 1, 2)),
         _P(name="B2-L8-N12", overrides={"B": 2, "L": 8, "N": 12}, role="cross"),
         _P(name="L64-N4", overrides={"L": 64, "N": 4}, role="cross"),
         _P(name="B3-N12", overrides={"B": 3, "N": 12}, role="cross"),
         _P(name="B4-N12", overrides={"B": 4, "N": 12}, role="cross"),
-        _P(name="lr0.2-N18", overrides={"lr": 0.2, "N": 18}, role="cross", budget=24_000,
-           seeds=(0, 1, 2)),
+        _P(
+            name="lr0.2-N18",
+            overrides={"lr": 0.2, "N": 18},
+            role="cross",
+            budget=24_000,
+            seeds=(0, 1, 2),
+        ),
         _P(name="L128-N16", overrides={"L": 128, "N": 16}, role="cross", seeds=(0, 1, 2)),
-        _P(name="lr0.2-L16-N13", overrides={"lr": 0.2, "L": 16, "N": 13}, role="cross",
-           budget=20_000, seeds=(0, 1, 2)),
+        _P(
+            name="lr0.2-L16-N13",
+            overrides={"lr": 0.2, "L": 16, "N": 13},
+            role="cross",
+            budget=20_000,
+            seeds=(0, 1, 2),
+        ),
         _P(name="K512", overrides={"K": 512}, seeds=(0, 1, 2, 3)),
         _P(name="N9", overrides={"N": 9}, seeds=(0, 1, 2, 3)),
         _P(name="lr0.07", overrides={"lr": 0.07}, seeds=(0, 1, 2, 3)),
         _P(name="B2-N10", overrides={"B": 2, "N": 10}, role="cross", seeds=(0, 1, 2, 3)),
         _P(name="B2-L16-N8", overrides={"B": 2, "L": 16}, role="cross", seeds=(0, 1, 2, 3)),
-        _P(name="pC0.65-eps0.15", overrides={"p_C": 0.65, "eps": 0.15}, role="sub",
-           seeds=(0, 1, 2, 3)),
+        _P(
+            name="pC0.65-eps0.15",
+            overrides={"p_C": 0.65, "eps": 0.15},
+            role="sub",
+            seeds=(0, 1, 2, 3),
+        ),
         _P(name="L64-N6", overrides={"L": 64, "N": 6}, role="cross", seeds=(0, 1, 2, 3)),
         _P(name="lr0.15-N12", overrides={"lr": 0.15, "N": 12}, role="cross", seeds=(0, 1, 2, 3)),
         _P(name="B3-N15", overrides={"B": 3, "N": 15}, role="cross", seeds=(0, 1, 2, 3)),
+        _P(name="L16-N11", overrides={"L": 16, "N": 11}, role="cross", seeds=(0, 1, 2)),
+        _P(name="L16-N7", overrides={"L": 16, "N": 7}, role="cross", seeds=(0, 1, 2)),
+        _P(name="lr0.15-N15", overrides={"lr": 0.15, "N": 15}, role="cross", seeds=(0, 1, 2)),
+        _P(name="L64-N7", overrides={"L": 64, "N": 7}, role="cross", seeds=(0, 1, 2)),
+        _P(
+            name="lr0.15-L64-N12",
+            overrides={"lr": 0.15, "L": 64, "N": 12},
+            role="cross",
+            seeds=(0, 1, 2),
+        ),
+        _P(name="N14", overrides={"N": 14}, seeds=(0, 1, 2)),
+        _P(name="B2-N14", overrides={"B": 2, "N": 14}, role="cross", seeds=(0, 1, 2)),
     ),
     seeds=(0, 1, 2, 3, 4, 5),
     budget=16_000,
@@ -135,7 +166,7 @@ GRID = TransitionGrid(
 """Six seeds a point (the first three trained first; three more measure the seeds' scatter, which
 bounds any law, better), except N 24, whose three 60,000-step runs took 1.4 h and did not
 transition, the long or uncertain points declared after the second law (three seeds each) and the
-points declared after the fourth (four seeds each). The points from ``B2-N16`` on are
+points declared after the fourth (four seeds each) and after the law (three each). The points from ``B2-N16`` on are
 :data:`LATER`."""
 
 LATER = DECLARED_AFTER
@@ -153,7 +184,9 @@ law's label term differ most; n 3 and 4 at B 3 and 4; lr 0.2 at N 18 and at L16-
 third law's finite-step stretch is largest; L 64 at N 4 and L 128 at N 16). After the fourth
 (``law``, the third plus its correction): points inside the data's range, where a user's
 forecast falls (K 512, N 9, lr 0.07 and 0.15, B 2 and 3 at new N, L 16 and 64 at new N, p_C and
-eps together). The page scores each
+eps together). After the law (``law``, the fourth fitted for the median): where it and
+the fourth part most within a run of minutes (L 16 at N 7 and 11, L 64 at N 7 and, at lr 0.15,
+N 12, lr 0.15 at N 15, N 14), and B 2 at N 14. The page scores each
 law fitted without its later points on them: a forecast made before they were trained."""
 
 QUICK_GRID = TransitionGrid(

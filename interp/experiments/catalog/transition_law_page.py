@@ -15,13 +15,14 @@ DECLARED_AFTER = (
                    "lr0.2-B2-N16", "K512-L64", "L16-N14")),
     ("flow", ("L8-N6", "L8-N7", "B2-L8-N12", "L64-N4", "B3-N12", "B4-N12", "lr0.2-N18",
               "L128-N16", "lr0.2-L16-N13")),
-    ("law", ("K512", "N9", "lr0.07", "B2-N10", "B2-L16-N8", "pC0.65-eps0.15", "L64-N6",
-             "lr0.15-N12", "B3-N15")),
+    ("fourth", ("K512", "N9", "lr0.07", "B2-N10", "B2-L16-N8", "pC0.65-eps0.15", "L64-N6",
+                "lr0.15-N12", "B3-N15")),
+    ("law", ("L16-N11", "L16-N7", "lr0.15-N15", "L64-N7", "lr0.15-L64-N12", "N14", "B2-N14")),
 )  # fmt: skip
 """``(law, points)``: the points declared after each law's form was fixed and fitted on the
 points declared before them (:data:`interp.experiments.catalog.transition_law.LATER`, which is
 this tuple)."""
-MODEL_ORDER = ("law", "flow", "threshold", "drive", "nearest", "tokens", "n2", "free")
+MODEL_ORDER = ("law", "fourth", "flow", "threshold", "drive", "nearest", "tokens", "n2", "free")
 LAW_FORM = (
     "log T = third(config) + f(config): the third law plus a Gaussian-process correction f of "
     "its error across configurations. The third law: T = tau / lr x (1 + kappa lr tau), log tau "
