@@ -203,7 +203,8 @@ def _law_lines(rows: pd.DataFrame) -> list[str]:
              f"more than 10% earlier; the latest at {dev.max():.2f} x its configuration's "
              f"median, the earliest at {dev.min():.2f} x.", "",
              f"The third law, fitted for the median on all {base.n} transitioned runs (residual sd "
-             f"{base.sigma:.3f} in log T, {base.dof} degrees of freedom):", "",
+             f"{base.sigma:.3f} in log T, {base.dof} degrees of freedom; the standard errors by "
+             "the least-squares formula at the fit, for a soft-L1 fit an approximation):", "",
              "| term | coefficient | standard error |", "| --- | --- | --- |"]  # fmt: skip
     for k in coef:
         lines.append(f"| {k} | {coef[k]:+.3f} | {se[k]:.3f} |")
