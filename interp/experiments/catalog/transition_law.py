@@ -165,9 +165,9 @@ GRID = TransitionGrid(
 )
 """Six seeds a point (the first three trained first; three more measure the seeds' scatter, which
 bounds any law, better), except N 24, whose three 60,000-step runs took 1.4 h and did not
-transition, the long or uncertain points declared after the second law (three seeds each) and the
-points declared after the fourth (four seeds each) and after the law (three each). The points from ``B2-N16`` on are
-:data:`LATER`."""
+transition, the long or uncertain points declared after the second law (three seeds each), the
+points declared after the fourth (four seeds each) and those declared after the law (three
+each). The points from ``B2-N16`` on are :data:`LATER`."""
 
 LATER = DECLARED_AFTER
 """The points declared after each law's form was fixed and fitted on the points before them,
@@ -182,7 +182,7 @@ three seeds and a 32k budget). After the third law (``flow``): where it and the 
 most within a run of minutes (L 8 with n 6 and 7, where the second law's threshold and the third
 law's label term differ most; n 3 and 4 at B 3 and 4; lr 0.2 at N 18 and at L16-N13, where the
 third law's finite-step stretch is largest; L 64 at N 4 and L 128 at N 16). After the fourth
-(``law``, the third plus its correction): points inside the data's range, where a user's
+(``fourth``, the third plus its correction): points inside the data's range, where a user's
 forecast falls (K 512, N 9, lr 0.07 and 0.15, B 2 and 3 at new N, L 16 and 64 at new N, p_C and
 eps together). After the law (``law``, the fourth fitted for the median): where it and
 the fourth part most within a run of minutes (L 16 at N 7 and 11, L 64 at N 7 and, at lr 0.15,
