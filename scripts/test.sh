@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Run the default test suite (fast: under ~10 minutes on 2 cores). Sets up .venv first if needed.
+# Run the default test suite (about 15 minutes on 2 cores). Sets up .venv first if needed.
 # Long science checks: `bash scripts/test.sh -m slow` (see README).
 set -euo pipefail
 cd "$(dirname "$0")/.."
