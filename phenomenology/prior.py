@@ -139,6 +139,8 @@ def calibrate(errors: pd.DataFrame) -> dict:
             if b < 0 or len(h) < MIN_CALIBRATION:
                 continue
             v = h["log_error"].astype(float)
+            runs = [(_prior_of(t), float(t["step"]), float(t["seen"]), float(t["observed"]))
+                    for _, t in h.iterrows()]  # fmt: skip
             best = None
             for bias in (0.0, float(v.mean())):
                 sd = float(max(np.sqrt(((v - bias) ** 2).sum() / max(len(v) - 1, 1)), 1e-3))
@@ -146,9 +148,8 @@ def calibrate(errors: pd.DataFrame) -> dict:
                     rec = {"bin": int(b), "prior_bin": int(pb), "n": int(len(v)),
                            "bias": bias, "sd": sd, "mode": mode}  # fmt: skip
                     err = np.median([
-                        _abs_log(combine(_prior_of(t), float(t["step"]), str(method),
-                                         float(t["seen"]), {str(method): [rec]}).step,
-                                 t["observed"]) for _, t in h.iterrows()
+                        _abs_log(combine(prior, step, str(method), seen, {str(method): [rec]}).step,
+                                 observed) for prior, step, seen, observed in runs
                     ])  # fmt: skip
                     if best is None or err < best[0] - 1e-12:
                         best = (err, rec)
@@ -187,13 +188,13 @@ def calibration_rows(forecasts: pd.DataFrame, priors: Mapping) -> pd.DataFrame:
 def _truncated(mean: float, sd: float, seen: float) -> Prediction:
     """The normal ``N(mean, sd)`` of ``log T`` truncated to ``T > seen``, read at its median and
     10% / 90% quantiles."""
-    from scipy.stats import norm
+    from scipy.special import ndtr, ndtri  # the standard normal's cdf and its inverse
 
-    a = norm.cdf((math.log(seen) - mean) / sd) if seen > 0 else 0.0
+    a = float(ndtr((math.log(seen) - mean) / sd)) if seen > 0 else 0.0
     a = min(a, 1 - 1e-12)
 
     def quantile(p: float) -> float:
-        return math.exp(mean + sd * float(norm.ppf(a + p * (1 - a))))
+        return math.exp(mean + sd * float(ndtri(a + p * (1 - a))))
 
     return Prediction(quantile(0.5), quantile(0.1), quantile(0.9), mean, sd)
 
