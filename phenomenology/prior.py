@@ -11,10 +11,8 @@ the cut-off early in the plateau (``cut-off / prior step`` under :data:`PRIOR_SP
 forecast time): :func:`calibrate` measures the bias and spread per cell (a bin of ``r`` in
 :data:`R_BINS` and that split) on runs with known transitions, and chooses per cell what the
 forecast does (:data:`MODES`: nothing, replace the prior, or weigh against it
-by precision, the normal posterior of ``log T``; with or without its mean bias taken out): of
-the choices that beat the prior left alone on more of those runs than chance allows (a one-sided
-sign test at :data:`EVIDENCE`), the one with the smallest median error on them; with none, the
-prior stands. The combination (:func:`combine`) is then
+by precision, the normal posterior of ``log T``; with or without its mean bias taken out): the
+choice with the smallest median error on those runs. The combination (:func:`combine`) is then
 truncated to ``T > cut-off`` (no transition was seen by then), and read at its median and 10% /
 90% quantiles.
 
@@ -34,12 +32,10 @@ import pandas as pd
 from phenomenology.transition_law import Prediction
 
 __all__ = [
-    "EVIDENCE",
     "MIN_CALIBRATION",
     "MODES",
     "PRIOR_SPLIT",
     "R_BINS",
-    "beats",
     "calibrate",
     "combine",
     "curve_step",
@@ -55,10 +51,6 @@ PRIOR_SPLIT = R_BINS[1]
 forecast early in the plateau: the cells of the calibration are split there, because a curve
 forecast that claims the cliff is near while the prior puts it far away is a different case from
 one that agrees (measured: early in the plateau such claims are mostly wrong)."""
-
-EVIDENCE = 0.05
-"""The level of the one-sided sign test (:func:`beats`) a use of the forecast must pass on a
-cell's runs, against the prior left alone, before the calibration chooses it."""
 
 MIN_CALIBRATION = 20
 """Fewest forecasts a cell needs for its bias and spread; a cell with fewer leaves the prior
@@ -124,8 +116,7 @@ MODES = ("prior", "curve", "weighted")
 def calibrate(errors: pd.DataFrame) -> dict:
     """Per forecaster and cell (bin of ``r``, :func:`prior_bin`): the bias and spread of its
     ``log(T / F)``, and the mode (:data:`MODES`) and bias correction (the mean, or none) that gave
-    these runs the smallest median ``|log error|`` among the prior left alone and the uses of the
-    forecast that beat it (:func:`beats`).
+    these runs the smallest median ``|log error|``.
 
     Args:
         errors: one row per forecast of a run with a known step ``observed``: ``method, step``
@@ -150,36 +141,21 @@ def calibrate(errors: pd.DataFrame) -> dict:
             v = h["log_error"].astype(float)
             runs = [(_prior_of(t), float(t["step"]), float(t["seen"]), float(t["observed"]))
                     for _, t in h.iterrows()]  # fmt: skip
-            best, alone = None, None  # alone: each run's error with the prior left alone
+            best = None
             for bias in (0.0, float(v.mean())):
                 sd = float(max(np.sqrt(((v - bias) ** 2).sum() / max(len(v) - 1, 1)), 1e-3))
-                for mode in MODES:  # "prior" first: the choice that needs no evidence
+                for mode in MODES:
                     rec = {"bin": int(b), "prior_bin": int(pb), "n": int(len(v)),
                            "bias": bias, "sd": sd, "mode": mode}  # fmt: skip
-                    errs = [
+                    err = np.median([
                         _abs_log(combine(prior, step, str(method), seen, {str(method): [rec]}).step,
                                  observed) for prior, step, seen, observed in runs
-                    ]  # fmt: skip
-                    if alone is None:
-                        alone = errs
-                    elif mode != "prior" and not beats(errs, alone):
-                        continue
-                    err = float(np.median(errs))
+                    ])  # fmt: skip
                     if best is None or err < best[0] - 1e-12:
                         best = (err, rec)
             rows.append(best[1])
         out[str(method)] = rows
     return out
-
-
-def beats(errors, alone, level: float = EVIDENCE) -> bool:
-    """Whether ``errors`` beat ``alone`` (the same runs' errors with the prior left alone) on
-    more runs than chance allows: a one-sided sign test at ``level`` (ties left out)."""
-    from scipy.stats import binom
-
-    d = np.asarray(errors, float) - np.asarray(alone, float)
-    wins, losses = int((d < -1e-12).sum()), int((d > 1e-12).sum())
-    return wins > 0 and float(binom.sf(wins - 1, wins + losses, 0.5)) < level
 
 
 def _prior_of(t) -> Prediction:

@@ -166,6 +166,37 @@ def summarize_combined(scores: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
+def combined_gaps(scores: pd.DataFrame, n_boot: int = 1000, seed: int = 0) -> pd.DataFrame:
+    """Per fraction and part (``law`` over all runs, ``curve`` over the runs it forecasts): the
+    combination's median ``|log error|`` minus the part's, and its 95% bootstrap interval, whole
+    configurations resampled with their runs (a configuration's seeds share its prior, so their
+    errors move together).
+
+    Returns:
+        Rows ``fraction, part, gap, low, high`` (a positive gap: the combination is worse).
+    """
+    rng = np.random.default_rng(seed)
+    out = []
+    for f, g in scores.groupby("fraction", sort=True):
+        for part, col in (("law", "law_error"), ("curve", "curve_error")):
+            h = g[g[col].notna()]
+            if h.empty:
+                continue
+            by = [(c["combined_error"].to_numpy(float), c[col].to_numpy(float))
+                  for _, c in h.groupby("point", sort=False)]  # fmt: skip
+
+            def gap(pick, by=by) -> float:
+                a = np.concatenate([by[i][0] for i in pick])
+                b = np.concatenate([by[i][1] for i in pick])
+                return float(np.median(a) - np.median(b))
+
+            boot = [gap(rng.integers(0, len(by), len(by))) for _ in range(n_boot)]
+            lo, hi = np.percentile(boot, [2.5, 97.5])
+            out.append({"fraction": f, "part": part, "gap": gap(range(len(by))),
+                        "low": float(lo), "high": float(hi)})  # fmt: skip
+    return pd.DataFrame(out, columns=["fraction", "part", "gap", "low", "high"])
+
+
 # ---------------------------------------------------------------------------------------------
 # early warning
 

@@ -14,6 +14,7 @@ import pytest
 from phenomenology.transition_law import DRIVE_LAW, drive
 from phenomenology.transition_scores import (
     FRACTIONS,
+    combined_gaps,
     combined_scores,
     early_warning,
     summarize_combined,
@@ -96,3 +97,22 @@ def test_early_warning_separates_runs_without_drive(grid):
     assert lead["value"] > 0.5  # warned from the first observations, long before the cliff
     warned = table[(table["measure"] == "warned") & (table["signal"] == "law")].iloc[0]
     assert warned["value"] == 1.0
+
+
+def test_the_gap_to_a_part_is_bootstrapped_over_whole_configurations():
+    def runs(point, law, combined, curve=math.nan, n=5):
+        return [{"point": point, "seed": i, "fraction": 0.5, "law_error": law,
+                 "combined_error": combined, "curve_error": curve} for i in range(n)]  # fmt: skip
+
+    # better by 0.05 on every run: the gap is exact, whatever is resampled
+    shifted = pd.DataFrame(runs("a", 0.10, 0.05, curve=0.30) + runs("b", 0.20, 0.15, curve=0.30))
+    g = combined_gaps(shifted, n_boot=200).set_index("part")
+    assert g.loc["law", ["gap", "low", "high"]].tolist() == pytest.approx([-0.05] * 3)
+    assert g.loc["curve", "gap"] == pytest.approx(-0.20)  # medians 0.10 against 0.30
+    # one configuration 0.1 better, the other 0.1 worse: the medians tie, but a resample of
+    # either one alone (a quarter of them each) is 0.1 better or worse, so the interval is
+    # [-0.1, +0.1]; no curve forecasts, no curve row
+    split = pd.DataFrame(runs("a", 0.10, 0.00) + runs("b", 0.10, 0.20))
+    g = combined_gaps(split, n_boot=1000)
+    assert g["part"].tolist() == ["law"]
+    assert g.iloc[0][["gap", "low", "high"]].tolist() == pytest.approx([0.0, -0.1, 0.1])
