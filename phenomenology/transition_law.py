@@ -259,13 +259,14 @@ def power_exponent(
     est, se = fitted.coefficients()[term], fitted.stderr()[term]
     q = float(student.ppf(0.975, fitted.dof))
     ok = rows[_transitioned(rows)]
-    points = list(dict.fromkeys(config_key(ok)))
-    groups = {p: ok[config_key(ok) == p] for p in points}
+    key = config_key(ok)
+    points = list(dict.fromkeys(key))
+    at = {p: np.flatnonzero((key == p).to_numpy()) for p in points}  # each one's row positions
     rng = np.random.default_rng(seed)
     boot = []
     for _ in range(n_boot):
         pick = rng.choice(len(points), size=len(points), replace=True)
-        sample = pd.concat([groups[points[i]] for i in pick], ignore_index=True)
+        sample = ok.iloc[np.concatenate([at[points[i]] for i in pick])].reset_index(drop=True)
         try:
             boot.append(model.fit(sample).coefficients()[term])
         except ValueError:
