@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Run the default test suite (about 9 minutes on 2 cores). Sets up .venv first if needed.
+# Run the default test suite (about 10 minutes on 2 cores). Sets up .venv first if needed.
 # Long science checks: `bash scripts/test.sh -m slow` (see README).
 # The test files run in PYTEST_WORKERS worker processes (default 2, one torch thread each; a
 # file's tests stay in one worker); `-n 0` after the command runs them in this process alone.
