@@ -120,9 +120,10 @@ class CorrectedLaw:
     fields of :data:`GP_FIELDS` (a squared-exponential kernel with one length scale per field and
     a white-noise term), fitted to each configuration's mean (or median) residual of the base
     law. Near the data the correction takes out the base law's local bias; far from it, it
-    returns to 0 and its uncertainty grows, so the interval widens where the data say least. A run's 80% interval
-    adds the seeds' pooled scatter about their configuration's mean to the process's predictive
-    variance (normal). Where the base law predicts no transition, or a step of 0, so does this.
+    returns to 0 and its uncertainty grows, so the interval widens where the data say least. A
+    run's 80% interval adds the seeds' pooled scatter about their configuration's mean to the
+    process's predictive variance (normal). Where the base law predicts no transition, or a step
+    of 0, so does this.
 
     Attributes:
         name, label: as :class:`LogLinearLaw`'s.

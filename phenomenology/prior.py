@@ -209,8 +209,8 @@ def combine(
     """The prior updated by a partial curve's forecast ``step`` (by ``method``) read at ``seen``.
 
     With no forecast, or none calibrated (and kept) in the cell of ``r = seen / step`` and
-    :func:`prior_bin`, the prior truncated to ``T > seen``. With a prior of no transition the calibrated forecast alone (or
-    the prior when there is none).
+    :func:`prior_bin`, the prior truncated to ``T > seen``. With a prior of no transition the
+    calibrated forecast alone (or the prior when there is none).
     """
     cal = None
     if step is not None and method is not None and step > 0:

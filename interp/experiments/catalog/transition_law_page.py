@@ -466,7 +466,8 @@ def _combined_lines(combined: pd.DataFrame) -> list[str]:
     lines += ["", "The combination's median abs log error minus each part's (the curve "
               "forecaster's over the runs it forecasts; negative: the combination is better), "
               "with 95% bootstrap intervals, whole configurations resampled with their runs:", "",
-              "| plateau seen | combined minus law | combined minus curve |", "| --- | --- | --- |"]  # fmt: skip
+              "| plateau seen | combined minus law | combined minus curve |",
+              "| --- | --- | --- |"]  # fmt: skip
     names = {"law": "the law", "curve": "the curve forecaster"}
     worse = []  # each fraction where the combination loses, by how much against which part
     for f, g in gaps.groupby("fraction", sort=True):
@@ -474,7 +475,8 @@ def _combined_lines(combined: pd.DataFrame) -> list[str]:
                 for _, r in g.iterrows()}  # fmt: skip
         lines.append(f"| {f:.0%} | {cell.get('law', '')} | {cell.get('curve', '')} |")
         lost = [f"than {names[r['part']]}, by {r['gap']:.6f}, 95% interval "
-                f"[{r['low']:+.4f}, {r['high']:+.4f}]" for _, r in g.iterrows() if r["gap"] > 1e-12]  # fmt: skip
+                f"[{r['low']:+.4f}, {r['high']:+.4f}]"
+                for _, r in g.iterrows() if r["gap"] > 1e-12]  # fmt: skip
         if lost:
             worse.append(f"{f:.0%} of the plateau ({'; '.join(lost)})")
     lines += ["", "The combination's rule, per forecaster and cell (a bin of the share of its own "
@@ -489,17 +491,18 @@ def _combined_lines(combined: pd.DataFrame) -> list[str]:
               "cells without the split) at 10%, where curve forecasts claiming a near cliff that "
               "the prior puts far away were kept. The split's edge is the first edge of the "
               "bins, not tuned; at other edges the result differs (see the commit history). A "
-              "fourth rule, written down before its scores were computed and scored once, failed: "
-              "the third with a use of the forecast chosen only where it beats the prior left "
-              "alone on more of the cell's runs than a one-sided sign test at 5% allows was worse "
-              "than the law alone at 10% of the plateau as well as at 50% (at 10% it left the prior "
-              "alone where the third rule weighed early progress forecasts against it: more of "
-              "those runs gained than lost, yet the median over all runs rose), so the third "
-              "rule stands."]  # fmt: skip
+              "fourth rule, written down before its scores were computed and scored once, "
+              "failed: the third, with a use of the forecast kept only where it beats the prior "
+              "left alone on more of the cell's runs than a one-sided sign test at 5% allows, "
+              "was worse than the law alone at 10% of the plateau as well as at 50% (at 10% it "
+              "left the prior alone where the third rule weighed early progress forecasts "
+              "against it: more of those runs gained than lost, yet the median over all runs "
+              "rose), so the third rule stands."]  # fmt: skip
     lines += ["", ("- The combination is no worse than either part at every fraction."
                    if not worse else "- The combination is worse than a part alone at "
-                   f"{', '.join(worse)}, in median abs log error: an interval that holds zero "
-                   "is a difference the configurations' scatter could give either way.")]  # fmt: skip
+                   f"{', '.join(worse)}, in median abs log error: an interval that holds "
+                   "zero is a difference the configurations' scatter could give either "
+                   "way.")]  # fmt: skip
     return lines
 
 
