@@ -57,12 +57,16 @@ def main() -> None:
     live.live_forecast = inner
     m = pd.read_csv(base / "on" / "metrics.csv")
     n = int(m["forecast_step"].notna().sum()) if "forecast_step" in m else 0
-    print(f"preset {args.preset}: without live forecast {off:.1f} s, with {on:.1f} s; "
-          f"ratio {on / off:.4f} (overhead {100 * (on / off - 1):+.2f}%); "
-          f"{n} of {len(m)} evaluations carry a forecast")  # fmt: skip
+    print(
+        f"preset {args.preset}: without live forecast {off:.1f} s, with {on:.1f} s; "
+        f"ratio {on / off:.4f} (overhead {100 * (on / off - 1):+.2f}%); "
+        f"{n} of {len(m)} evaluations carry a forecast"
+    )
     inside = sum(spent)
-    print(f"inside the live forecast: {inside:.2f} s in {len(spent)} calls = "
-          f"{100 * inside / (on - inside):.2f}% of the rest of the run")  # fmt: skip
+    print(
+        f"inside the live forecast: {inside:.2f} s in {len(spent)} calls = "
+        f"{100 * inside / (on - inside):.2f}% of the rest of the run"
+    )
 
 
 if __name__ == "__main__":

@@ -57,12 +57,16 @@ def main() -> None:
         "landscape grid 201 x 201",
         _time(
             lambda: landscape_grid(
-                "alpha", "xi", {"alpha": (0, 8), "xi": (0, 20)}, {"beta1": -2.0}, **TASK,
+                "alpha",
+                "xi",
+                {"alpha": (0, 8), "xi": (0, 20)},
+                {"beta1": -2.0},
+                **TASK,
                 n_points=201,
             ),
             r,
         ),
-    )  # fmt: skip
+    )
 
     steps = np.arange(0.0, 100_001.0, 250.0)  # a 1e5-step run evaluated every 250 steps
     truth = gradient_flow(START, **TASK, t_eval=steps / 150.0)

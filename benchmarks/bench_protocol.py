@@ -55,13 +55,28 @@ def run_slice(
     sweep goes to a temporary folder, or to ``keep`` (which must not exist yet) to keep its runs."""
     with tempfile.TemporaryDirectory(prefix="bench-protocol-") as tmp:
         out = keep if keep is not None else Path(tmp) / "sweep"
-        cmd = [
-            sys.executable, "-m", "interp.cli", "sweep", "--preset", "paper-fig3",
-            "--seeds", f"0-{SEEDS - 1}", "--set", f"steps={steps}", "--workers", str(workers),
-            "--no-figures", "--out", str(out),
-        ] + (["--stack", str(stack)] if stack > 1 else []) + (
-            ["--set", f"device={device}"] if device != "cpu" else []
-        ) + list(extra)  # fmt: skip
+        cmd = (
+            [
+                sys.executable,
+                "-m",
+                "interp.cli",
+                "sweep",
+                "--preset",
+                "paper-fig3",
+                "--seeds",
+                f"0-{SEEDS - 1}",
+                "--set",
+                f"steps={steps}",
+                "--workers",
+                str(workers),
+                "--no-figures",
+                "--out",
+                str(out),
+            ]
+            + (["--stack", str(stack)] if stack > 1 else [])
+            + (["--set", f"device={device}"] if device != "cpu" else [])
+            + list(extra)
+        )
         env = {**os.environ, "HF_HUB_OFFLINE": "1", "WANDB_MODE": "disabled"}
         # `python -m` also puts the cwd (tree) first; packages on PYTHONPATH stay reachable
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(tree), os.environ.get("PYTHONPATH")]))
@@ -83,13 +98,18 @@ def main() -> None:
     parser.add_argument("--baseline", type=Path, default=None, help="another checkout to compare")
     parser.add_argument("--device", default="cpu", help="train on this torch device (cuda)")
     parser.add_argument(
-        "--sample-on", default=None, choices=("host", "device"),
+        "--sample-on",
+        default=None,
+        choices=("host", "device"),
         help="this checkout's sample_on (default: its default; the baseline trains with its own)",
-    )  # fmt: skip
+    )
     parser.add_argument(
-        "--keep", type=Path, default=None, help="keep the sweep's runs here (a new folder; "
+        "--keep",
+        type=Path,
+        default=None,
+        help="keep the sweep's runs here (a new folder; "
         "one round of the full protocol only): its six curves serve other studies",
-    )  # fmt: skip
+    )
     args = parser.parse_args()
     if args.quick and args.steps is not None:
         sys.exit("bench_protocol: give --quick or --steps, not both")

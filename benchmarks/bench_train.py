@@ -68,9 +68,14 @@ class PlainNet(nn.Module):
         self.P = P
         self.qkv = nn.ModuleList(nn.Linear(d, 3 * d, bias=False) for _ in range(2))
         self.mlp = nn.Sequential(
-            nn.Linear(d, d_mlp), nn.ReLU(), nn.Linear(d_mlp, d_mlp), nn.ReLU(),
-            nn.Linear(d_mlp, d_mlp), nn.ReLU(), nn.Linear(d_mlp, L),
-        )  # fmt: skip
+            nn.Linear(d, d_mlp),
+            nn.ReLU(),
+            nn.Linear(d_mlp, d_mlp),
+            nn.ReLU(),
+            nn.Linear(d_mlp, d_mlp),
+            nn.ReLU(),
+            nn.Linear(d_mlp, L),
+        )
 
     def forward(self, tokens: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
         u = torch.cat([tokens, F.one_hot(positions, self.P).float()], dim=-1)

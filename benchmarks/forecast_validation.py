@@ -102,17 +102,34 @@ def evaluate(
         t0 = time.perf_counter()
         if progress is not None:
             p = progress[progress["step"] <= cut]
-            fc = progress_forecast(p["step"], p[PROGRESS_COLUMN], optimizer=optimizer,
-                                   calibration=calibration)  # fmt: skip
+            fc = progress_forecast(
+                p["step"], p[PROGRESS_COLUMN], optimizer=optimizer, calibration=calibration
+            )
         else:
-            fc = forecast_curve(part["step"], part["ic_loss"], task=task, calibration=calibration,
-                                check_plateau=False, optimizer=optimizer)  # fmt: skip
-        rows.append({
-            "run": str(run), "fraction": f, "cutoff": float(part["step"].iloc[-1]),
-            "observed": actual, "forecast": fc.step, "low": fc.low, "high": fc.high,
-            "raw": fc.raw_step, "seconds": time.perf_counter() - t0, "reason": fc.reason,
-            "optimizer": optimizer, "note": near_end,
-        })  # fmt: skip
+            fc = forecast_curve(
+                part["step"],
+                part["ic_loss"],
+                task=task,
+                calibration=calibration,
+                check_plateau=False,
+                optimizer=optimizer,
+            )
+        rows.append(
+            {
+                "run": str(run),
+                "fraction": f,
+                "cutoff": float(part["step"].iloc[-1]),
+                "observed": actual,
+                "forecast": fc.step,
+                "low": fc.low,
+                "high": fc.high,
+                "raw": fc.raw_step,
+                "seconds": time.perf_counter() - t0,
+                "reason": fc.reason,
+                "optimizer": optimizer,
+                "note": near_end,
+            }
+        )
     return rows, None
 
 
@@ -135,12 +152,16 @@ def table(rows: pd.DataFrame) -> pd.DataFrame:
         err = (ok["forecast"] - ok["observed"]).abs() / ok["observed"] * 100
         signed = (ok["forecast"] - ok["observed"]) / ok["observed"] * 100
         cover = (ok["low"] <= ok["observed"]) & (ok["observed"] <= ok["high"])
-        out.append({
-            "cut-off (of plateau)": f"{f:.0%}", "n runs": len(g), "forecasts": len(ok),
-            "median |error| %": round(float(err.median()), 1) if len(ok) else math.nan,
-            "median error %": round(float(signed.median()), 1) if len(ok) else math.nan,
-            "80% coverage": f"{int(cover.sum())}/{len(g)}",
-        })  # fmt: skip
+        out.append(
+            {
+                "cut-off (of plateau)": f"{f:.0%}",
+                "n runs": len(g),
+                "forecasts": len(ok),
+                "median |error| %": round(float(err.median()), 1) if len(ok) else math.nan,
+                "median error %": round(float(signed.median()), 1) if len(ok) else math.nan,
+                "80% coverage": f"{int(cover.sum())}/{len(g)}",
+            }
+        )
     return pd.DataFrame(out)
 
 

@@ -66,12 +66,30 @@ def run_name(form: str, lr: float, seed: int) -> str:
 
 def train_command(form: str, lr: float, seed: int, steps: int, out: Path) -> list[str]:
     return [
-        sys.executable, "-m", "interp.cli", "train", "--preset", "paper-fig3", "--seed", str(seed),
-        "--out", str(out), "--quiet",
-        "--set", f"hidden_bias={form}", "--set", f"lr={lr:g}", "--set", f"steps={steps}",
-        "--set", f"eval_every={EVAL_EVERY}", "--set", "live_forecast=false",
-        "--set", "num_threads=1",
-    ]  # fmt: skip
+        sys.executable,
+        "-m",
+        "interp.cli",
+        "train",
+        "--preset",
+        "paper-fig3",
+        "--seed",
+        str(seed),
+        "--out",
+        str(out),
+        "--quiet",
+        "--set",
+        f"hidden_bias={form}",
+        "--set",
+        f"lr={lr:g}",
+        "--set",
+        f"steps={steps}",
+        "--set",
+        f"eval_every={EVAL_EVERY}",
+        "--set",
+        "live_forecast=false",
+        "--set",
+        "num_threads=1",
+    ]
 
 
 def transitions(metrics) -> tuple[float | None, float | None]:
@@ -118,8 +136,11 @@ def commit() -> str:
     ).stdout.strip()
     dirty = subprocess.run(
         ["git", "status", "--porcelain", "--untracked-files=no", "interp", "phenomenology"],
-        cwd=REPO, capture_output=True, text=True, check=True,
-    ).stdout.strip()  # fmt: skip
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     return head + ("+dirty" if dirty else "")
 
 

@@ -128,8 +128,12 @@ class DynamicsFit(RegressorMixin, BaseEstimator):
         cls = get_model(self.model)
         target = self.target if self.target is not None else next(iter(cls.predicts))
         try:
-            return cls(task=dict(self.task or {}), target=target, aux=tuple(self.aux),
-                       **dict(self.options or {}))  # fmt: skip
+            return cls(
+                task=dict(self.task or {}),
+                target=target,
+                aux=tuple(self.aux),
+                **dict(self.options or {}),
+            )
         except TypeError as err:  # an option the model does not take
             raise ValueError(f"model {self.model!r}: bad options: {err}") from None
 
@@ -321,26 +325,29 @@ class DynamicsFit(RegressorMixin, BaseEstimator):
         """JSON-ready summary: model, R^2, transition step and interval, parameters, errors."""
         check_is_fitted(self, "result_")
         m = self.model_
-        return _jsonable({
-            "model": m.name,
-            "model_description": m.description,
-            "r2": self.r2_,
-            "transition_step": self.transition_step_,
-            "transition_step_stderr": self.transition_step_stderr_,
-            "transition_interval": list(self.transition_interval_),
-            "interval_level": INTERVAL_LEVEL,
-            "interval_method": self.interval_method_,
-            "params": self.params_,
-            "stderr": self.stderr_,
-            "pinned": dict(getattr(self, "pinned_", {})),
-            "fit_steps": list(self.fit_steps_),
-            "task": dict(m.task),
-            "target": m.target,
-            "aux": list(m.aux),
-            "cost": float(self.result_.cost),
-            "nfev": int(self.result_.nfev),
-            "success": bool(self.result_.success),
-        } | m.summary())  # fmt: skip
+        return _jsonable(
+            {
+                "model": m.name,
+                "model_description": m.description,
+                "r2": self.r2_,
+                "transition_step": self.transition_step_,
+                "transition_step_stderr": self.transition_step_stderr_,
+                "transition_interval": list(self.transition_interval_),
+                "interval_level": INTERVAL_LEVEL,
+                "interval_method": self.interval_method_,
+                "params": self.params_,
+                "stderr": self.stderr_,
+                "pinned": dict(getattr(self, "pinned_", {})),
+                "fit_steps": list(self.fit_steps_),
+                "task": dict(m.task),
+                "target": m.target,
+                "aux": list(m.aux),
+                "cost": float(self.result_.cost),
+                "nfev": int(self.result_.nfev),
+                "success": bool(self.result_.success),
+            }
+            | m.summary()
+        )
 
 
 class NestedLogitFit(DynamicsFit):

@@ -75,8 +75,14 @@ logger = logging.getLogger(__name__)
 FORECAST_METHODS = ("auto", "template", "progress")
 
 
-def check_forecast_method(curve: pd.DataFrame, *, method: str, progress_column: str,
-                          optimizer: str | None, source: str = "curve") -> None:  # fmt: skip
+def check_forecast_method(
+    curve: pd.DataFrame,
+    *,
+    method: str,
+    progress_column: str,
+    optimizer: str | None,
+    source: str = "curve",
+) -> None:
     """Checks ``--method`` and ``--progress-column`` against a curve, before any work.
 
     Raises:
@@ -166,15 +172,30 @@ def _combined_forecast(curve, df, task, progress_column, column, prior, calibrat
     last = float(part["step"].iloc[-1])
     post = combine(prior, step, how, last, calibration or {})
     if not post.transitions:
-        return Forecast(None, None, None, last, reason=f"cannot forecast: {prior.reason}",
-                        detail={"method": "combined"})  # fmt: skip
-    return Forecast(post.step, post.low, post.high, last, raw_step=step, detail={
-        "method": "combined", "update": how or "none", "prior_step": prior.step,
-        "prior_interval": [prior.low, prior.high],
-        "interval": "the 10-90% quantiles of log T's posterior given the law's prior and the "
-        "calibrated partial-curve forecast, truncated to T > the last step seen",
-        "held_out": "is scored held out in docs/results/transition-law.md",
-    })  # fmt: skip
+        return Forecast(
+            None,
+            None,
+            None,
+            last,
+            reason=f"cannot forecast: {prior.reason}",
+            detail={"method": "combined"},
+        )
+    return Forecast(
+        post.step,
+        post.low,
+        post.high,
+        last,
+        raw_step=step,
+        detail={
+            "method": "combined",
+            "update": how or "none",
+            "prior_step": prior.step,
+            "prior_interval": [prior.low, prior.high],
+            "interval": "the 10-90% quantiles of log T's posterior given the law's prior and the "
+            "calibrated partial-curve forecast, truncated to T > the last step seen",
+            "held_out": "is scored held out in docs/results/transition-law.md",
+        },
+    )
 
 
 def check_curve(
@@ -241,17 +262,39 @@ def _seen_part(df: pd.DataFrame, observed: dict, until, fraction, source: str):
     return cutoff, part
 
 
-def _add_forecast(out: dict, curve, est, problem, *, until, task, model, target, column,
-                  optimizer, method, progress_column, prior=None, calibration=None):  # fmt: skip
+def _add_forecast(
+    out: dict,
+    curve,
+    est,
+    problem,
+    *,
+    until,
+    task,
+    model,
+    target,
+    column,
+    optimizer,
+    method,
+    progress_column,
+    prior=None,
+    calibration=None,
+):
     """The forecast fields of :func:`fit_curve`'s result: the calibrated forecast of an IC-loss
     plateau where it applies, else the fitted model's transition, else why there is none.
     Returns the problem that stops a forecast (None: there is a forecast)."""
     calibrated = None
     if problem is None and model == NestedLogitModel.name and target == "ic_loss":
-        calibrated = calibrated_forecast(curve, until=until, task=task, column=column,
-                                         optimizer=optimizer, method=method,
-                                         progress_column=progress_column, prior=prior,
-                                         calibration=calibration)  # fmt: skip
+        calibrated = calibrated_forecast(
+            curve,
+            until=until,
+            task=task,
+            column=column,
+            optimizer=optimizer,
+            method=method,
+            progress_column=progress_column,
+            prior=prior,
+            calibration=calibration,
+        )
     progress_why = None if calibrated is None else calibrated.detail.get("progress_why")
     calibrated_ok = calibrated is not None and calibrated.ok
     if not calibrated_ok and method == "progress" and calibrated is not None:
@@ -356,12 +399,21 @@ def fit_curve(
     """
     from interp.analysis.transition import measure_direction
 
-    check_curve(curve, task=task, model=model, column=column, target=target, aux=aux,
-                options=options, source=source)  # fmt: skip
+    check_curve(
+        curve,
+        task=task,
+        model=model,
+        column=column,
+        target=target,
+        aux=aux,
+        options=options,
+        source=source,
+    )
     if until is not None and fraction is not None:
         raise ValueError("give --until or --fraction, not both")
-    check_forecast_method(curve, method=method, progress_column=progress_column,
-                          optimizer=optimizer, source=source)  # fmt: skip
+    check_forecast_method(
+        curve, method=method, progress_column=progress_column, optimizer=optimizer, source=source
+    )
     if fraction is not None and not 0 < fraction <= 1:
         raise ValueError(f"--fraction must be in (0, 1], got {fraction!r}")
     target = target or column
@@ -369,8 +421,9 @@ def fit_curve(
     observed = observed_transition(df, column=target)
     cutoff, part = _seen_part(df, observed, until, fraction, source)
     kwargs = {"n_boot": n_boot, "random_state": random_state} | dict(estimator_options or {})
-    est = DynamicsFit(model, task=dict(task), target=target, aux=tuple(aux), options=options,
-                      **kwargs)  # fmt: skip
+    est = DynamicsFit(
+        model, task=dict(task), target=target, aux=tuple(aux), options=options, **kwargs
+    )
     est.fit(part["step"].to_numpy(dtype=float), part[[target, *aux]])
     out = est.summary()
     steps = part["step"].to_numpy(dtype=float)
@@ -387,10 +440,21 @@ def fit_curve(
     out["r2_all"] = est.score(df["step"].to_numpy(dtype=float), df[target].to_numpy(dtype=float))
     out["observed"] = observed
     problem = _add_forecast(
-        out, curve, est, problem, until=float(steps[-1]), task=task, model=model, target=target,
-        column=column, optimizer=optimizer, method=method, progress_column=progress_column,
-        prior=prior, calibration=calibration,
-    )  # fmt: skip
+        out,
+        curve,
+        est,
+        problem,
+        until=float(steps[-1]),
+        task=task,
+        model=model,
+        target=target,
+        column=column,
+        optimizer=optimizer,
+        method=method,
+        progress_column=progress_column,
+        prior=prior,
+        calibration=calibration,
+    )
     actual = observed["transition_step"]
     if problem is None and actual is not None:
         out["forecast_error"] = out["forecast_transition_step"] - actual
@@ -445,10 +509,20 @@ def fit_run(
     run = run_dir if isinstance(run_dir, Run) else load_run(run_dir)
     metrics, task = read_run(run)
     options, est = _split(estimator_kwargs)
-    out = fit_curve(metrics, task=task, model=model, column=target, aux=aux, until=until_step,
-                    fraction=fraction, options=options, estimator_options=est,
-                    source=str(Path(run.path) / "metrics.csv"),
-                    optimizer=run.train_config.optimizer, method=method)  # fmt: skip
+    out = fit_curve(
+        metrics,
+        task=task,
+        model=model,
+        column=target,
+        aux=aux,
+        until=until_step,
+        fraction=fraction,
+        options=options,
+        estimator_options=est,
+        source=str(Path(run.path) / "metrics.csv"),
+        optimizer=run.train_config.optimizer,
+        method=method,
+    )
     out["run_dir"] = str(run.path)
     if out_name is not None:
         write_json_atomic(Path(run.path) / out_name, out)
@@ -503,25 +577,34 @@ def forecast_transition(
         metrics, task = read_run(run)
     aux = tuple(a for a in aux if a in metrics.columns and a != target)
     options, est = _split(estimator_kwargs)
-    out = fit_curve(metrics, task=task, column=target, aux=aux, fraction=fraction_of_plateau,
-                    options={"free_floor": free_floor, **options}, estimator_options=est)  # fmt: skip
+    out = fit_curve(
+        metrics,
+        task=task,
+        column=target,
+        aux=aux,
+        fraction=fraction_of_plateau,
+        options={"free_floor": free_floor, **options},
+        estimator_options=est,
+    )
     actual = out["observed"]["transition_step"]
     forecast = out["transition_step"]
     error = None if forecast is None or actual is None else forecast - actual
-    return _jsonable({
-        "forecast_step": forecast,
-        "forecast_stderr": out["transition_step_stderr"],
-        "forecast_interval": out["transition_interval"],
-        "forecast": out["forecast"],
-        "actual_step": actual,
-        "error_steps": error,
-        "relative_error": None if error is None else error / actual,
-        "cutoff_step": out["until_step"],
-        "fraction_of_plateau": fraction_of_plateau,
-        "n_points_fitted": out["n_points_fitted"],
-        "r2_fitted": out["r2"],
-        "params": out["params"],
-        "stderr": out["stderr"],
-        "aux": list(aux),
-        "observed": out["observed"],
-    })  # fmt: skip
+    return _jsonable(
+        {
+            "forecast_step": forecast,
+            "forecast_stderr": out["transition_step_stderr"],
+            "forecast_interval": out["transition_interval"],
+            "forecast": out["forecast"],
+            "actual_step": actual,
+            "error_steps": error,
+            "relative_error": None if error is None else error / actual,
+            "cutoff_step": out["until_step"],
+            "fraction_of_plateau": fraction_of_plateau,
+            "n_points_fitted": out["n_points_fitted"],
+            "r2_fitted": out["r2"],
+            "params": out["params"],
+            "stderr": out["stderr"],
+            "aux": list(aux),
+            "observed": out["observed"],
+        }
+    )

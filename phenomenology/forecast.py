@@ -139,9 +139,14 @@ def bank(L: float, N: int, B: int) -> TrajectoryBank:
     for b1 in _BETA1_GRID:
         try:
             traj = gradient_flow(
-                {"beta1": float(b1), "alpha": 0.0, "xi": 0.0}, L=L, N=N, B=B,
-                t_eval=np.r_[0.0, _T_GRID], rtol=1e-5, atol=1e-7,
-            )  # fmt: skip
+                {"beta1": float(b1), "alpha": 0.0, "xi": 0.0},
+                L=L,
+                N=N,
+                B=B,
+                t_eval=np.r_[0.0, _T_GRID],
+                rtol=1e-5,
+                atol=1e-7,
+            )
         except RuntimeError:
             continue
         loss = traj["loss"].to_numpy()[1:]
@@ -160,9 +165,12 @@ def bank(L: float, N: int, B: int) -> TrajectoryBank:
         cliffs.append(float(_T_GRID[i] * math.exp(shift * dlog)))
         b1s.append(float(b1))
     return TrajectoryBank(
-        task=(L, N, B), beta1=np.array(b1s), t=_T_GRID.copy(), loss=np.array(rows),
+        task=(L, N, B),
+        beta1=np.array(b1s),
+        t=_T_GRID.copy(),
+        loss=np.array(rows),
         t_cliff=np.array(cliffs),
-    )  # fmt: skip
+    )
 
 
 def _match(steps: np.ndarray, y: np.ndarray, bk: TrajectoryBank, log_ts: np.ndarray):
@@ -191,11 +199,19 @@ def raw_forecast(steps, values, *, task: Mapping[str, float]) -> dict:
     bk = bank(float(task["L"]), int(task["N"]), int(task["B"]))
     last = float(steps[-1])
     if not len(bk.t_cliff):  # e.g. L = N / B: the model's origin is a critical point, no cliff
-        return {"raw_step": math.inf, "beta1_0": math.nan, "time_scale": math.nan,
-                "rmse": math.nan, "no_cliff": True}  # fmt: skip
+        return {
+            "raw_step": math.inf,
+            "beta1_0": math.nan,
+            "time_scale": math.nan,
+            "rmse": math.nan,
+            "no_cliff": True,
+        }
     # Time scales that put each trajectory's cliff between the data's middle and 1000 spans out.
-    log_ts = np.linspace(math.log(last / bk.t_cliff.max()) - 1,
-                         math.log(_HORIZON * last / bk.t_cliff.min()), _LOG_TS_STEPS)  # fmt: skip
+    log_ts = np.linspace(
+        math.log(last / bk.t_cliff.max()) - 1,
+        math.log(_HORIZON * last / bk.t_cliff.min()),
+        _LOG_TS_STEPS,
+    )
     cost = _match(steps, y, bk, log_ts)
     # The grid's step in the time scale (about 12%) also regularises: on a plateau the data
     # hardly tell nearby (beta1_0, time scale) pairs apart, and a finer search fits the noise
@@ -342,6 +358,7 @@ def continuations(fc: Forecast, steps, *, task: Mapping[str, float], n: int = 25
     for i, T in enumerate(targets):
         stretch = (raw - last) / max(T - last, 1e-9) if raw > last else raw / T
         warped = last + (steps[after] - last) * stretch if raw > last else steps[after] * stretch
-        curves[i, after] = template_loss(warped, task=task, beta1_0=fc.detail["beta1_0"],
-                                         time_scale=fc.detail["time_scale"])  # fmt: skip
+        curves[i, after] = template_loss(
+            warped, task=task, beta1_0=fc.detail["beta1_0"], time_scale=fc.detail["time_scale"]
+        )
     return targets, curves

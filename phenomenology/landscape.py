@@ -434,8 +434,10 @@ def flow(
     if quantities is None:
         q = {"loss": np.array([f(row) for row in params])}
     else:
-        q = {k: np.broadcast_to(np.asarray(v, dtype=float), t_eval.shape) for k, v in
-             quantities(cols, task).items()}  # fmt: skip
+        q = {
+            k: np.broadcast_to(np.asarray(v, dtype=float), t_eval.shape)
+            for k, v in quantities(cols, task).items()
+        }
     return pd.DataFrame({"t": t_eval} | cols | dict(q))
 
 

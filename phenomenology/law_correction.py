@@ -64,13 +64,25 @@ class GaussianProcess:
 
         n, d = X.shape
         if theta is None:
-            lo = [math.log(GP_BOUNDS[0][0]), *[math.log(GP_BOUNDS[1][0])] * d,
-                  math.log(GP_BOUNDS[2][0])]  # fmt: skip
-            hi = [math.log(GP_BOUNDS[0][1]), *[math.log(GP_BOUNDS[1][1])] * d,
-                  math.log(GP_BOUNDS[2][1])]  # fmt: skip
+            lo = [
+                math.log(GP_BOUNDS[0][0]),
+                *[math.log(GP_BOUNDS[1][0])] * d,
+                math.log(GP_BOUNDS[2][0]),
+            ]
+            hi = [
+                math.log(GP_BOUNDS[0][1]),
+                *[math.log(GP_BOUNDS[1][1])] * d,
+                math.log(GP_BOUNDS[2][1]),
+            ]
             start = np.array([math.log(0.01), *[0.0] * d, math.log(0.01)])
-            sol = minimize(cls._neg_log_likelihood, start, args=(X, y), jac=True,
-                           method="L-BFGS-B", bounds=list(zip(lo, hi, strict=True)))  # fmt: skip
+            sol = minimize(
+                cls._neg_log_likelihood,
+                start,
+                args=(X, y),
+                jac=True,
+                method="L-BFGS-B",
+                bounds=list(zip(lo, hi, strict=True)),
+            )
             theta = sol.x
         theta = np.asarray(theta, float)
         Kf, _, w2 = cls._parts(X, theta)
@@ -152,8 +164,9 @@ class CorrectedLaw:
         configs = _configs(ok)
         design = self.base.design(configs)
         finite = np.isfinite(design).all(axis=1)  # runs the base law cannot fit: no residual
-        mean, _ = self.base.mean_and_gradient(fitted.coef, design[finite],
-                                              [c for c, f in zip(configs, finite) if f])  # fmt: skip
+        mean, _ = self.base.mean_and_gradient(
+            fitted.coef, design[finite], [c for c, f in zip(configs, finite) if f]
+        )
         resid = pd.Series(np.log(ok["transition_step"].to_numpy(float))[finite] - mean)
         key = config_key(ok)[finite].to_numpy()
         by = resid.groupby(key, sort=True)
@@ -263,5 +276,6 @@ class FittedCorrected:
         ):
             raise ValueError(f"the stored law {d['model']!r} has a correction of another shape")
         gp = GaussianProcess.fit((X - center) / scale, y, theta=theta)
-        return FittedCorrected(model, base, X, y, center, scale, theta, float(d["seed_var"]),
-                               int(d["dof"]), gp)  # fmt: skip
+        return FittedCorrected(
+            model, base, X, y, center, scale, theta, float(d["seed_var"]), int(d["dof"]), gp
+        )

@@ -82,8 +82,13 @@ class Prediction:
         predictive sd ``log_sd`` (default ``half / Z80``, a normal's). A mean beyond the floats' range (a fitted law far outside its data) keeps its
         ``log_mean`` and ``log_sd``, which :meth:`p_within` reads, and its steps are clipped to
         the largest and smallest positive floats."""
-        return Prediction(_exp(log_mean), _exp(log_mean - half), _exp(log_mean + half),
-                          log_mean, half / Z80 if log_sd is None else log_sd)  # fmt: skip
+        return Prediction(
+            _exp(log_mean),
+            _exp(log_mean - half),
+            _exp(log_mean + half),
+            log_mean,
+            half / Z80 if log_sd is None else log_sd,
+        )
 
     @staticmethod
     def never(reason: str) -> Prediction:
@@ -264,11 +269,18 @@ class FlowLaw(LogLinearLaw):
         lower[-1], upper[-1] = KAPPA_RANGE  # kappa -> 0 is gradient flow itself: bounded
         x0 = np.append(start, -6.0)
         tol = {"xtol": 1e-12, "ftol": 1e-12, "gtol": 1e-12, "max_nfev": 2000}
-        sol = least_squares(residual, x0, jac=jacobian, bounds=(lower, upper), x_scale="jac",
-                            **tol)  # fmt: skip
+        sol = least_squares(residual, x0, jac=jacobian, bounds=(lower, upper), x_scale="jac", **tol)
         if self.loss != "linear":
-            sol = least_squares(residual, sol.x, jac=jacobian, bounds=(lower, upper),
-                                x_scale="jac", loss=self.loss, f_scale=self.f_scale, **tol)  # fmt: skip
+            sol = least_squares(
+                residual,
+                sol.x,
+                jac=jacobian,
+                bounds=(lower, upper),
+                x_scale="jac",
+                loss=self.loss,
+                f_scale=self.f_scale,
+                **tol,
+            )
         return self._fitted(sol.x, X, y, configs)
 
 
@@ -307,17 +319,28 @@ class FittedLaw:
         from scipy.stats import t as student
 
         x = self.model.design([config])[0]
-        limit = [(t, c) for t, v, c in zip(self.model.terms, x[1:], self.coef[1:], strict=False)
-                 if not math.isfinite(v)]  # fmt: skip
+        limit = [
+            (t, c)
+            for t, v, c in zip(self.model.terms, x[1:], self.coef[1:], strict=False)
+            if not math.isfinite(v)
+        ]
         if limit:  # the term's limit is -inf: its coefficient's sign says where log T goes
             up = [(t, c) for t, c in limit if c > 0]
             if up:
                 t, c = up[0]
-                return Prediction(0.0, 0.0, 0.0, -math.inf, 0.0, f"{t} is at its limit and its "
-                                  f"coefficient is {c:+.3f}: the fitted law sends the step to 0 "
-                                  "there, which is no forecast")  # fmt: skip
-            return Prediction.never(f"{limit[0][0]} is at its limit: {self.model.label} predicts "
-                                    "no transition")  # fmt: skip
+                return Prediction(
+                    0.0,
+                    0.0,
+                    0.0,
+                    -math.inf,
+                    0.0,
+                    f"{t} is at its limit and its "
+                    f"coefficient is {c:+.3f}: the fitted law sends the step to 0 "
+                    "there, which is no forecast",
+                )
+            return Prediction.never(
+                f"{limit[0][0]} is at its limit: {self.model.label} predicts no transition"
+            )
         mean_, grad = self.model.mean_and_gradient(self.coef, x[None, :], [config])
         mean, g = float(mean_[0]), grad[0]
         sd = self.sigma * math.sqrt(1.0 + float(g @ self.xtx_inv @ g))
@@ -341,8 +364,11 @@ class FittedLaw:
     def from_dict(d: Mapping, model: LogLinearLaw) -> FittedLaw:
         """The fit stored by :meth:`to_dict`, of ``model`` (its terms checked against the
         stored ones)."""
-        if (list(model.terms) != list(d["terms"]) or model.offset != d["offset"]
-                or list(model.extra) != list(d.get("extra", []))):  # fmt: skip
+        if (
+            list(model.terms) != list(d["terms"])
+            or model.offset != d["offset"]
+            or list(model.extra) != list(d.get("extra", []))
+        ):
             raise ValueError(f"the stored law {d['model']!r} has other terms than the code's")
         coef = np.array(d["coef"], float)
         cov = np.array(d["xtx_inv"], float)

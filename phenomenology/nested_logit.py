@@ -270,9 +270,13 @@ class NestedLogitModel(DynamicsModel):
             t_grid = np.geomspace(1e-3, 1e6, 4000)
             try:
                 traj = gradient_flow(
-                    start, L=self.L, N=self.N, B=self.B, t_eval=np.r_[0.0, t_grid],
+                    start,
+                    L=self.L,
+                    N=self.N,
+                    B=self.B,
+                    t_eval=np.r_[0.0, t_grid],
                     loss_fn=self.loss_fn,
-                )  # fmt: skip
+                )
             except RuntimeError:
                 continue
             best, best_cost = None, np.inf

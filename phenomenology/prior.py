@@ -139,18 +139,31 @@ def calibrate(errors: pd.DataFrame) -> dict:
             if b < 0 or len(h) < MIN_CALIBRATION:
                 continue
             v = h["log_error"].astype(float)
-            runs = [(_prior_of(t), float(t["step"]), float(t["seen"]), float(t["observed"]))
-                    for _, t in h.iterrows()]  # fmt: skip
+            runs = [
+                (_prior_of(t), float(t["step"]), float(t["seen"]), float(t["observed"]))
+                for _, t in h.iterrows()
+            ]
             best = None
             for bias in (0.0, float(v.mean())):
                 sd = float(max(np.sqrt(((v - bias) ** 2).sum() / max(len(v) - 1, 1)), 1e-3))
                 for mode in MODES:
-                    rec = {"bin": int(b), "prior_bin": int(pb), "n": int(len(v)),
-                           "bias": bias, "sd": sd, "mode": mode}  # fmt: skip
-                    err = np.median([
-                        _abs_log(combine(prior, step, str(method), seen, {str(method): [rec]}).step,
-                                 observed) for prior, step, seen, observed in runs
-                    ])  # fmt: skip
+                    rec = {
+                        "bin": int(b),
+                        "prior_bin": int(pb),
+                        "n": int(len(v)),
+                        "bias": bias,
+                        "sd": sd,
+                        "mode": mode,
+                    }
+                    err = np.median(
+                        [
+                            _abs_log(
+                                combine(prior, step, str(method), seen, {str(method): [rec]}).step,
+                                observed,
+                            )
+                            for prior, step, seen, observed in runs
+                        ]
+                    )
                     if best is None or err < best[0] - 1e-12:
                         best = (err, rec)
             rows.append(best[1])
@@ -159,8 +172,13 @@ def calibrate(errors: pd.DataFrame) -> dict:
 
 
 def _prior_of(t) -> Prediction:
-    return Prediction(float(t["prior_step"]), float(t["prior_low"]), float(t["prior_high"]),
-                      float(t["prior_log_mean"]), float(t["prior_log_sd"]))  # fmt: skip
+    return Prediction(
+        float(t["prior_step"]),
+        float(t["prior_low"]),
+        float(t["prior_high"]),
+        float(t["prior_log_mean"]),
+        float(t["prior_log_sd"]),
+    )
 
 
 def _abs_log(pred: float, obs: float) -> float:
@@ -176,12 +194,30 @@ def calibration_rows(forecasts: pd.DataFrame, priors: Mapping) -> pd.DataFrame:
         p = priors.get((t["point"], int(t["seed"])))
         if p is None or not p.transitions or t["extended"] is None or pd.isna(t["extended"]):
             continue
-        out.append({"method": t["extended_method"], "step": float(t["extended"]),
-                    "seen": float(t["seen"]), "observed": float(t["observed"]),
-                    "prior_step": p.step, "prior_low": p.low, "prior_high": p.high,
-                    "prior_log_mean": p.log_mean, "prior_log_sd": p.log_sd})  # fmt: skip
-    cols = ["method", "step", "seen", "observed", "prior_step", "prior_low", "prior_high",
-            "prior_log_mean", "prior_log_sd"]  # fmt: skip
+        out.append(
+            {
+                "method": t["extended_method"],
+                "step": float(t["extended"]),
+                "seen": float(t["seen"]),
+                "observed": float(t["observed"]),
+                "prior_step": p.step,
+                "prior_low": p.low,
+                "prior_high": p.high,
+                "prior_log_mean": p.log_mean,
+                "prior_log_sd": p.log_sd,
+            }
+        )
+    cols = [
+        "method",
+        "step",
+        "seen",
+        "observed",
+        "prior_step",
+        "prior_low",
+        "prior_high",
+        "prior_log_mean",
+        "prior_log_sd",
+    ]
     return pd.DataFrame(out, columns=cols)
 
 
@@ -215,8 +251,14 @@ def combine(
     cal = None
     if step is not None and method is not None and step > 0:
         want, pb = r_bin(seen / step), prior_bin(seen, prior)
-        cal = next((r for r in calibration.get(method, [])
-                    if r["bin"] == want and r.get("prior_bin", pb) == pb), None)  # fmt: skip
+        cal = next(
+            (
+                r
+                for r in calibration.get(method, [])
+                if r["bin"] == want and r.get("prior_bin", pb) == pb
+            ),
+            None,
+        )
         if cal is not None and cal.get("mode", "weighted") == "prior" and prior.transitions:
             cal = None
     if cal is None:

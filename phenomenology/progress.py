@@ -91,8 +91,9 @@ def progress_calibration_for(optimizer: str | None) -> dict | None:
     return None if cal is None else dict(cal)
 
 
-def raw_progress_forecast(steps, values, *, threshold: float = THRESHOLD,
-                          window: float = WINDOW) -> dict:  # fmt: skip
+def raw_progress_forecast(
+    steps, values, *, threshold: float = THRESHOLD, window: float = WINDOW
+) -> dict:
     """The uncalibrated crossing step of the progress measure's relative excess.
 
     Returns:
@@ -103,8 +104,13 @@ def raw_progress_forecast(steps, values, *, threshold: float = THRESHOLD,
     s = np.asarray(steps, float)
     v = np.asarray(values, float)
     base = float(v[0])
-    out = {"raw_step": None, "rate": math.nan, "excess_last": math.nan, "n_fit": 0,
-           "baseline": base}  # fmt: skip
+    out = {
+        "raw_step": None,
+        "rate": math.nan,
+        "excess_last": math.nan,
+        "n_fit": 0,
+        "baseline": base,
+    }
     if not base > 0:
         return out | {"reason": f"its first value is {base:g}; the excess is relative to it (> 0)"}
     x = v / base - 1.0
@@ -120,8 +126,11 @@ def raw_progress_forecast(steps, values, *, threshold: float = THRESHOLD,
             f"the fit needs {MIN_FIT_POINTS}"
         }
     rate, icpt = np.polyfit(s[use], np.log(x[use]), 1)
-    out |= {"rate": float(rate), "n_fit": int(use.sum()),
-            "excess_last": float(math.exp(icpt + rate * last))}  # fmt: skip
+    out |= {
+        "rate": float(rate),
+        "n_fit": int(use.sum()),
+        "excess_last": float(math.exp(icpt + rate * last)),
+    }
     if not rate > 0:
         return out | {"raw_step": math.inf}
     return out | {"raw_step": float((math.log(threshold) - icpt) / rate)}
@@ -157,8 +166,9 @@ def progress_forecast(
     last = float(s[-1]) if len(s) else math.nan
 
     def cannot(why: str) -> Forecast:
-        return Forecast(None, None, None, last, reason=f"cannot forecast: {why}",
-                        detail={"method": "progress"})  # fmt: skip
+        return Forecast(
+            None, None, None, last, reason=f"cannot forecast: {why}", detail={"method": "progress"}
+        )
 
     cal = progress_calibration_for(optimizer) if calibration is None else dict(calibration)
     if cal is None:
@@ -182,8 +192,9 @@ def progress_forecast(
             f"progress forecast starts at {MIN_EXCESS:.0%} (its calibrated range)"
         )
     if r > 100.0 * last:
-        return cannot("the progress measure grows too slowly: no transition within 100 times "
-                      "the last step")  # fmt: skip
+        return cannot(
+            "the progress measure grows too slowly: no transition within 100 times the last step"
+        )
     return Forecast(
         step=max(cal["k"] * r, last),
         low=max(cal["k_low"] * r, last),

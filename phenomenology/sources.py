@@ -95,10 +95,16 @@ def _run_source(path: Path, task_set: Mapping[str, str], optimizer: str | None) 
     curve, task = read_run(run)
     prior, calibration, _ = law_prior(run.task, run.model_config, run.train_config)
     return FitSource(
-        source=str(path / "metrics.csv"), curve=curve, task=task,
-        task_note=f"from {path / 'config.json'}", out=path / "fit.json", run_dir=str(path),
-        optimizer=run.train_config.optimizer, prior=prior, calibration=dict(calibration),
-    )  # fmt: skip
+        source=str(path / "metrics.csv"),
+        curve=curve,
+        task=task,
+        task_note=f"from {path / 'config.json'}",
+        out=path / "fit.json",
+        run_dir=str(path),
+        optimizer=run.train_config.optimizer,
+        prior=prior,
+        calibration=dict(calibration),
+    )
 
 
 def _csv_source(path: Path, task_set: Mapping[str, str], optimizer: str | None) -> FitSource:
@@ -113,14 +119,23 @@ def _csv_source(path: Path, task_set: Mapping[str, str], optimizer: str | None) 
     for key, value in task_set.items():
         task[key] = parse_number(f"--set {key}", value, integer=key != "L")
     defaults = [k for k in PAPER_TASK if k not in task_set]
-    note = "from --set" if not defaults else (
-        f"{', '.join(defaults)}: the paper's default{'s' if len(defaults) > 1 else ''}"
-        + (f"; {', '.join(task_set)} from --set" if task_set else "")
-    )  # fmt: skip
+    note = (
+        "from --set"
+        if not defaults
+        else (
+            f"{', '.join(defaults)}: the paper's default{'s' if len(defaults) > 1 else ''}"
+            + (f"; {', '.join(task_set)} from --set" if task_set else "")
+        )
+    )
     return FitSource(
-        source=str(path), curve=curve, task=task, task_note=note,
-        out=path.with_name(f"{path.stem}.fit.json"), run_dir=None, optimizer=optimizer or "sgd",
-    )  # fmt: skip
+        source=str(path),
+        curve=curve,
+        task=task,
+        task_note=note,
+        out=path.with_name(f"{path.stem}.fit.json"),
+        run_dir=None,
+        optimizer=optimizer or "sgd",
+    )
 
 
 def open_fit_sources(
@@ -164,12 +179,21 @@ def open_fit_sources(
         if json_out:
             src.out = Path(json_out)
         check_curve(
-            src.curve, task=src.task, model=model, column=column, target=target,
-            aux=tuple(aux), options=options, source=src.source,
-        )  # fmt: skip
+            src.curve,
+            task=src.task,
+            model=model,
+            column=column,
+            target=target,
+            aux=tuple(aux),
+            options=options,
+            source=src.source,
+        )
         check_forecast_method(
-            src.curve, method=method, progress_column=progress_column,
-            optimizer=src.optimizer, source=src.source,
-        )  # fmt: skip
+            src.curve,
+            method=method,
+            progress_column=progress_column,
+            optimizer=src.optimizer,
+            source=src.source,
+        )
         sources.append(src)
     return sources

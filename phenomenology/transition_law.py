@@ -124,15 +124,31 @@ __all__ = [
 FLOW_LAW = FlowLaw(
     name="flow",
     label="the third law (gradient-flow time x label correlation)",
-    terms=("log P(distinct labels)", "log (1-1/n)", "log N", "log L", "log K", "log eps",
-           "log p_C"),
-)  # fmt: skip
+    terms=(
+        "log P(distinct labels)",
+        "log (1-1/n)",
+        "log N",
+        "log L",
+        "log K",
+        "log eps",
+        "log p_C",
+    ),
+)
 THRESHOLD_LAW = LogLinearLaw(
     name="threshold",
     label="the second law (distractor classes x threshold at n = L)",
-    terms=("log lr", "log N", "log lr x log N", "log K", "log eps", "log p_C", "log (n-1)",
-           "log (1-n/L)", "log L"),
-)  # fmt: skip
+    terms=(
+        "log lr",
+        "log N",
+        "log lr x log N",
+        "log K",
+        "log eps",
+        "log p_C",
+        "log (n-1)",
+        "log (1-n/L)",
+        "log L",
+    ),
+)
 DRIVE_LAW = LogLinearLaw(
     name="drive",
     label="the first law (power law x drive 1/n - 1/L)",
@@ -152,27 +168,51 @@ def fitted_from_dict(d: Mapping):
 
 
 FOURTH_LAW = CorrectedLaw(
-    name="fourth", label="the fourth law (the third law + a Gaussian-process correction)",
+    name="fourth",
+    label="the fourth law (the third law + a Gaussian-process correction)",
     base=FLOW_LAW,
-)  # fmt: skip
+)
 FLOW_MEDIAN = FlowLaw(
-    name="flow-median", label="the third law fitted for the median (soft-L1 loss)",
-    terms=FLOW_LAW.terms, loss="soft_l1", f_scale=0.1,
-)  # fmt: skip
+    name="flow-median",
+    label="the third law fitted for the median (soft-L1 loss)",
+    terms=FLOW_LAW.terms,
+    loss="soft_l1",
+    f_scale=0.1,
+)
 LAW = CorrectedLaw(
-    name="law", label="the law (the fourth law fitted for the median)", base=FLOW_MEDIAN,
+    name="law",
+    label="the law (the fourth law fitted for the median)",
+    base=FLOW_MEDIAN,
     target="median",
-)  # fmt: skip
+)
 
 
-MODELS = (LAW, FOURTH_LAW, FLOW_LAW, THRESHOLD_LAW, DRIVE_LAW, FREE_POWER_LAW, TOKENS_FORM,
-          N2_FORM, FLOW_MEDIAN)  # fmt: skip
+MODELS = (
+    LAW,
+    FOURTH_LAW,
+    FLOW_LAW,
+    THRESHOLD_LAW,
+    DRIVE_LAW,
+    FREE_POWER_LAW,
+    TOKENS_FORM,
+    N2_FORM,
+    FLOW_MEDIAN,
+)
 """The log-linear models (and the corrected ones), the law first."""
 
 
 def all_models() -> list:
-    return [LAW, FOURTH_LAW, FLOW_LAW, THRESHOLD_LAW, DRIVE_LAW, NearestConfiguration(),
-            TOKENS_FORM, N2_FORM, FREE_POWER_LAW]  # fmt: skip
+    return [
+        LAW,
+        FOURTH_LAW,
+        FLOW_LAW,
+        THRESHOLD_LAW,
+        DRIVE_LAW,
+        NearestConfiguration(),
+        TOKENS_FORM,
+        N2_FORM,
+        FREE_POWER_LAW,
+    ]
 
 
 def leave_one_out(rows: pd.DataFrame, models: Sequence | None = None) -> pd.DataFrame:
@@ -207,9 +247,18 @@ def _scored(model, fitted, r: pd.Series, observed: float, budget: float | None =
         err = math.nan
     else:
         err = abs(math.log(p.step / observed)) if p.transitions else math.inf
-    return {"model": model.name, "point": str(r["point"]), "seed": int(r["seed"]),
-            "observed": observed, "predicted": p.step, "low": p.low, "high": p.high,
-            "abs_log_error": err, "covered": bool(p.low <= observed <= p.high), **within}  # fmt: skip
+    return {
+        "model": model.name,
+        "point": str(r["point"]),
+        "seed": int(r["seed"]),
+        "observed": observed,
+        "predicted": p.step,
+        "low": p.low,
+        "high": p.high,
+        "abs_log_error": err,
+        "covered": bool(p.low <= observed <= p.high),
+        **within,
+    }
 
 
 def forecast_later(
@@ -248,9 +297,12 @@ def floor(rows: pd.DataFrame) -> pd.DataFrame:
 
 
 def power_exponent(
-    rows: pd.DataFrame, term: str = "log N", model: LogLinearLaw = FREE_POWER_LAW,
-    n_boot: int = 1000, seed: int = 0,
-) -> dict[str, float]:  # fmt: skip
+    rows: pd.DataFrame,
+    term: str = "log N",
+    model: LogLinearLaw = FREE_POWER_LAW,
+    n_boot: int = 1000,
+    seed: int = 0,
+) -> dict[str, float]:
     """A model's exponent of one field with its 95% interval: the least-squares one (``t`` of the
     fit) and a bootstrap over configurations (whole configurations resampled with their seeds)."""
     from scipy.stats import t as student
@@ -272,8 +324,14 @@ def power_exponent(
         except ValueError:
             continue
     lo, hi = np.percentile(boot, [2.5, 97.5]) if boot else (math.nan, math.nan)
-    return {"estimate": est, "ols_low": est - q * se, "ols_high": est + q * se,
-            "boot_low": float(lo), "boot_high": float(hi), "n_boot": len(boot)}  # fmt: skip
+    return {
+        "estimate": est,
+        "ols_low": est - q * se,
+        "ols_high": est + q * se,
+        "boot_low": float(lo),
+        "boot_high": float(hi),
+        "n_boot": len(boot),
+    }
 
 
 # ---------------------------------------------------------------------------------------------
@@ -318,15 +376,22 @@ class StoredLaw:
 
         path = Path(path) if path is not None else LAW_FILE
         if not path.exists():
-            raise ValueError(f"{path} is missing: `induction-cliff reproduce transition-law "
-                             "--tier full` writes it")  # fmt: skip
+            raise ValueError(
+                f"{path} is missing: `induction-cliff reproduce transition-law "
+                "--tier full` writes it"
+            )
         try:
             d = json.loads(path.read_text())
             for rec in d.get("observed", ()):
                 _check_observed(rec)
-            return StoredLaw(fitted_from_dict(d["law"]), d["ranges"], d["fixed"],
-                             d.get("calibration", {}), d.get("data", ""),
-                             tuple(d.get("observed", ())))  # fmt: skip
+            return StoredLaw(
+                fitted_from_dict(d["law"]),
+                d["ranges"],
+                d["fixed"],
+                d.get("calibration", {}),
+                d.get("data", ""),
+                tuple(d.get("observed", ())),
+            )
         except (KeyError, TypeError, ValueError, StopIteration) as err:
             raise ValueError(f"{path} is not a stored transition law ({err})") from None
 
@@ -387,22 +452,43 @@ def observed_configurations(rows: pd.DataFrame) -> list[dict]:
     ok = _transitioned(rows)
     for _, g in rows.groupby(config_key(rows), sort=False):
         done = g[ok.loc[g.index]]
-        out.append({
-            **{f: float(g[f].iloc[0]) for f in FIELDS}, "runs": int(len(g)),
-            "transitioned": int(len(done)), "budget": int(g["budget"].max()),
-            "median_step": float(done["transition_step"].median()) if len(done) else None,
-        })  # fmt: skip
+        out.append(
+            {
+                **{f: float(g[f].iloc[0]) for f in FIELDS},
+                "runs": int(len(g)),
+                "transitioned": int(len(done)),
+                "budget": int(g["budget"].max()),
+                "median_step": float(done["transition_step"].median()) if len(done) else None,
+            }
+        )
     return out
 
 
 FIXED_FIELDS = {
     "task": ("D", "N_max", "alpha", "p_B", "novel_pool", "B_eval", "task"),
-    "model": ("n_layers", "n_heads", "d_head", "d_mlp", "n_mlp_layers", "positional",
-              "positional_config", "attn_scale", "attn_init_std", "qk_bias", "readout_init",
-              "hidden_bias"),
-    "train": ("optimizer", "weight_decay", "weight_decay_form", "momentum", "batch_size",
-              "intervention"),
-}  # fmt: skip
+    "model": (
+        "n_layers",
+        "n_heads",
+        "d_head",
+        "d_mlp",
+        "n_mlp_layers",
+        "positional",
+        "positional_config",
+        "attn_scale",
+        "attn_init_std",
+        "qk_bias",
+        "readout_init",
+        "hidden_bias",
+    ),
+    "train": (
+        "optimizer",
+        "weight_decay",
+        "weight_decay_form",
+        "momentum",
+        "batch_size",
+        "intervention",
+    ),
+}
 """The fields a grid holds fixed that can change a transition time (``section.field``); a forecast
 of a configuration that sets one otherwise is outside the data."""
 
@@ -411,11 +497,15 @@ def law_inputs(task, model, train) -> tuple[dict[str, float], dict[str, str]]:
     """A run's configs as the law reads them: ``(fields, settings)``, the fields of
     :data:`phenomenology.transition_law.FIELDS` and the :data:`FIXED_FIELDS` as text."""
     sections = {"task": task, "model": model, "train": train}
-    values = {**{f: getattr(task, f) for f in FIELDS if hasattr(task, f)},
-              "lr": train.lr, "batch_size": train.batch_size}  # fmt: skip
+    values = {
+        **{f: getattr(task, f) for f in FIELDS if hasattr(task, f)},
+        "lr": train.lr,
+        "batch_size": train.batch_size,
+    }
     fields = {f: float(values[f]) for f in FIELDS}
-    settings = {f"{s}.{f}": str(getattr(sections[s], f))
-                for s, names in FIXED_FIELDS.items() for f in names}  # fmt: skip
+    settings = {
+        f"{s}.{f}": str(getattr(sections[s], f)) for s, names in FIXED_FIELDS.items() for f in names
+    }
     return fields, settings
 
 

@@ -97,11 +97,19 @@ def curve_forecasts(rows: pd.DataFrame, curves: pd.DataFrame) -> pd.DataFrame:
             seen = float(part["step"].iloc[-1]) if len(part) else 0.0
             plain, plain_method = curve_step(part, _task(r), extended=False)
             ext, ext_method = curve_step(part, _task(r), extended=True)
-            out.append({
-                "point": r["point"], "seed": int(r["seed"]), "fraction": f, "seen": seen,
-                "observed": float(r["transition_step"]), "plain": plain,
-                "plain_method": plain_method, "extended": ext, "extended_method": ext_method,
-            })  # fmt: skip
+            out.append(
+                {
+                    "point": r["point"],
+                    "seed": int(r["seed"]),
+                    "fraction": f,
+                    "seen": seen,
+                    "observed": float(r["transition_step"]),
+                    "plain": plain,
+                    "plain_method": plain_method,
+                    "extended": ext,
+                    "extended_method": ext_method,
+                }
+            )
     return pd.DataFrame(out)
 
 
@@ -135,16 +143,24 @@ def combined_scores(
             ext = None if pd.isna(t["extended"]) else float(t["extended"])
             post = combine(prior, ext, t["extended_method"], t["seen"], cal)
             obs = float(t["observed"])
-            out.append({
-                "point": point, "seed": int(t["seed"]), "fraction": t["fraction"],
-                "seen": t["seen"], "observed": obs,
-                "law": prior.step, "law_error": _log_error(prior.step, obs),
-                "law_covered": bool(prior.low <= obs <= prior.high),
-                "curve": t["plain"], "curve_method": t["plain_method"],
-                "curve_error": _log_error(t["plain"], obs),
-                "combined": post.step, "combined_error": _log_error(post.step, obs),
-                "combined_covered": bool(post.low <= obs <= post.high),
-            })  # fmt: skip
+            out.append(
+                {
+                    "point": point,
+                    "seed": int(t["seed"]),
+                    "fraction": t["fraction"],
+                    "seen": t["seen"],
+                    "observed": obs,
+                    "law": prior.step,
+                    "law_error": _log_error(prior.step, obs),
+                    "law_covered": bool(prior.low <= obs <= prior.high),
+                    "curve": t["plain"],
+                    "curve_method": t["plain_method"],
+                    "curve_error": _log_error(t["plain"], obs),
+                    "combined": post.step,
+                    "combined_error": _log_error(post.step, obs),
+                    "combined_covered": bool(post.low <= obs <= post.high),
+                }
+            )
     return pd.DataFrame(out)
 
 
@@ -155,14 +171,19 @@ def summarize_combined(scores: pd.DataFrame) -> pd.DataFrame:
     out = []
     for f, g in scores.groupby("fraction", sort=True):
         has_curve = g["curve_error"].notna()
-        out.append({
-            "fraction": f, "runs": len(g), "law": g["law_error"].median(),
-            "law_coverage": g["law_covered"].mean(), "curve_runs": int(has_curve.sum()),
-            "curve": g.loc[has_curve, "curve_error"].median(),
-            "combined": g["combined_error"].median(),
-            "combined_on_curve_runs": g.loc[has_curve, "combined_error"].median(),
-            "combined_coverage": g["combined_covered"].mean(),
-        })  # fmt: skip
+        out.append(
+            {
+                "fraction": f,
+                "runs": len(g),
+                "law": g["law_error"].median(),
+                "law_coverage": g["law_covered"].mean(),
+                "curve_runs": int(has_curve.sum()),
+                "curve": g.loc[has_curve, "curve_error"].median(),
+                "combined": g["combined_error"].median(),
+                "combined_on_curve_runs": g.loc[has_curve, "combined_error"].median(),
+                "combined_coverage": g["combined_covered"].mean(),
+            }
+        )
     return pd.DataFrame(out)
 
 
@@ -182,8 +203,10 @@ def combined_gaps(scores: pd.DataFrame, n_boot: int = 1000, seed: int = 0) -> pd
             h = g[g[col].notna()]
             if h.empty:
                 continue
-            by = [(c["combined_error"].to_numpy(float), c[col].to_numpy(float))
-                  for _, c in h.groupby("point", sort=False)]  # fmt: skip
+            by = [
+                (c["combined_error"].to_numpy(float), c[col].to_numpy(float))
+                for _, c in h.groupby("point", sort=False)
+            ]
 
             def gap(pick, by=by) -> float:
                 a = np.concatenate([by[i][0] for i in pick])
@@ -192,8 +215,15 @@ def combined_gaps(scores: pd.DataFrame, n_boot: int = 1000, seed: int = 0) -> pd
 
             boot = [gap(rng.integers(0, len(by), len(by))) for _ in range(n_boot)]
             lo, hi = np.percentile(boot, [2.5, 97.5])
-            out.append({"fraction": f, "part": part, "gap": gap(range(len(by))),
-                        "low": float(lo), "high": float(hi)})  # fmt: skip
+            out.append(
+                {
+                    "fraction": f,
+                    "part": part,
+                    "gap": gap(range(len(by))),
+                    "low": float(lo),
+                    "high": float(hi),
+                }
+            )
     return pd.DataFrame(out, columns=["fraction", "part", "gap", "low", "high"])
 
 
@@ -244,15 +274,27 @@ def warning_signals(rows: pd.DataFrame, curves: pd.DataFrame, law: LogLinearLaw 
         budget = float(r["budget"])
         t_step = float(r["transition_step"]) if _transitioned(r.to_frame().T).iloc[0] else math.inf
         positive = t_step <= budget
-        grid = sorted({*(budget * (j + 1) / WARNING_GRID for j in range(WARNING_GRID)),
-                       *(budget * f for f in WARNING_FRACTIONS)})  # fmt: skip
+        grid = sorted(
+            {
+                *(budget * (j + 1) / WARNING_GRID for j in range(WARNING_GRID)),
+                *(budget * f for f in WARNING_FRACTIONS),
+            }
+        )
         for t in grid:
             if t >= t_step or t > float(c["step"].max()):
                 break
             s = _signals(c, r, priors[_key(r)], t)
-            out.append({"point": r["point"], "seed": int(r["seed"]), "step": t,
-                        "fraction": t / budget, "positive": positive,
-                        "transition_step": t_step, **s})  # fmt: skip
+            out.append(
+                {
+                    "point": r["point"],
+                    "seed": int(r["seed"]),
+                    "step": t,
+                    "fraction": t / budget,
+                    "positive": positive,
+                    "transition_step": t_step,
+                    **s,
+                }
+            )
     return pd.DataFrame(out)
 
 
@@ -295,9 +337,18 @@ def early_warning(signals: pd.DataFrame, n_boot: int = 1000, seed: int = 0) -> p
             pos = [k for k in pos_runs if k in col.index]
             neg = [k for k in neg_runs if k in col.index]
             lo, hi = boot(stat) if pos and neg else (math.nan, math.nan)
-            out.append({"signal": s, "measure": "auroc", "at": f, "value": stat(pos, neg),
-                        "low": lo, "high": hi, "positives": len(pos),
-                        "negatives": len(neg)})  # fmt: skip
+            out.append(
+                {
+                    "signal": s,
+                    "measure": "auroc",
+                    "at": f,
+                    "value": stat(pos, neg),
+                    "low": lo,
+                    "high": hi,
+                    "positives": len(pos),
+                    "negatives": len(neg),
+                }
+            )
     for s in SIGNALS:
         peak = runs[s].max()
         first = {k: g for k, g in runs}
@@ -310,9 +361,18 @@ def early_warning(signals: pd.DataFrame, n_boot: int = 1000, seed: int = 0) -> p
 
         for name, stat in (("lead", lead), ("warned", warned)):
             lo, hi = boot(stat)
-            out.append({"signal": s, "measure": name, "at": 0.05,
-                        "value": stat(pos_runs, neg_runs), "low": lo, "high": hi,
-                        "positives": len(pos_runs), "negatives": len(neg_runs)})  # fmt: skip
+            out.append(
+                {
+                    "signal": s,
+                    "measure": name,
+                    "at": 0.05,
+                    "value": stat(pos_runs, neg_runs),
+                    "low": lo,
+                    "high": hi,
+                    "positives": len(pos_runs),
+                    "negatives": len(neg_runs),
+                }
+            )
     return pd.DataFrame(out)
 
 

@@ -43,8 +43,16 @@ def test_import_interp_imports_neither_torch_nor_a_stage():
 def test_every_stage_is_a_documented_package():
     stages = sorted(p.parent.name for p in (ROOT / "interp").glob("*/__init__.py"))
     assert stages == [
-        "analysis", "cli", "config", "data", "experiments", "io", "model", "train", "viz"
-    ]  # fmt: skip
+        "analysis",
+        "cli",
+        "config",
+        "data",
+        "experiments",
+        "io",
+        "model",
+        "train",
+        "viz",
+    ]
     for stage in stages:
         module = __import__(f"interp.{stage}", fromlist=["_"])
         assert module.__doc__ and len(module.__doc__.split()) > 20, stage

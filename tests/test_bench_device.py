@@ -35,8 +35,10 @@ def test_bench_device_refuses_bad_input_in_one_line():
     for args, field in ((["--stacks", "0"], "--stacks"), (["--steps", "0"], "--steps")):
         done = subprocess.run(
             [sys.executable, str(BENCH / "bench_device.py"), *args],
-            capture_output=True, text=True, timeout=120,
-        )  # fmt: skip
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert done.returncode == 1
         lines = done.stderr.strip().splitlines()
         assert len(lines) == 1 and field in lines[0] and lines[0].startswith("bench_device:")
@@ -46,9 +48,12 @@ def test_bench_device_refuses_bad_input_in_one_line():
 def test_gpu_check_dry_runs_the_device_rows_and_a_device_sampled_run_on_the_cpu(tmp_path):
     env = {**os.environ, "OUT": str(tmp_path), "PYTHON": sys.executable}
     done = subprocess.run(
-        ["bash", str(BENCH / "gpu_check.sh"), "--dry"], env=env, capture_output=True, text=True,
+        ["bash", str(BENCH / "gpu_check.sh"), "--dry"],
+        env=env,
+        capture_output=True,
+        text=True,
         timeout=600,
-    )  # fmt: skip
+    )
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     assert "end to end at 2 models:" in (tmp_path / "device_rows.txt").read_text()
     assert '"sample_on": "device"' in (tmp_path / "device-train" / "config.json").read_text()

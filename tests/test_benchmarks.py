@@ -38,8 +38,11 @@ def test_presampled_gpu_rows_run_on_the_cpu_and_say_no_gpu_in_one_line():
     env = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}
     done = subprocess.run(
         [sys.executable, str(BENCH / "bench_many.py"), "--gpu-only"],
-        capture_output=True, text=True, timeout=60, env=env,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
     assert done.returncode == 1
     assert done.stderr.strip().splitlines() == [
         "bench_many: --gpu-only needs a GPU that torch sees; there is none here"
@@ -69,8 +72,10 @@ def test_protocol_bad_input_is_one_line_before_any_run(tmp_path):
     ):
         done = subprocess.run(
             [sys.executable, str(BENCH / "bench_protocol.py"), *args],
-            capture_output=True, text=True, timeout=60,
-        )  # fmt: skip
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert done.returncode == 1
         lines = done.stderr.strip().splitlines()
         assert len(lines) == 1 and field in lines[0] and "bench_protocol" in lines[0]

@@ -22,8 +22,13 @@ def _load():
 
 def _run(path: Path, n: int) -> Path:
     path.mkdir()
-    config = {"format_version": 4, "kind": "induction_net", "task": {"L": 32, "N": 8, "B": 1},
-              "model": {}, "train": {"steps": int(STEPS[n - 1]), "optimizer": "sgd"}}  # fmt: skip
+    config = {
+        "format_version": 4,
+        "kind": "induction_net",
+        "task": {"L": 32, "N": 8, "B": 1},
+        "model": {},
+        "train": {"steps": int(STEPS[n - 1]), "optimizer": "sgd"},
+    }
     (path / "config.json").write_text(json.dumps(config))
     pd.DataFrame({"step": STEPS[:n], "ic_loss": LOSS[:n]}).to_csv(path / "metrics.csv", index=False)
     return path

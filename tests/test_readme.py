@@ -62,10 +62,29 @@ def test_the_worked_examples_run_as_written(tmp_path):
     """The examples in order, in a fresh folder whose runs/demo is a tiny run with a plateau and a
     jump (the demo itself takes minutes; its paths and commands are the same)."""
     bin_dir = Path(sys.executable).parent
-    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
-           "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}  # fmt: skip
-    train = [sys.executable, "-m", "interp.cli", "train", "--preset", "tiny", "--set", "steps=600",
-             "--set", "eval_every=25", "--set", "num_threads=1", "--quiet", "--out", "runs/demo"]  # fmt: skip
+    env = {
+        **os.environ,
+        "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+        "PYTHONPATH": str(ROOT),
+        "OMP_NUM_THREADS": "1",
+    }
+    train = [
+        sys.executable,
+        "-m",
+        "interp.cli",
+        "train",
+        "--preset",
+        "tiny",
+        "--set",
+        "steps=600",
+        "--set",
+        "eval_every=25",
+        "--set",
+        "num_threads=1",
+        "--quiet",
+        "--out",
+        "runs/demo",
+    ]
     subprocess.run(train, cwd=tmp_path, env=env, check=True, capture_output=True)
     if shutil.which("induction-cliff", path=env["PATH"]) is None:
         pytest.skip("the induction-cliff command is not installed")

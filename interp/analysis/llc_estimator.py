@@ -278,8 +278,9 @@ def estimate_llc(
     )
 
 
-def _problems(cfg, failed: int, n_good: int, mean: float, acceptance: float, drift: float,
-              drifting: bool) -> list[str]:  # fmt: skip
+def _problems(
+    cfg, failed: int, n_good: int, mean: float, acceptance: float, drift: float, drifting: bool
+) -> list[str]:
     """The plain-language warnings of one estimate (empty: its diagnostics look right)."""
     problems: list[str] = []
     if failed:

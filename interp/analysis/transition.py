@@ -148,9 +148,16 @@ def detect_transition(
         head = float(values[0]) if len(values) else float("nan")
         tail = float(values[-1]) if len(values) else float("nan")
         return TransitionResult(
-            False, None, None, head, None, None, tail, float("nan"),
+            False,
+            None,
+            None,
+            head,
+            None,
+            None,
+            tail,
+            float("nan"),
             f"too few points ({len(steps)} < 5) to detect a transition",
-        )  # fmt: skip
+        )
     order = np.argsort(steps)
     steps, values = steps[order], values[order]
     window = smooth_window or max(3, len(steps) // 20)
@@ -341,10 +348,19 @@ def find_transition(
         head = float(values[0]) if len(values) else float("nan")
         tail = float(values[-1]) if len(values) else float("nan")
         return Transition(
-            False, None, None, head, None, None, tail, float("nan"),
+            False,
+            None,
+            None,
+            head,
+            None,
+            None,
+            tail,
+            float("nan"),
             f"too few points ({len(steps)} < 5) to detect a transition",
-            method=method, direction=direction, plateau_start=first,
-        )  # fmt: skip
+            method=method,
+            direction=direction,
+            plateau_start=first,
+        )
     y = smooth_symmetric(y, smooth_window or 5)
     c = detect_cliff(np.maximum(steps, 1e-9), y)
     sign = 1.0 if direction == "falling" else -1.0
@@ -475,8 +491,9 @@ def transition_report(
             r = detect_transition(metrics["step"], metrics[measure], min_rise=min_rise)
             row = {"run": name, "config": label, **r.to_dict()}
             if "ic_loss" in metrics:  # the forecasters' transition, under its own name
-                c = find_transition(metrics["step"], metrics["ic_loss"], method="cliff",
-                                    direction="falling")  # fmt: skip
+                c = find_transition(
+                    metrics["step"], metrics["ic_loss"], method="cliff", direction="falling"
+                )
                 row["cliff_step"] = c.step if c.transitioned else None
             rows.append(row)
         df = pd.DataFrame(rows)

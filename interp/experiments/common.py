@@ -102,8 +102,11 @@ def with_lengths(n_pairs: Sequence[int], n: int | None = None):
             df = evaluate_lengths(dirs[names.index(sweep)] / point, lengths, n=n, sets=("ic",))
             for _, r in df.iterrows():
                 k = int(r["n_pairs"])
-                for src, dst in (("ic_acc", "ic_acc"), ("l2_query_entropy", "entropy"),
-                                 ("l2_query_neff", "neff")):  # fmt: skip
+                for src, dst in (
+                    ("ic_acc", "ic_acc"),
+                    ("l2_query_entropy", "entropy"),
+                    ("l2_query_neff", "neff"),
+                ):
                     extra.setdefault(f"{dst}_n{k}", []).append(
                         float(r[src]) if src in df else math.nan
                     )
@@ -134,8 +137,16 @@ def std_columns(*fields: str, extra: Sequence = ()) -> tuple:
     )
 
 
-def line_figure(rows: pd.DataFrame, x: str, ys: Sequence[str], *, title: str, by: str | None = None,
-                where: dict | None = None, log_x: bool = False):  # fmt: skip
+def line_figure(
+    rows: pd.DataFrame,
+    x: str,
+    ys: Sequence[str],
+    *,
+    title: str,
+    by: str | None = None,
+    where: dict | None = None,
+    log_x: bool = False,
+):
     """A figure of the rows: each of ``ys`` against ``x`` (one line per value of ``by``), named by
     the measures' labels."""
     import plotly.graph_objects as go
@@ -159,8 +170,9 @@ def line_figure(rows: pd.DataFrame, x: str, ys: Sequence[str], *, title: str, by
     return fig
 
 
-def heatmap_figure(rows: pd.DataFrame, x: str, y: str, zs: Sequence[str], *, title: str,
-                   where: dict | None = None):  # fmt: skip
+def heatmap_figure(
+    rows: pd.DataFrame, x: str, y: str, zs: Sequence[str], *, title: str, where: dict | None = None
+):
     """Heatmaps of ``zs`` over the grid ``x`` by ``y`` (side by side)."""
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
@@ -172,11 +184,19 @@ def heatmap_figure(rows: pd.DataFrame, x: str, y: str, zs: Sequence[str], *, tit
     for i, z in enumerate(zs):
         grid = sel.pivot_table(index=y, columns=x, values=z, aggfunc="mean")
         fig.add_trace(
-            go.Heatmap(z=grid.to_numpy(), x=[str(c) for c in grid.columns],
-                       y=[str(r) for r in grid.index], zmin=0, zmax=1, colorscale="Viridis",
-                       showscale=i == len(zs) - 1, texttemplate="%{z:.2f}"),  # fmt: skip
-            row=1, col=i + 1,
-        )  # fmt: skip
+            go.Heatmap(
+                z=grid.to_numpy(),
+                x=[str(c) for c in grid.columns],
+                y=[str(r) for r in grid.index],
+                zmin=0,
+                zmax=1,
+                colorscale="Viridis",
+                showscale=i == len(zs) - 1,
+                texttemplate="%{z:.2f}",
+            ),
+            row=1,
+            col=i + 1,
+        )
         fig.update_xaxes(title=x, row=1, col=i + 1)
         fig.update_yaxes(title=y, row=1, col=i + 1)
     fig.update_layout(title=title, width=900, height=420, template="plotly_white")

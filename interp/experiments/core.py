@@ -522,8 +522,9 @@ def page_text(experiment: Experiment, out: str | os.PathLike) -> str:
     extra = {}
     for name in experiment.companions:
         if not (out / name).exists():
-            raise ValueError(f"{out / name} is missing: run `induction-cliff reproduce "
-                             f"{experiment.name}`")  # fmt: skip
+            raise ValueError(
+                f"{out / name} is missing: run `induction-cliff reproduce {experiment.name}`"
+            )
         try:
             extra[name] = read_table(out / name)
         except pd.errors.EmptyDataError:  # a table with nothing in it (too little data)
@@ -578,8 +579,9 @@ def reproduce(
     if tier not in TIERS:
         raise ValueError(f"--tier {tier!r} is invalid: allowed values are {list(TIERS)}")
     if experiment.produce is not None:
-        return _reproduce_own(experiment, tier, Path(out), Path(runs), workers, figures,
-                              command, log)  # fmt: skip
+        return _reproduce_own(
+            experiment, tier, Path(out), Path(runs), workers, figures, command, log
+        )
     t = experiment.tiers[tier]
     base = Path(runs) / experiment.name
     dirs, trained_by = [], {}
@@ -598,8 +600,9 @@ def reproduce(
         log(f"{experiment.name} [{tier}] {sweep.command()} -> {d}")
         before = _done_points(d)
         t0 = time.perf_counter()
-        summary = run_sweep(sweep.spec(), d, backend=backend, workers=workers, figures=False,
-                            log=log)  # fmt: skip
+        summary = run_sweep(
+            sweep.spec(), d, backend=backend, workers=workers, figures=False, log=log
+        )
         wall = time.perf_counter() - t0
         unfinished = summary.loc[summary["status"] != "done", "point"].tolist()
         if unfinished:
@@ -609,8 +612,9 @@ def reproduce(
             )
         trained = [p for p in summary["point"] if p not in before]
         if trained:
-            fresh = pd.DataFrame([{"point": p, "wall_s": wall / len(trained), **now}
-                                  for p in trained])  # fmt: skip
+            fresh = pd.DataFrame(
+                [{"point": p, "wall_s": wall / len(trained), **now} for p in trained]
+            )
             known = pd.concat([known[~known["point"].isin(trained)], fresh], ignore_index=True)
             base.mkdir(parents=True, exist_ok=True)
             write_text_atomic(log_file, known.to_csv(index=False))
@@ -654,8 +658,9 @@ def _reproduce_own(experiment, tier, out: Path, runs: Path, workers, figures, co
     """:func:`reproduce` for an experiment with a ``produce`` of its own."""
     from interp.io.atomic import write_text_atomic
 
-    rows, companions = experiment.produce(experiment, tier, runs / experiment.name / tier,
-                                          workers, log, out)  # fmt: skip
+    rows, companions = experiment.produce(
+        experiment, tier, runs / experiment.name / tier, workers, log, out
+    )
     rows = rows.copy()
     rows["source"] = "run"
     rows["tier"] = tier
@@ -668,8 +673,11 @@ def _reproduce_own(experiment, tier, out: Path, runs: Path, workers, figures, co
     for name, data in companions.items():  # frames as CSV, records (a dict) as JSON
         import json
 
-        text = (json.dumps(data, indent=1, sort_keys=True) + "\n" if isinstance(data, dict)
-                else data.to_csv(index=False))  # fmt: skip
+        text = (
+            json.dumps(data, indent=1, sort_keys=True) + "\n"
+            if isinstance(data, dict)
+            else data.to_csv(index=False)
+        )
         write_text_atomic(out / name, text)
         written.append(out / name)
     written += render(experiment, out, figures=figures)

@@ -120,8 +120,15 @@ def run_job(job: Sequence[SweepPoint], out: str | os.PathLike, threads: int = 1)
     start = time.monotonic()
     try:
         with contextlib.redirect_stderr(io.StringIO()):
-            train_many(first.task, first.model, cfg, [p.seed for p in job], dirs, resume=True,
-                       progress=False)  # fmt: skip
+            train_many(
+                first.task,
+                first.model,
+                cfg,
+                [p.seed for p in job],
+                dirs,
+                resume=True,
+                progress=False,
+            )
     except KeyboardInterrupt:
         raise
     except RunDirectoryError as err:

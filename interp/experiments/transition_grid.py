@@ -47,9 +47,20 @@ __all__ = [
 
 CONFIG_COLUMNS = ("K", "L", "N", "B", "eps", "p_C", "lr", "batch_size")
 SUMMARY_COLUMNS = (
-    "point", "role", "seed", *CONFIG_COLUMNS, "budget", "steps", "status", "transitioned",
-    "transition_step", "cliff_step", "plateau_end", "final_ic_loss", "final_ic_acc",
-)  # fmt: skip
+    "point",
+    "role",
+    "seed",
+    *CONFIG_COLUMNS,
+    "budget",
+    "steps",
+    "status",
+    "transitioned",
+    "transition_step",
+    "cliff_step",
+    "plateau_end",
+    "final_ic_loss",
+    "final_ic_acc",
+)
 """One row per run: its point, role and seed, the configuration, the budget and the steps trained,
 ``status`` (``ended``, or ``diverged``: the loss became
 non-finite, the last good evaluation kept), whether IC accuracy transitioned within the budget
@@ -98,8 +109,10 @@ class TransitionGrid:
         for name, seeds in [("seeds", self.seeds)] + [
             (f"points[{p.name}].seeds", p.seeds) for p in self.points if p.seeds is not None
         ]:
-            if not seeds or len(set(seeds)) < len(seeds) or any(
-                isinstance(s, bool) or not isinstance(s, int) or s < 0 for s in seeds
+            if (
+                not seeds
+                or len(set(seeds)) < len(seeds)
+                or any(isinstance(s, bool) or not isinstance(s, int) or s < 0 for s in seeds)
             ):
                 raise ValueError(
                     f"TransitionGrid.{name}={list(seeds)} is invalid: non-negative, distinct, "
@@ -184,8 +197,9 @@ def train_run(grid: TransitionGrid, point: GridPoint, seed: int, run_dir: Path) 
     while not stop_rule(metrics, budget):
         target = min(budget, (start // grid.chunk + 1) * grid.chunk)
         try:
-            metrics = train(task, model, cfg, run_dir, resume=True, progress=False,
-                            stop_after=target)  # fmt: skip
+            metrics = train(
+                task, model, cfg, run_dir, resume=True, progress=False, stop_after=target
+            )
         except TrainingDiverged:  # an outcome of the configuration, kept as such
             status = "diverged"
             start = _steps_done(run_dir)
@@ -240,8 +254,11 @@ def run_grid(
     grid.validate()
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    todo = [(p, s) for p, s in grid.jobs() if run_name(p, s) not in skip
-            and not (out / f"{run_name(p, s)}.done.json").exists()]  # fmt: skip
+    todo = [
+        (p, s)
+        for p, s in grid.jobs()
+        if run_name(p, s) not in skip and not (out / f"{run_name(p, s)}.done.json").exists()
+    ]
     kept = f" ({len(skip)} kept from committed data)" if skip else ""
     log(
         f"{len(grid.jobs()) - len(todo)} of {len(grid.jobs())} runs ended already{kept}; "
@@ -256,8 +273,9 @@ def run_grid(
             log(f"{run_name(p, s)}: {rec['steps']} steps, {rec['wall_s']:.0f} s")
         return len(todo)
     with ProcessPoolExecutor(max_workers=workers) as pool:
-        futures = {pool.submit(_worker, grid, p, s, str(out / run_name(p, s))): (p, s)
-                   for p, s in todo}  # fmt: skip
+        futures = {
+            pool.submit(_worker, grid, p, s, str(out / run_name(p, s))): (p, s) for p, s in todo
+        }
         for fut in as_completed(futures):
             p, s = futures[fut]
             try:
@@ -294,19 +312,27 @@ def collect(
         t, c = run.task, run.train_config
         cliff = observed_transition(m, column="ic_loss")["transition_step"]
         acc = detect_transition(m["step"], m["ic_acc"])
-        rows.append({
-            "point": p.name, "role": p.role, "seed": s,
-            **{k: getattr(t, k) for k in ("K", "L", "N", "B", "eps", "p_C")},
-            "lr": c.lr, "batch_size": c.batch_size, "budget": grid.budget_of(p),
-            "steps": int(m["step"].iloc[-1]), "status": rec.get("status", "ended"),
-            "transitioned": bool(acc.transitioned),
-            "transition_step": _round(acc.step if acc.transitioned else None),
-            "cliff_step": _round(cliff), "plateau_end": _round(acc.plateau_end),
-            "final_ic_loss": round(float(m["ic_loss"].iloc[-1]), 4),
-            "final_ic_acc": round(float(m["ic_acc"].iloc[-1]), 4),
-            **{k: rec[k] for k in ("wall_s", "commit", "date", "machine")},
-            "format_version": _format_version(out / run_name(p, s)),
-        })  # fmt: skip
+        rows.append(
+            {
+                "point": p.name,
+                "role": p.role,
+                "seed": s,
+                **{k: getattr(t, k) for k in ("K", "L", "N", "B", "eps", "p_C")},
+                "lr": c.lr,
+                "batch_size": c.batch_size,
+                "budget": grid.budget_of(p),
+                "steps": int(m["step"].iloc[-1]),
+                "status": rec.get("status", "ended"),
+                "transitioned": bool(acc.transitioned),
+                "transition_step": _round(acc.step if acc.transitioned else None),
+                "cliff_step": _round(cliff),
+                "plateau_end": _round(acc.plateau_end),
+                "final_ic_loss": round(float(m["ic_loss"].iloc[-1]), 4),
+                "final_ic_acc": round(float(m["ic_acc"].iloc[-1]), 4),
+                **{k: rec[k] for k in ("wall_s", "commit", "date", "machine")},
+                "format_version": _format_version(out / run_name(p, s)),
+            }
+        )
         cols = [k for k in CURVE_COLUMNS if k in m.columns]
         curve = m[cols].copy()
         curve.insert(0, "seed", s)
@@ -343,8 +369,12 @@ def kept_runs(
     want, roles, dropped = {}, {}, []
     for p in grid.points:
         task, _, train = build_configs(grid.preset, grid.overrides(p), grid.seeds_of(p)[0])[:3]
-        key = {**{k: getattr(task, k) for k in CONFIG_COLUMNS[:6]}, "lr": train.lr,
-               "batch_size": train.batch_size, "budget": grid.budget_of(p)}  # fmt: skip
+        key = {
+            **{k: getattr(task, k) for k in CONFIG_COLUMNS[:6]},
+            "lr": train.lr,
+            "batch_size": train.batch_size,
+            "budget": grid.budget_of(p),
+        }
         want.update({(p.name, s): key for s in grid.seeds_of(p)})
         roles[p.name] = p.role
     have = set(zip(curves["point"].astype(str), curves["seed"].astype(int), strict=True))

@@ -325,8 +325,12 @@ def settable_fields() -> list[SettableField]:
             default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
             out.append(
                 SettableField(
-                    f"{enc_name}_{f.name}", "model", _type_name(f.type), default,
-                    docs.get(f.name, ""), f"{enc.config_class.__name__}, with positional={enc_name}",
+                    f"{enc_name}_{f.name}",
+                    "model",
+                    _type_name(f.type),
+                    default,
+                    docs.get(f.name, ""),
+                    f"{enc.config_class.__name__}, with positional={enc_name}",
                 )
-            )  # fmt: skip
+            )
     return out

@@ -304,75 +304,165 @@ def plot_forecast(
         raise ValueError(f"seen needs the columns 'step' and {column!r}")
     fan = np.asarray(fan, float).reshape(-1, len(fan_steps)) if len(fan_steps) else np.empty((0, 0))
     rows = 2 if progress is not None else 1
-    fig = make_subplots(rows=rows, cols=1, shared_xaxes=True, vertical_spacing=0.08,
-                        row_heights=[0.6, 0.4][:rows] if rows == 2 else None)  # fmt: skip
+    fig = make_subplots(
+        rows=rows,
+        cols=1,
+        shared_xaxes=True,
+        vertical_spacing=0.08,
+        row_heights=[0.6, 0.4][:rows] if rows == 2 else None,
+    )
     label = METRIC_LABELS.get(column, column)
     for i, curve in enumerate(fan):
-        fig.add_trace(go.Scatter(
-            x=fan_steps, y=curve, mode="lines", line={"color": FORECAST_COLOR, "width": 1},
-            opacity=0.25, name="forecast continuations", legendgroup="fan", showlegend=i == 0,
-        ), row=1, col=1)  # fmt: skip
-    fig.add_trace(go.Scatter(
-        x=seen["step"], y=seen[column], mode="markers", name=f"{label}: seen by the forecast",
-        marker={"color": METRIC_COLORS.get(column, OKABE_ITO[1]), "size": 5},
-    ), row=1, col=1)  # fmt: skip
+        fig.add_trace(
+            go.Scatter(
+                x=fan_steps,
+                y=curve,
+                mode="lines",
+                line={"color": FORECAST_COLOR, "width": 1},
+                opacity=0.25,
+                name="forecast continuations",
+                legendgroup="fan",
+                showlegend=i == 0,
+            ),
+            row=1,
+            col=1,
+        )
+    fig.add_trace(
+        go.Scatter(
+            x=seen["step"],
+            y=seen[column],
+            mode="markers",
+            name=f"{label}: seen by the forecast",
+            marker={"color": METRIC_COLORS.get(column, OKABE_ITO[1]), "size": 5},
+        ),
+        row=1,
+        col=1,
+    )
     if later is not None and len(later):
-        fig.add_trace(go.Scatter(
-            x=later["step"], y=later[column], mode="markers", name=f"{label}: the run went on",
-            marker={"color": OBSERVED_COLOR, "size": 4, "symbol": "circle-open"},
-        ), row=1, col=1)  # fmt: skip
+        fig.add_trace(
+            go.Scatter(
+                x=later["step"],
+                y=later[column],
+                mode="markers",
+                name=f"{label}: the run went on",
+                marker={"color": OBSERVED_COLOR, "size": 4, "symbol": "circle-open"},
+            ),
+            row=1,
+            col=1,
+        )
     if progress is not None:
         pname = METRIC_LABELS.get(progress["column"], progress["column"])
-        fig.add_trace(go.Scatter(
-            x=progress["steps"], y=progress["excess"], mode="markers",
-            name=f"{pname}: excess over its start, seen",
-            marker={"color": METRIC_COLORS.get(progress["column"], OKABE_ITO[2]), "size": 5},
-        ), row=2, col=1)  # fmt: skip
+        fig.add_trace(
+            go.Scatter(
+                x=progress["steps"],
+                y=progress["excess"],
+                mode="markers",
+                name=f"{pname}: excess over its start, seen",
+                marker={"color": METRIC_COLORS.get(progress["column"], OKABE_ITO[2]), "size": 5},
+            ),
+            row=2,
+            col=1,
+        )
         if len(progress.get("later_steps", ())):
-            fig.add_trace(go.Scatter(
-                x=progress["later_steps"], y=progress["later_excess"], mode="markers",
-                name=f"{pname}: the run went on",
-                marker={"color": OBSERVED_COLOR, "size": 4, "symbol": "circle-open"},
-            ), row=2, col=1)  # fmt: skip
-        fig.add_trace(go.Scatter(
-            x=progress["line_steps"], y=progress["line"], mode="lines",
-            line={"color": FORECAST_COLOR, "width": 2}, name="fitted exponential growth",
-        ), row=2, col=1)  # fmt: skip
-        fig.add_hline(y=progress["threshold"], line={"dash": "dot", "color": "#999999"},
-                      row=2, col=1)  # fmt: skip
+            fig.add_trace(
+                go.Scatter(
+                    x=progress["later_steps"],
+                    y=progress["later_excess"],
+                    mode="markers",
+                    name=f"{pname}: the run went on",
+                    marker={"color": OBSERVED_COLOR, "size": 4, "symbol": "circle-open"},
+                ),
+                row=2,
+                col=1,
+            )
+        fig.add_trace(
+            go.Scatter(
+                x=progress["line_steps"],
+                y=progress["line"],
+                mode="lines",
+                line={"color": FORECAST_COLOR, "width": 2},
+                name="fitted exponential growth",
+            ),
+            row=2,
+            col=1,
+        )
+        fig.add_hline(
+            y=progress["threshold"], line={"dash": "dot", "color": "#999999"}, row=2, col=1
+        )
         # (on a log axis an annotation's y is the log10 of the value)
-        fig.add_annotation(text=f"threshold {progress['threshold']:g}", xref="x2 domain", x=0.01,
-                           yref="y2", y=float(np.log10(progress["threshold"])), showarrow=False,
-                           xanchor="left", yanchor="bottom", font={"color": "#666666"})  # fmt: skip
+        fig.add_annotation(
+            text=f"threshold {progress['threshold']:g}",
+            xref="x2 domain",
+            x=0.01,
+            yref="y2",
+            y=float(np.log10(progress["threshold"])),
+            showarrow=False,
+            xanchor="left",
+            yanchor="bottom",
+            font={"color": "#666666"},
+        )
         fig.update_yaxes(
             type="log", exponentformat="power", title_text=f"{pname} / start - 1", row=2, col=1
         )
     low, high, step = forecast["low"], forecast["high"], forecast["step"]
     for r in range(1, rows + 1):
         first = r == 1
-        fig.add_vrect(x0=low, x1=high, fillcolor=FORECAST_COLOR, opacity=0.15, line_width=0,
-                      name=f"80% interval [{low:.0f}, {high:.0f}]", showlegend=first,
-                      row=r, col=1)  # fmt: skip
-        fig.add_vline(x=step, line={"dash": "dash", "color": FORECAST_COLOR, "width": 2},
-                      name=f"forecast {step:.0f}", showlegend=first, row=r, col=1)  # fmt: skip
+        fig.add_vrect(
+            x0=low,
+            x1=high,
+            fillcolor=FORECAST_COLOR,
+            opacity=0.15,
+            line_width=0,
+            name=f"80% interval [{low:.0f}, {high:.0f}]",
+            showlegend=first,
+            row=r,
+            col=1,
+        )
+        fig.add_vline(
+            x=step,
+            line={"dash": "dash", "color": FORECAST_COLOR, "width": 2},
+            name=f"forecast {step:.0f}",
+            showlegend=first,
+            row=r,
+            col=1,
+        )
         last = float(seen["step"].max())
-        fig.add_vline(x=last, line={"dash": "solid", "color": "#999999", "width": 1},
-                      name=f"last step seen {last:.0f}", showlegend=first, row=r, col=1)  # fmt: skip
+        fig.add_vline(
+            x=last,
+            line={"dash": "solid", "color": "#999999", "width": 1},
+            name=f"last step seen {last:.0f}",
+            showlegend=first,
+            row=r,
+            col=1,
+        )
         if observed_step is not None and np.isfinite(observed_step):
-            fig.add_vline(x=observed_step, line={"dash": "dot", "color": OBSERVED_COLOR, "width": 2},
-                          name=f"observed {observed_step:.0f}", showlegend=first,
-                          row=r, col=1)  # fmt: skip
+            fig.add_vline(
+                x=observed_step,
+                line={"dash": "dot", "color": OBSERVED_COLOR, "width": 2},
+                name=f"observed {observed_step:.0f}",
+                showlegend=first,
+                row=r,
+                col=1,
+            )
     fig.update_xaxes(title_text="training step", tickformat="~s", row=rows, col=1)
     fig.update_yaxes(title_text=label, row=1, col=1)
     fig.update_layout(title=_title(title, note), width=760, height=440 if rows == 1 else 640)
     return fig
 
 
-def forecast_figure(curve: pd.DataFrame, *, task: Mapping[str, float], until: float,
-                    column: str = "ic_loss", observed_step: float | None = None,
-                    note: str | None = None, optimizer: str | None = None,
-                    method: str = "template", progress_column: str = "tila2",
-                    forecast=None):  # fmt: skip
+def forecast_figure(
+    curve: pd.DataFrame,
+    *,
+    task: Mapping[str, float],
+    until: float,
+    column: str = "ic_loss",
+    observed_step: float | None = None,
+    note: str | None = None,
+    optimizer: str | None = None,
+    method: str = "template",
+    progress_column: str = "tila2",
+    forecast=None,
+):
     """The forecast figure (:func:`plot_forecast`) of ``curve`` seen up to
     step ``until``: the rows after it, if any, are drawn as the observed continuation.
 
@@ -400,13 +490,18 @@ def forecast_figure(curve: pd.DataFrame, *, task: Mapping[str, float], until: fl
         ps, pl = keep(pseen), keep(pc[pc["step"] > until])
         line_steps = np.linspace(0.6 * fc.last_step, fc.high, 100)
         progress = {
-            "column": progress_column, "steps": ps["step"], "excess": ps[progress_column] / base - 1,
-            "later_steps": pl["step"], "later_excess": pl[progress_column] / base - 1,
-            "line_steps": line_steps, "line": x_last * np.exp(rate * (line_steps - fc.last_step)),
+            "column": progress_column,
+            "steps": ps["step"],
+            "excess": ps[progress_column] / base - 1,
+            "later_steps": pl["step"],
+            "later_excess": pl[progress_column] / base - 1,
+            "line_steps": line_steps,
+            "line": x_last * np.exp(rate * (line_steps - fc.last_step)),
             "threshold": THRESHOLD,
-        }  # fmt: skip
-        shape = forecast_curve(seen["step"], seen[column], task=task, optimizer=optimizer,
-                               check_plateau=False)  # fmt: skip
+        }
+        shape = forecast_curve(
+            seen["step"], seen[column], task=task, optimizer=optimizer, check_plateau=False
+        )
         if shape.ok and shape.raw_step > fc.last_step:
             shape.step, shape.low, shape.high = fc.step, fc.low, fc.high
             fan_fc = shape
@@ -416,8 +511,9 @@ def forecast_figure(curve: pd.DataFrame, *, task: Mapping[str, float], until: fl
         if forecast is None or not forecast.ok:
             raise ValueError("--figure: nothing to draw, the combined forecast has no step")
         fc = forecast
-        shape = forecast_curve(seen["step"], seen[column], task=task, optimizer=optimizer,
-                               check_plateau=False)  # fmt: skip
+        shape = forecast_curve(
+            seen["step"], seen[column], task=task, optimizer=optimizer, check_plateau=False
+        )
         fan_fc = None
         if shape.ok and shape.raw_step > fc.last_step:
             shape.step, shape.low, shape.high = fc.step, fc.low, fc.high
@@ -432,12 +528,20 @@ def forecast_figure(curve: pd.DataFrame, *, task: Mapping[str, float], until: fl
     fan = (
         continuations(fan_fc, fan_steps, task=task)[1] if fan_fc is not None else np.empty((0, 300))
     )
-    how = {"progress": "its attention's growth",
-           "combined": "the transition law's forecast updated by the curve"}.get(
-        method, "the loss curve's template fit")  # fmt: skip
+    how = {
+        "progress": "its attention's growth",
+        "combined": "the transition law's forecast updated by the curve",
+    }.get(method, "the loss curve's template fit")
     return plot_forecast(
-        seen, {"step": fc.step, "low": fc.low, "high": fc.high}, fan_steps, fan,
-        later=later, observed_step=observed_step, column=column, note=note, progress=progress,
+        seen,
+        {"step": fc.step, "low": fc.low, "high": fc.high},
+        fan_steps,
+        fan,
+        later=later,
+        observed_step=observed_step,
+        column=column,
+        note=note,
+        progress=progress,
         title=f"Forecast of the transition from {len(seen)} evaluations up to step "
         f"{fc.last_step:.0f}, by {how}",
-    )  # fmt: skip
+    )

@@ -311,8 +311,14 @@ def _calibrated_forecast(run, note, cutoff: float, fraction: float, observed) ->
     _, task = read_run(run)  # the run already open
     optimizer = run.train_config.optimizer
     prior, calibration, _ = law_prior(run.task, run.model_config, run.train_config)
-    fc = calibrated_forecast(run.metrics, until=cutoff, task=task, optimizer=optimizer,
-                             prior=prior, calibration=calibration)  # fmt: skip
+    fc = calibrated_forecast(
+        run.metrics,
+        until=cutoff,
+        task=task,
+        optimizer=optimizer,
+        prior=prior,
+        calibration=calibration,
+    )
     head = f"Forecast from {fraction:.0%} of the plateau (steps &le; {cutoff:.0f})"
     if fc is None:
         return f"<p>{head}: the jump is already seen there.</p>"
@@ -327,8 +333,16 @@ def _calibrated_forecast(run, note, cutoff: float, fraction: float, observed) ->
         f"{html.escape(str(fc.detail.get('held_out', 'was not measured on held-out runs')))}); "
         f"observed {_num(observed, '.0f')}; relative error {_num(error, '+.1%')}.</p>"
     )
-    fig = forecast_figure(run.metrics, task=task, until=cutoff, observed_step=observed, note=note,
-                          optimizer=optimizer, method=how, forecast=fc)  # fmt: skip
+    fig = forecast_figure(
+        run.metrics,
+        task=task,
+        until=cutoff,
+        observed_step=observed,
+        note=note,
+        optimizer=optimizer,
+        method=how,
+        forecast=fc,
+    )
     return text + _fig_html(fig)
 
 
@@ -498,17 +512,26 @@ def write_report(
 
 
 register_section(
-    "config", title="Config and deviations from the paper", html=_config_section,
-    order=10, in_figures=False,
-)  # fmt: skip
+    "config",
+    title="Config and deviations from the paper",
+    html=_config_section,
+    order=10,
+    in_figures=False,
+)
 register_section(
-    "transition", title="Plateau and transition (IC accuracy)", html=_transition_section,
-    order=30, in_figures=False,
-)  # fmt: skip
+    "transition",
+    title="Plateau and transition (IC accuracy)",
+    html=_transition_section,
+    order=30,
+    in_figures=False,
+)
 register_section(
-    "fit_forecast", title="Dynamics-model fit and forecast [reconstruction]", html=_fit_section,
-    order=50, in_figures=False,
-)  # fmt: skip
+    "fit_forecast",
+    title="Dynamics-model fit and forecast [reconstruction]",
+    html=_fit_section,
+    order=50,
+    in_figures=False,
+)
 register_section(
     "explorer", title="Attention explorer", html=_explorer_section, order=80, in_figures=False
 )

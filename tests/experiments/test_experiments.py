@@ -52,9 +52,17 @@ def test_every_experiment_declares_both_tiers_a_question_and_its_deviations():
 
 
 def _rows(**overrides) -> pd.DataFrame:
-    row = {"x": 1.5, "source": "run", "tier": "quick", "commit": "abc1234", "date": "2026-12-01",
-           "format_version": current_format_version(), "wall_s": 12.0, "machine": "m",
-           "command": "induction-cliff reproduce demo"}  # fmt: skip
+    row = {
+        "x": 1.5,
+        "source": "run",
+        "tier": "quick",
+        "commit": "abc1234",
+        "date": "2026-12-01",
+        "format_version": current_format_version(),
+        "wall_s": 12.0,
+        "machine": "m",
+        "command": "induction-cliff reproduce demo",
+    }
     return pd.DataFrame([{**row, **overrides}])
 
 
@@ -93,8 +101,9 @@ def test_a_csv_without_provenance_is_refused_naming_the_column(tmp_path):
 
 
 def test_a_check_selects_reduces_and_bounds():
-    rows = pd.DataFrame({"L": ["N", "8", "N"], "t": [math.nan, 300.0, math.nan],
-                         "jumped": [False, True, False]})  # fmt: skip
+    rows = pd.DataFrame(
+        {"L": ["N", "8", "N"], "t": [math.nan, 300.0, math.nan], "jumped": [False, True, False]}
+    )
     assert Check(what="", column="jumped", where={"L": "N"}, reduce="any", high=0).holds(rows)[0]
     assert Check(what="", column="jumped", where={"L": 8}, reduce="all", low=1).holds(rows)[0]
     assert not Check(what="", column="t", low=400).holds(rows)[0]
@@ -106,24 +115,47 @@ def test_a_check_selects_reduces_and_bounds():
 @pytest.mark.parametrize("name", ["demo", "fig-a5-ln", "forecast-validation"])
 def test_the_quick_tier_keeps_its_key_numbers(name, tmp_path):
     e = get_experiment(name)
-    rows, written = reproduce(e, tier="quick", out=tmp_path / "results", runs=tmp_path / "runs",
-                              backend="serial", figures=False, log=lambda _: None)  # fmt: skip
+    rows, written = reproduce(
+        e,
+        tier="quick",
+        out=tmp_path / "results",
+        runs=tmp_path / "runs",
+        backend="serial",
+        figures=False,
+        log=lambda _: None,
+    )
     results = check_rows(e, rows)
     assert results and all(ok for ok, _ in results), [line for ok, line in results if not ok]
     assert set(META) <= set(rows.columns) and (rows["source"] == "run").all()
     page = (tmp_path / "results" / f"{name}.md").read_text()
     assert page == render_page(e, read_rows(tmp_path / "results" / f"{name}.csv"))
     # a second call reuses the runs: nothing trains, the same numbers come back
-    again, _ = reproduce(e, tier="quick", out=tmp_path / "results", runs=tmp_path / "runs",
-                         backend="serial", figures=False, log=lambda _: None)  # fmt: skip
+    again, _ = reproduce(
+        e,
+        tier="quick",
+        out=tmp_path / "results",
+        runs=tmp_path / "runs",
+        backend="serial",
+        figures=False,
+        log=lambda _: None,
+    )
     cols = [c for c in rows.columns if c not in META]
     pd.testing.assert_frame_equal(rows[cols], again[cols])
 
 
 def test_render_only_rebuilds_a_page_from_the_csv_alone(tmp_path):
     shutil.copy(RESULTS_DIR / "fig2-eps.csv", tmp_path / "fig2-eps.csv")
-    cmd = [sys.executable, "-m", "interp.cli", "reproduce", "fig2-eps", "--render-only",
-           "--no-figures", "--out", str(tmp_path)]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "interp.cli",
+        "reproduce",
+        "fig2-eps",
+        "--render-only",
+        "--no-figures",
+        "--out",
+        str(tmp_path),
+    ]
     out = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path)
     assert out.returncode == 0, out.stderr
     assert (tmp_path / "fig2-eps.md").read_text() == (RESULTS_DIR / "fig2-eps.md").read_text()
@@ -135,19 +167,27 @@ def test_the_command_line_lists_and_refuses_in_one_line(tmp_path):
     out = subprocess.run([*run, "list", "experiments"], capture_output=True, text=True)
     assert out.returncode == 0 and all(n in out.stdout for n in EXPERIMENTS)
     assert "quick about" in out.stdout
-    bad = subprocess.run([*run, "reproduce", "nope", "--out", str(tmp_path)],
-                         capture_output=True, text=True)  # fmt: skip
+    bad = subprocess.run(
+        [*run, "reproduce", "nope", "--out", str(tmp_path)], capture_output=True, text=True
+    )
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "'nope' is unknown" in bad.stderr
-    missing = subprocess.run([*run, "reproduce", "demo", "--render-only", "--out", str(tmp_path)],
-                             capture_output=True, text=True)  # fmt: skip
+    missing = subprocess.run(
+        [*run, "reproduce", "demo", "--render-only", "--out", str(tmp_path)],
+        capture_output=True,
+        text=True,
+    )
     assert missing.returncode == 2 and "demo.csv is missing" in missing.stderr
     assert list(tmp_path.iterdir()) == []
 
 
 def test_the_project_speaks_of_itself_only():
     paths = ["README.md", "docs", "interp", "phenomenology", "notebooks", "benchmarks", "scripts"]
-    out = subprocess.run(["grep", "-rniE", "session|issue [0-9]|this session", *paths],
-                         capture_output=True, text=True, cwd=ROOT)  # fmt: skip
+    out = subprocess.run(
+        ["grep", "-rniE", "session|issue [0-9]|this session", *paths],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
     assert out.stdout == "", out.stdout[:2000]
 
 
@@ -169,8 +209,17 @@ def test_every_declared_figure_is_drawn_from_the_committed_csv():
 def test_a_folder_in_the_way_is_refused_before_anything_trains(tmp_path):
     (tmp_path / "runs" / "demo" / "quick-main").mkdir(parents=True)
     (tmp_path / "runs" / "demo" / "quick-main" / "notes.txt").write_text("mine")
-    cmd = [sys.executable, "-m", "interp.cli", "reproduce", "demo", "--runs",
-           str(tmp_path / "runs"), "--out", str(tmp_path / "out")]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "interp.cli",
+        "reproduce",
+        "demo",
+        "--runs",
+        str(tmp_path / "runs"),
+        "--out",
+        str(tmp_path / "out"),
+    ]
     out = subprocess.run(cmd, capture_output=True, text=True)
     assert out.returncode == 3 and "is not a sweep folder" in out.stderr
     assert out.stderr.strip().splitlines()[-1].startswith("error: ")

@@ -18,10 +18,18 @@ def test_the_doc_example_is_the_fixture():
 
 def test_a_plugin_experiment_is_listed_and_unknown_without_the_plugin(tmp_path):
     run = [sys.executable, "-m", "interp.cli"]
-    out = subprocess.run([*run, "--plugin", str(FIXTURE), "list", "experiments"],
-                         capture_output=True, text=True, cwd=tmp_path)  # fmt: skip
+    out = subprocess.run(
+        [*run, "--plugin", str(FIXTURE), "list", "experiments"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
     assert out.returncode == 0, out.stderr
     assert "tiny-k" in out.stdout and "twice the classes" in out.stdout
-    plain = subprocess.run([*run, "reproduce", "tiny-k", "--render-only", "--out", str(tmp_path)],
-                           capture_output=True, text=True, cwd=tmp_path)  # fmt: skip
+    plain = subprocess.run(
+        [*run, "reproduce", "tiny-k", "--render-only", "--out", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
     assert plain.returncode == 2 and "'tiny-k' is unknown" in plain.stderr

@@ -15,16 +15,23 @@ from interp.experiments.transition_grid import (
     stop_rule,
 )
 
-BASE = {"optimizer": "sgd", "hidden_bias": "per_unit", "lr": 0.3, "eval_every": 50,
-        "num_threads": 1, "live_forecast": False}  # fmt: skip
+BASE = {
+    "optimizer": "sgd",
+    "hidden_bias": "per_unit",
+    "lr": 0.3,
+    "eval_every": 50,
+    "num_threads": 1,
+    "live_forecast": False,
+}
 
 
 def test_chunks_equal_one_run_and_a_second_call_skips_it(tmp_path):
     from interp.experiments.standard import train
     from interp.train.overrides import build_configs
 
-    grid = TransitionGrid(preset="tiny", base=BASE, points=(GridPoint(name="a"),), seeds=(0,),
-                          budget=200, chunk=100)  # fmt: skip
+    grid = TransitionGrid(
+        preset="tiny", base=BASE, points=(GridPoint(name="a"),), seeds=(0,), budget=200, chunk=100
+    )
     assert run_grid(grid, tmp_path / "grid", workers=1, log=lambda _: None) == 1
     task, model, cfg, _ = build_configs("tiny", grid.overrides(grid.points[0]), 0)
     train(task, model, cfg, tmp_path / "whole", progress=False)
@@ -40,8 +47,14 @@ def test_chunks_equal_one_run_and_a_second_call_skips_it(tmp_path):
 
 
 def test_a_diverged_run_is_an_outcome_and_a_bad_point_fails_first(tmp_path):
-    grid = TransitionGrid(preset="tiny", base=BASE, points=(GridPoint(name="hot", overrides={"lr": 1e4}),),
-                          seeds=(0,), budget=200, chunk=100)  # fmt: skip
+    grid = TransitionGrid(
+        preset="tiny",
+        base=BASE,
+        points=(GridPoint(name="hot", overrides={"lr": 1e4}),),
+        seeds=(0,),
+        budget=200,
+        chunk=100,
+    )
     run_grid(grid, tmp_path / "grid", workers=1, log=lambda _: None)
     rows, _ = collect(grid, tmp_path / "grid")
     assert rows["status"].tolist() == ["diverged"] and not rows["transitioned"].iloc[0]
@@ -68,9 +81,11 @@ def test_the_stop_rule_waits_for_room_after_the_transition():
 
 def test_a_point_with_its_own_seeds_runs_those_and_bad_seeds_are_refused():
     grid = TransitionGrid(
-        preset="tiny", base=BASE, seeds=(0, 1, 2),
+        preset="tiny",
+        base=BASE,
+        seeds=(0, 1, 2),
         points=(GridPoint(name="a"), GridPoint(name="b", seeds=(4,))),
-    )  # fmt: skip
+    )
     assert [(p.name, s) for p, s in grid.jobs()] == [("a", 0), ("a", 1), ("a", 2), ("b", 4)]
     for bad in ((), (1, 1), (-1,), (True,)):
         with pytest.raises(ValueError, match=r"TransitionGrid\.points\[b\]\.seeds=.* is invalid"):
@@ -84,8 +99,9 @@ def test_a_grown_grid_trains_only_its_new_runs_and_keeps_the_committed_rows(tmp_
     from interp.experiments.catalog import transition_law as tl
 
     def grid(*points):
-        return TransitionGrid(preset="tiny", base=BASE, points=points, seeds=(0,), budget=200,
-                              chunk=100)  # fmt: skip
+        return TransitionGrid(
+            preset="tiny", base=BASE, points=points, seeds=(0,), budget=200, chunk=100
+        )
 
     a, b = GridPoint(name="a"), GridPoint(name="b", overrides={"lr": 0.6})
     out, said = tmp_path / "out", []

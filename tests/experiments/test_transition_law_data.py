@@ -33,8 +33,9 @@ def test_the_packaged_law_is_the_fit_of_the_committed_rows():
     stored = json.loads(LAW_FILE.read_text())
     fitted = LAW.fit(_rows())
     # the third law's coefficients, to the nonlinear fit's tolerance
-    np.testing.assert_allclose(stored["law"]["base"]["coef"], fitted.base.coef, rtol=1e-6,
-                               atol=1e-8)  # fmt: skip
+    np.testing.assert_allclose(
+        stored["law"]["base"]["coef"], fitted.base.coef, rtol=1e-6, atol=1e-8
+    )
     assert stored["law"]["base"]["sigma"] == pytest.approx(fitted.base.sigma, rel=1e-6)
     assert stored["transitioned"] == int(_rows()["transitioned"].astype(bool).sum())
     # the whole law, correction included, forecasts every configuration of the data alike
@@ -42,7 +43,9 @@ def test_the_packaged_law_is_the_fit_of_the_committed_rows():
     for _, r in _rows().drop_duplicates("point").iterrows():
         config = {f: float(r[f]) for f in FIELDS}
         a, b = packaged.forecast(config), fitted.predict(config)
-        assert (a.step, a.low, a.high) == pytest.approx((b.step, b.low, b.high), rel=1e-5), r["point"]
+        assert (a.step, a.low, a.high) == pytest.approx((b.step, b.low, b.high), rel=1e-5), r[
+            "point"
+        ]
 
 
 def test_the_held_out_table_is_what_the_rows_give():
@@ -61,8 +64,9 @@ def test_every_score_table_is_what_the_rows_and_curves_give():
         if name == CURVES:
             continue
         committed = pd.read_csv(Path(RESULTS_DIR) / name)
-        pd.testing.assert_frame_equal(committed, tables[name].reset_index(drop=True),
-                                      check_dtype=False)  # fmt: skip
+        pd.testing.assert_frame_equal(
+            committed, tables[name].reset_index(drop=True), check_dtype=False
+        )
 
 
 def _cut_after_observed(text: str, row: int) -> str:
@@ -81,12 +85,25 @@ def _one_field_too_many(text: str, row: int) -> str:
 
 @pytest.mark.parametrize(
     ("name", "damage", "words"),
-    [("transition-law-loo.csv", lambda t: _cut_after_observed(t, 5), "transition-law-loo.csv row 5 field predicted is empty"),
-     ("transition-law.csv", lambda t: t.replace("point,role", "pont,role", 1), "column 'point' is missing"),
-     ("transition-law-combined.csv", lambda t: "", "transition-law-combined.csv is empty, but"),
-     ("transition-law.csv", lambda t: _one_field_too_many(t, 3),
-      "transition-law.csv is not a readable CSV table (C error: Expected 28 fields in line 3, saw 29)")],
-)  # fmt: skip
+    [
+        (
+            "transition-law-loo.csv",
+            lambda t: _cut_after_observed(t, 5),
+            "transition-law-loo.csv row 5 field predicted is empty",
+        ),
+        (
+            "transition-law.csv",
+            lambda t: t.replace("point,role", "pont,role", 1),
+            "column 'point' is missing",
+        ),
+        ("transition-law-combined.csv", lambda t: "", "transition-law-combined.csv is empty, but"),
+        (
+            "transition-law.csv",
+            lambda t: _one_field_too_many(t, 3),
+            "transition-law.csv is not a readable CSV table (C error: Expected 28 fields in line 3, saw 29)",
+        ),
+    ],
+)
 def test_a_damaged_table_is_refused_by_name_and_the_page_is_kept(tmp_path, name, damage, words):
     import shutil
 

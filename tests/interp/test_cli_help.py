@@ -26,9 +26,21 @@ def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentP
 def test_every_command_has_a_description_an_example_and_its_defaults():
     parser = make_parser()
     commands = _subparsers(parser)
-    assert set(commands) >= {"train", "measures", "transition", "fit", "figures", "quanta",
-                             "report", "evaluate", "sweep", "sweep-summary", "llc", "presets",
-                             "list"}  # fmt: skip
+    assert set(commands) >= {
+        "train",
+        "measures",
+        "transition",
+        "fit",
+        "figures",
+        "quanta",
+        "report",
+        "evaluate",
+        "sweep",
+        "sweep-summary",
+        "llc",
+        "presets",
+        "list",
+    }
     for name, sub in commands.items():
         text = sub.format_help()
         assert sub.description and len(sub.description.splitlines()) == 1, name
@@ -119,9 +131,23 @@ def test_usage_errors_are_one_line(capsys):
 
 
 def test_progress_bar_only_on_a_terminal(tmp_path, capsys):
-    args = ["train", "--preset", "tiny", "--set", "steps=20", "--set", "eval_every=10",
-            "--set", "num_threads=1", "--set", "n_log_checkpoints=0", "--set", "n_eval=64",
-            "--set", "live_forecast=false"]  # fmt: skip
+    args = [
+        "train",
+        "--preset",
+        "tiny",
+        "--set",
+        "steps=20",
+        "--set",
+        "eval_every=10",
+        "--set",
+        "num_threads=1",
+        "--set",
+        "n_log_checkpoints=0",
+        "--set",
+        "n_eval=64",
+        "--set",
+        "live_forecast=false",
+    ]
     # capsys's stderr is not a terminal: no bar unless asked for
     assert cli.main([*args, "--out", str(tmp_path / "a")]) == 0
     quiet = capsys.readouterr().err

@@ -72,9 +72,11 @@ def test_compiled_loss_equals_the_fast_loss_and_its_gradients(overrides):
         for p in model.parameters():
             p.mul_(0.9)
     torch.testing.assert_close(
-        compiled(tokens, batch.positions, batch.target).detach(), fast().detach(), rtol=1e-10,
+        compiled(tokens, batch.positions, batch.target).detach(),
+        fast().detach(),
+        rtol=1e-10,
         atol=1e-12,
-    )  # fmt: skip
+    )
     if not far:
         return
     # Positions past the one-hot table: the same warning and the same masked input as fast.
@@ -103,8 +105,16 @@ def test_the_backend_picks_the_compiled_loss_only_where_it_applies():
 
 
 def _cfg(**kw):
-    base = dict(optimizer="adam", lr=3e-3, batch_size=32, steps=60, eval_every=20,
-                checkpoint_every=40, n_log_checkpoints=3, backend="compiled")  # fmt: skip
+    base = dict(
+        optimizer="adam",
+        lr=3e-3,
+        batch_size=32,
+        steps=60,
+        eval_every=20,
+        checkpoint_every=40,
+        n_log_checkpoints=3,
+        backend="compiled",
+    )
     return TrainConfig(**{**base, **kw})
 
 
@@ -131,10 +141,22 @@ def test_without_a_cpp_compiler_the_backend_is_refused_by_name_before_any_work(t
     out = tmp_path / "run"
     env = {**os.environ, "CXX": str(tmp_path / "no-such-g++")}
     done = subprocess.run(
-        [sys.executable, "-m", "interp.cli", "train", "--preset", "tiny", "--set",
-         "backend=compiled", "--out", str(out)],
-        capture_output=True, text=True, env=env,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "interp.cli",
+            "train",
+            "--preset",
+            "tiny",
+            "--set",
+            "backend=compiled",
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     assert done.returncode != 0
     errors = [line for line in done.stderr.splitlines() if line.startswith("error")]
     assert len(errors) == 1 and "Traceback" not in done.stderr

@@ -177,14 +177,23 @@ SMALL_MODEL = ModelConfig.from_task(SMALL, d_mlp=32)
 
 
 def _cfg(**kw):
-    base = dict(optimizer="adam", lr=3e-3, batch_size=32, steps=60, eval_every=20,
-                checkpoint_every=40, n_log_checkpoints=3, sample_on="device")  # fmt: skip
+    base = dict(
+        optimizer="adam",
+        lr=3e-3,
+        batch_size=32,
+        steps=60,
+        eval_every=20,
+        checkpoint_every=40,
+        n_log_checkpoints=3,
+        sample_on="device",
+    )
     return TrainConfig(**{**base, **kw})
 
 
 def test_sample_on_device_trains_stacked_as_alone_resumes_exactly_and_is_recorded(tmp_path):
-    many = train_many(SMALL, SMALL_MODEL, _cfg(), [0, 1], [tmp_path / "m0", tmp_path / "m1"],
-                      progress=False)  # fmt: skip
+    many = train_many(
+        SMALL, SMALL_MODEL, _cfg(), [0, 1], [tmp_path / "m0", tmp_path / "m1"], progress=False
+    )
     for seed in (0, 1):
         single = train(SMALL, SMALL_MODEL, _cfg(seed=seed), tmp_path / f"s{seed}", progress=False)
         np.testing.assert_allclose(many[seed]["train_loss"], single["train_loss"], rtol=1e-4)
@@ -213,8 +222,14 @@ def test_a_format_4_config_without_sample_on_reads_as_host_and_a_bad_value_names
     old = load_run(tmp_path / "old")
     assert old.train_config.sample_on == "host"
     assert len(old.notes) == 1 and "format version 4, migrated to 5" in old.notes[0]
-    longer = train(SMALL, SMALL_MODEL, _cfg(sample_on="host", steps=40), tmp_path / "old",
-                   resume=True, progress=False)  # fmt: skip
+    longer = train(
+        SMALL,
+        SMALL_MODEL,
+        _cfg(sample_on="host", steps=40),
+        tmp_path / "old",
+        resume=True,
+        progress=False,
+    )
     assert list(longer["step"]) == [0, 20, 40]  # it resumes under today's config
     # A format-5 config without the field (hand-written) reads as today's default.
     config["format_version"] = 5
@@ -241,8 +256,10 @@ def test_a_task_with_its_own_sampler_draws_with_it_whatever_sample_on_says(monke
         DeviceSampler([_OwnSampler(SMALL, 0)], [0], 32)
     # Trained under either value, the run draws the task's own stream on the host: the same run.
     monkeypatch.setattr(training, "make_generator", lambda task, seed: _OwnSampler(task, seed))
-    runs = [train(SMALL, SMALL_MODEL, _cfg(sample_on=on, steps=20), None, progress=False)
-            for on in ("device", "host")]  # fmt: skip
+    runs = [
+        train(SMALL, SMALL_MODEL, _cfg(sample_on=on, steps=20), None, progress=False)
+        for on in ("device", "host")
+    ]
     pd.testing.assert_frame_equal(*runs)
     monkeypatch.undo()  # the in-context task's own sampler: another stream, another run
     standard = train(SMALL, SMALL_MODEL, _cfg(sample_on="host", steps=20), None, progress=False)

@@ -119,8 +119,9 @@ def test_the_transition_report_gives_both_steps_by_name():
     from interp.analysis.transition import transition_report
 
     acc = np.concatenate([np.full(37, 0.12), [0.2, 0.8, 0.97]])
-    report = transition_report([pd.DataFrame({"step": END_STEPS, "ic_acc": acc,
-                                              "ic_loss": END_LOSS})])  # fmt: skip
+    report = transition_report(
+        [pd.DataFrame({"step": END_STEPS, "ic_acc": acc, "ic_loss": END_LOSS})]
+    )
     row = report.iloc[0]
     assert row["cliff_step"] == 9750.0  # the IC-loss cliff step
     assert row["step"] == detect_transition(END_STEPS, acc).step  # the IC-accuracy midpoint

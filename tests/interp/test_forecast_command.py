@@ -24,23 +24,47 @@ TERMS = list(FLOW_LAW.terms)
 def write_law(path, observed=(), **ranges):
     coef = [math.log(350.0)] + [0.0] * len(TERMS) + [-20.0]
     _, settings = law_inputs(*build_configs("paper-fig3", {"hidden_bias": "per_unit"}, 0)[:3])
-    box = {"K": [128, 1024], "L": [16, 64], "N": [4, 24], "B": [1, 4], "eps": [0.05, 0.2],
-           "p_C": [0.5, 0.95], "lr": [0.01, 0.2], "batch_size": [128, 128]} | ranges  # fmt: skip
+    box = {
+        "K": [128, 1024],
+        "L": [16, 64],
+        "N": [4, 24],
+        "B": [1, 4],
+        "eps": [0.05, 0.2],
+        "p_C": [0.5, 0.95],
+        "lr": [0.01, 0.2],
+        "batch_size": [128, 128],
+    } | ranges
     assert set(box) == set(FIELDS)
-    path.write_text(json.dumps({
-        "law": {"model": "flow", "terms": TERMS, "offset": "none", "extra": ["log kappa"],
-                "coef": coef,
-                "xtx_inv": [[0.0] * len(coef) for _ in coef], "sigma": 0.1, "dof": 10, "n": 17},
-        "calibration": {}, "ranges": box, "fixed": settings, "data": "a test law",
-        "observed": list(observed),
-    }))  # fmt: skip
+    path.write_text(
+        json.dumps(
+            {
+                "law": {
+                    "model": "flow",
+                    "terms": TERMS,
+                    "offset": "none",
+                    "extra": ["log kappa"],
+                    "coef": coef,
+                    "xtx_inv": [[0.0] * len(coef) for _ in coef],
+                    "sigma": 0.1,
+                    "dof": 10,
+                    "n": 17,
+                },
+                "calibration": {},
+                "ranges": box,
+                "fixed": settings,
+                "data": "a test law",
+                "observed": list(observed),
+            }
+        )
+    )
     return path
 
 
 def test_forecast_prints_the_step_its_interval_and_the_budget(tmp_path, capsys):
     law = write_law(tmp_path / "law.json")
-    code = main(["forecast", "--preset", "paper-fig3", "--set", "hidden_bias=per_unit",
-                 "--law", str(law)])  # fmt: skip
+    code = main(
+        ["forecast", "--preset", "paper-fig3", "--set", "hidden_bias=per_unit", "--law", str(law)]
+    )
     out = capsys.readouterr()
     assert code == 0, out.err
     low, high = 35000 * math.exp(-T90_10 * 0.1), 35000 * math.exp(T90_10 * 0.1)
@@ -55,30 +79,89 @@ def test_a_configuration_the_data_trained_says_what_its_runs_did(tmp_path, capsy
     at_n24 = {**fields, "N": 24.0}
     observed = [
         {**at_n24, "runs": 3, "transitioned": 0, "budget": 60000, "median_step": None},
-        {**fields, "lr": 0.03, "runs": 3, "transitioned": 3, "budget": 16000,
-         "median_step": 10858.0},
-    ]  # fmt: skip
+        {
+            **fields,
+            "lr": 0.03,
+            "runs": 3,
+            "transitioned": 3,
+            "budget": 16000,
+            "median_step": 10858.0,
+        },
+    ]
     law = write_law(tmp_path / "law.json", observed=observed)
     # the law says 35,000 steps at N 24 too (no N term here); its own runs said otherwise
-    assert main(["forecast", "--preset", "paper-fig3", "--set", "hidden_bias=per_unit", "--set",
-                 "N=24", "--law", str(law)]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "forecast",
+                "--preset",
+                "paper-fig3",
+                "--set",
+                "hidden_bias=per_unit",
+                "--set",
+                "N=24",
+                "--law",
+                str(law),
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "transition step: 35,000" in out
     assert "none of its 3 runs transitioned within 60,000 steps" in out
-    assert main(["forecast", "--preset", "paper-fig3", "--set", "hidden_bias=per_unit", "--set",
-                 "lr=0.03", "--law", str(law)]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "forecast",
+                "--preset",
+                "paper-fig3",
+                "--set",
+                "hidden_bias=per_unit",
+                "--set",
+                "lr=0.03",
+                "--law",
+                str(law),
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "3 of 3 runs transitioned within 16,000 steps (median step 10,858)" in out
     # a configuration the data never trained: nothing observed is claimed
-    assert main(["forecast", "--preset", "paper-fig3", "--set", "hidden_bias=per_unit", "--set",
-                 "lr=0.05", "--law", str(law)]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "forecast",
+                "--preset",
+                "paper-fig3",
+                "--set",
+                "hidden_bias=per_unit",
+                "--set",
+                "lr=0.05",
+                "--law",
+                str(law),
+            ]
+        )
+        == 0
+    )
     assert "observed" not in capsys.readouterr().out
 
 
 def test_a_short_budget_and_another_learning_rate(tmp_path, capsys):
     law = write_law(tmp_path / "law.json")
-    code = main(["forecast", "--preset", "paper-fig3", "--set", "lr=0.03", "--set",
-                 "steps=11667", "--law", str(law)])  # fmt: skip
+    code = main(
+        [
+            "forecast",
+            "--preset",
+            "paper-fig3",
+            "--set",
+            "lr=0.03",
+            "--set",
+            "steps=11667",
+            "--law",
+            str(law),
+        ]
+    )
     out = capsys.readouterr()
     assert code == 0
     assert "transition step: 11,667" in out.out  # 350 / 0.03
@@ -89,11 +172,13 @@ def test_a_short_budget_and_another_learning_rate(tmp_path, capsys):
 
 @pytest.mark.parametrize(
     ("setting", "words"),
-    [("lr=0.5", "lr=0.5 is outside the law's data (0.01 to 0.2)"),
-     ("K=64", "K=64 is outside the law's data (128 to 1024)"),
-     ("qk_bias=true", "qk_bias=True is not the law's (False)"),
-     ("optimizer=adam", "optimizer=adam is not the law's (sgd)")],
-)  # fmt: skip
+    [
+        ("lr=0.5", "lr=0.5 is outside the law's data (0.01 to 0.2)"),
+        ("K=64", "K=64 is outside the law's data (128 to 1024)"),
+        ("qk_bias=true", "qk_bias=True is not the law's (False)"),
+        ("optimizer=adam", "optimizer=adam is not the law's (sgd)"),
+    ],
+)
 def test_outside_the_data_is_refused_by_name(tmp_path, capsys, setting, words):
     law = write_law(tmp_path / "law.json")
     code = main(["forecast", "--preset", "paper-fig3", "--set", setting, "--law", str(law)])
@@ -106,8 +191,15 @@ def test_a_term_at_its_limit_names_the_fields_it_reads(tmp_path, capsys):
     terms = law["law"]["terms"]
     law["law"]["coef"][1 + terms.index("log p_C")] = 0.2  # T -> 0 as p_C -> 0
     (tmp_path / "law.json").write_text(json.dumps(law))
-    args = ["forecast", "--preset", "paper-fig3", "--set", "hidden_bias=per_unit",
-            "--law", str(tmp_path / "law.json")]  # fmt: skip
+    args = [
+        "forecast",
+        "--preset",
+        "paper-fig3",
+        "--set",
+        "hidden_bias=per_unit",
+        "--law",
+        str(tmp_path / "law.json"),
+    ]
     # p_C = 0: the step goes to 0, which is no forecast: refused, naming the field
     assert main([*args, "--set", "p_C=0"]) == 2
     err = capsys.readouterr().err.strip()

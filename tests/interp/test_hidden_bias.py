@@ -27,9 +27,15 @@ from interp.train.training import derive_seed, train
 PRESET = get_preset("paper-fig3")
 TASK = dataclasses.replace(PRESET.task, n_eval=64)  # the paper-fig3 task, small evaluation sets
 ONE_STEP = dataclasses.replace(
-    PRESET.train, steps=1, eval_every=1, checkpoint_every=1, n_log_checkpoints=0,
-    live_forecast=False, num_threads=1, sample_on="host",  # _first_batch draws the host stream
-)  # fmt: skip
+    PRESET.train,
+    steps=1,
+    eval_every=1,
+    checkpoint_every=1,
+    n_log_checkpoints=0,
+    live_forecast=False,
+    num_threads=1,
+    sample_on="host",  # _first_batch draws the host stream
+)
 
 
 def _train(tmp_path, name: str, **model) -> object:

@@ -73,9 +73,16 @@ def test_task_constraints_on_n_pairs_are_clear_errors():
 def run_dir(tmp_path_factory):
     out = tmp_path_factory.mktemp("length") / "run"
     train_cfg = TrainConfig(
-        optimizer="adam", lr=3e-3, batch_size=32, steps=20, eval_every=10, checkpoint_every=20,
-        n_log_checkpoints=0, seed=0, num_threads=1,
-    )  # fmt: skip
+        optimizer="adam",
+        lr=3e-3,
+        batch_size=32,
+        steps=20,
+        eval_every=10,
+        checkpoint_every=20,
+        n_log_checkpoints=0,
+        seed=0,
+        num_threads=1,
+    )
     train(TASK, ModelConfig.from_task(TASK, d_mlp=16), train_cfg, out, progress=False)
     return out
 

@@ -21,8 +21,16 @@ from phenomenology.live import FORECAST_COLUMNS, LiveForecast, live_every, live_
 
 TASK = TaskConfig(D=15, K=64, L=8, N=4, N_max=4, B=1, p_C=0.5, n_eval=64)
 MODEL = ModelConfig.from_task(TASK, d_mlp=32)
-CFG = TrainConfig(optimizer="adam", lr=3e-3, batch_size=32, steps=120, eval_every=10,
-                  checkpoint_every=60, n_log_checkpoints=2, seed=0)  # fmt: skip
+CFG = TrainConfig(
+    optimizer="adam",
+    lr=3e-3,
+    batch_size=32,
+    steps=120,
+    eval_every=10,
+    checkpoint_every=60,
+    n_log_checkpoints=2,
+    seed=0,
+)
 
 
 FORECAST_TASK = {"L": TASK.L, "N": TASK.N, "B": TASK.B_eval_effective}
@@ -36,9 +44,11 @@ def plateau_loss(run, row) -> dict:
     bk = bank(**FORECAST_TASK)
     j = int(np.argmin(np.abs(bk.beta1 + 6.0)))
     loss = template_loss(
-        [float(row["step"])], task=FORECAST_TASK, beta1_0=float(bk.beta1[j]),
+        [float(row["step"])],
+        task=FORECAST_TASK,
+        beta1_0=float(bk.beta1[j]),
         time_scale=160.0 / float(bk.t_cliff[j]),
-    )  # fmt: skip
+    )
     return {"ic_loss": float(loss[0])}
 
 

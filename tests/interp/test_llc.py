@@ -303,12 +303,23 @@ def _llc_frame(steps, flagged=()) -> pd.DataFrame:
     settings = {"epsilon": 1e-4, "nbeta": 26.38, "localization": 100.0, "chains": 2, "draws": 10}
     settings |= {"burnin": 0, "batch_size": 32, "n_batches": 4, "seed": 0}
     rows = [
-        {"step": s, "llc_mean": s / 10 + 1, "llc_std": 0.1, "llc_chain_0": s / 10 + 0.9,
-         "llc_chain_1": s / 10 + 1.1, "init_loss": 2.0, "mala_acceptance": 0.9,
-         "trace_drift": 0.01, "failed_chains": 0, "seconds": 1.0, **settings,
-         "devinterp_version": "1.3.2", "warning": "drifting trace" if s in flagged else ""}
+        {
+            "step": s,
+            "llc_mean": s / 10 + 1,
+            "llc_std": 0.1,
+            "llc_chain_0": s / 10 + 0.9,
+            "llc_chain_1": s / 10 + 1.1,
+            "init_loss": 2.0,
+            "mala_acceptance": 0.9,
+            "trace_drift": 0.01,
+            "failed_chains": 0,
+            "seconds": 1.0,
+            **settings,
+            "devinterp_version": "1.3.2",
+            "warning": "drifting trace" if s in flagged else "",
+        }
         for s in steps
-    ]  # fmt: skip
+    ]
     return pd.DataFrame(rows, columns=llc_columns(2))
 
 

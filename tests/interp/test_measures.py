@@ -343,8 +343,21 @@ def test_plugin_measures_reach_metrics_csv_of_a_cli_run(registry, tmp_path, caps
     assert list(metrics["step"]) == [0, 10, 20, 30] and metrics["query_resid_rms"].notna().all()
 
     # drawn by its declaration: the progress-measure figure of `figures` and the explorer
-    assert main(["--plugin", str(FIXTURE), "figures", str(out), "--out", str(tmp_path / "f"),
-                 "--formats", "html"]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "--plugin",
+                str(FIXTURE),
+                "figures",
+                str(out),
+                "--out",
+                str(tmp_path / "f"),
+                "--formats",
+                "html",
+            ]
+        )
+        == 0
+    )
     drawn = pd.read_csv(tmp_path / "f" / "progress_measures.csv")
     curve = drawn[drawn["name"] == "L2 query self-attention"]
     np.testing.assert_allclose(curve["y"], metrics["query_self_l2"], rtol=1e-6)

@@ -281,12 +281,24 @@ def test_3_memory_estimate_and_bootstrap_bound(tmp_path, capsys):
 @pytest.mark.parametrize(
     "edit, words",
     [
-        (lambda d: d.assign(step=d["step"].where(d.index != 5, 40)), "line 7 (step 40): the step repeats"),
-        (lambda d: d.assign(step=d["step"].where(d.index != 5, 10)), "line 7 (step 10): the step comes"),
-        (lambda d: d.assign(ic_loss=d["ic_loss"].where(d.index != 3, float("inf"))), "line 5 (step 30): column 'ic_loss' is +inf"),
-        (lambda d: d.assign(ic_loss=d["ic_loss"].where(d.index != 3, float("nan"))), "line 5 (step 30): column 'ic_loss' is NaN"),
+        (
+            lambda d: d.assign(step=d["step"].where(d.index != 5, 40)),
+            "line 7 (step 40): the step repeats",
+        ),
+        (
+            lambda d: d.assign(step=d["step"].where(d.index != 5, 10)),
+            "line 7 (step 10): the step comes",
+        ),
+        (
+            lambda d: d.assign(ic_loss=d["ic_loss"].where(d.index != 3, float("inf"))),
+            "line 5 (step 30): column 'ic_loss' is +inf",
+        ),
+        (
+            lambda d: d.assign(ic_loss=d["ic_loss"].where(d.index != 3, float("nan"))),
+            "line 5 (step 30): column 'ic_loss' is NaN",
+        ),
     ],
-)  # fmt: skip
+)
 def test_4_5_fit_names_the_line_and_step_of_a_bad_curve(tmp_path, capsys, edit, words):
     csv = tmp_path / "c.csv"
     curve = pd.DataFrame({"step": range(0, 200, 10), "ic_loss": [2.0 - i / 40 for i in range(20)]})

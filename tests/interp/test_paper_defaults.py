@@ -65,10 +65,24 @@ def test_the_shrink_also_acts_on_adam_and_on_stacked_training(tmp_path):
     and in a stack of seeds; a stacked step without it would end 20x larger."""
     task = TaskConfig(D=15, K=64, L=8, N=4, N_max=4, B=1, p_C=0.5, n_eval=128)
     mcfg = ModelConfig.from_task(task, d_mlp=32)
-    kw = dict(optimizer="adam", lr=1e-3, batch_size=32, steps=60, eval_every=30,
-              checkpoint_every=60, n_log_checkpoints=0, weight_decay=0.05)  # fmt: skip
-    train_many(task, mcfg, TrainConfig(**kw), seeds=[0, 1],
-               out_dirs=[tmp_path / "m0", tmp_path / "m1"], progress=False)  # fmt: skip
+    kw = dict(
+        optimizer="adam",
+        lr=1e-3,
+        batch_size=32,
+        steps=60,
+        eval_every=30,
+        checkpoint_every=60,
+        n_log_checkpoints=0,
+        weight_decay=0.05,
+    )
+    train_many(
+        task,
+        mcfg,
+        TrainConfig(**kw),
+        seeds=[0, 1],
+        out_dirs=[tmp_path / "m0", tmp_path / "m1"],
+        progress=False,
+    )
     train(task, mcfg, TrainConfig(**kw, seed=1), tmp_path / "s1", progress=False)
     stacked = load_run(tmp_path / "m1").load_model().state_dict()
     single = load_run(tmp_path / "s1").load_model().state_dict()
@@ -152,8 +166,16 @@ def test_per_sequence_novel_classes_remain_an_option():
 def test_a_format_2_run_opens_with_the_old_forms_marked(tmp_path):
     task = TaskConfig(D=15, K=64, L=8, N=4, N_max=4, B=1, p_C=0.5, n_eval=128, novel_pool=None)
     mcfg = ModelConfig.from_task(task, d_mlp=32, readout_init="he", hidden_bias="per_unit")
-    tcfg = TrainConfig(optimizer="adam", lr=1e-3, batch_size=32, steps=20, eval_every=10,
-                       checkpoint_every=20, n_log_checkpoints=0, weight_decay_form="coupled")  # fmt: skip
+    tcfg = TrainConfig(
+        optimizer="adam",
+        lr=1e-3,
+        batch_size=32,
+        steps=20,
+        eval_every=10,
+        checkpoint_every=20,
+        n_log_checkpoints=0,
+        weight_decay_form="coupled",
+    )
     metrics = train(task, mcfg, tcfg, tmp_path / "old", progress=False)
     path = tmp_path / "old" / "config.json"
     config = json.loads(path.read_text())

@@ -135,11 +135,16 @@ def test_figures_width_single_gives_column_wide_figures_without_small_text(tmp_p
 
     run = tiny_run(tmp_path / "run")
     out = tmp_path / "figs"
-    assert cli.main(["figures", str(run), "--out", str(out), "--width", "single",
-                     "--formats", "svg"]) == 0  # fmt: skip
+    assert (
+        cli.main(["figures", str(run), "--out", str(out), "--width", "single", "--formats", "svg"])
+        == 0
+    )
     svgs = sorted(out.glob("*.svg"))
-    assert {p.stem for p in svgs} >= {"training_dynamics", "progress_measures",
-                                      "attention_snapshots"}  # fmt: skip
+    assert {p.stem for p in svgs} >= {
+        "training_dynamics",
+        "progress_measures",
+        "attention_snapshots",
+    }
     for svg in svgs:
         inches, smallest = _svg_font_pt(svg, 3.5)
         assert inches == pytest.approx(3.5), svg.name
@@ -186,8 +191,11 @@ def test_transition_lines_stop_below_the_panel_titles():
 def test_a_long_title_wraps_to_the_width():
     note = "adam lr 0.001 (paper: SGD lr 0.01); adam lr 0.003 (paper: SGD lr 0.01); compared"
     fig = go.Figure(go.Scatter(x=[0, 1], y=[0, 1]))
-    fig.update_layout(title=f"Attention across training, average over 256 IC sequences<br>"
-                      f"<sup>{note}</sup>", width=900, height=400)  # fmt: skip
+    fig.update_layout(
+        title=f"Attention across training, average over 256 IC sequences<br><sup>{note}</sup>",
+        width=900,
+        height=400,
+    )
     single = export.apply_paper_style(fig, "single").layout
     double = export.apply_paper_style(fig, "double").layout
     assert double.title.text == fig.layout.title.text  # fits 7 in

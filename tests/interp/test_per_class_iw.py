@@ -25,9 +25,18 @@ N_PER_CLASS = 4
 
 
 def cfg(**kw) -> TrainConfig:
-    base = dict(optimizer="adam", lr=3e-3, batch_size=32, steps=60, eval_every=20,
-                checkpoint_every=60, n_log_checkpoints=0, seed=0, num_threads=1,
-                per_class_iw=N_PER_CLASS)  # fmt: skip
+    base = dict(
+        optimizer="adam",
+        lr=3e-3,
+        batch_size=32,
+        steps=60,
+        eval_every=20,
+        checkpoint_every=60,
+        n_log_checkpoints=0,
+        seed=0,
+        num_threads=1,
+        per_class_iw=N_PER_CLASS,
+    )
     return TrainConfig(**{**base, **kw})
 
 

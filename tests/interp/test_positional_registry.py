@@ -102,11 +102,24 @@ def test_old_set_spelling_still_works():
 def _old_format_model_dict(**fields) -> dict:
     """A ``config.json`` "model" entry as the code before the registry wrote it."""
     old = dict(
-        D=TASK.D, L=TASK.L, n_positions=TASK.P, n_ctx_train=TASK.seq_len, n_layers=2, n_heads=1,
-        d_head=None, d_mlp=16, n_mlp_layers=3, positional="onehot", attn_scale="none",
-        attn_init_std=None, rope_base=10000.0, rope_scaling="none", rope_scale=1.0,
-        rope_mix_b=0.5, cope_p_max=64,
-    )  # fmt: skip
+        D=TASK.D,
+        L=TASK.L,
+        n_positions=TASK.P,
+        n_ctx_train=TASK.seq_len,
+        n_layers=2,
+        n_heads=1,
+        d_head=None,
+        d_mlp=16,
+        n_mlp_layers=3,
+        positional="onehot",
+        attn_scale="none",
+        attn_init_std=None,
+        rope_base=10000.0,
+        rope_scaling="none",
+        rope_scale=1.0,
+        rope_mix_b=0.5,
+        cope_p_max=64,
+    )
     old.update(fields)
     return old
 
@@ -172,9 +185,13 @@ def test_old_format_run_directory_resumes(tmp_path):
     config["model"] = _old_format_model_dict(positional="rope", d_head=16, rope_base=99.0)
     path.write_text(json.dumps(config))  # as the old code wrote it
     metrics = train(
-        TASK, model_cfg, dataclasses.replace(train_cfg, steps=6), tmp_path, resume=True,
+        TASK,
+        model_cfg,
+        dataclasses.replace(train_cfg, steps=6),
+        tmp_path,
+        resume=True,
         progress=False,
-    )  # fmt: skip
+    )
     assert list(metrics["step"]) == [0, 2, 4, 6]
 
 
@@ -250,8 +267,22 @@ def test_plugin_and_registry_errors_are_one_line(alibi, capsys):
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and re.search(r"ModelConfig\.positional='alibi2' is invalid", err)
     assert "'rope', 'cope', 'alibi'" in err
-    assert main(["train", "--preset", "tiny", "--set", "positional=alibi", "--set",
-                 "alibi_slope=-1", "--out", "x"]) == 2  # fmt: skip
+    assert (
+        main(
+            [
+                "train",
+                "--preset",
+                "tiny",
+                "--set",
+                "positional=alibi",
+                "--set",
+                "alibi_slope=-1",
+                "--out",
+                "x",
+            ]
+        )
+        == 2
+    )
     assert "AlibiConfig.slope=-1.0 (alibi_slope) is invalid" in capsys.readouterr().err
     assert not Path("x").exists()
 

@@ -120,9 +120,10 @@ def test_the_slider_shows_the_checkpoint_it_names(run_dir):
             )
         explorer.step.value = index
         np.testing.assert_allclose(
-            _lower(explorer.heatmap.data[0].z), stored[step][0][np.tril_indices(len(first))],
+            _lower(explorer.heatmap.data[0].z),
+            stored[step][0][np.tril_indices(len(first))],
             atol=tol,
-        )  # fmt: skip
+        )
 
 
 @pytest.mark.parametrize(

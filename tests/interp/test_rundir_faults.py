@@ -380,9 +380,18 @@ def test_8b_sigterm_to_a_sweep_stops_its_workers(tmp_path):
     out = tmp_path / "sweep"
     args = ["--set", "steps=100000", "--set", "eval_every=50", "--set", "n_eval=64"]
     proc = cli(
-        "sweep", "--preset", "tiny", "--seeds", "0-1", "--workers", "2", *args,
-        "--no-figures", "--out", str(out),
-    )  # fmt: skip
+        "sweep",
+        "--preset",
+        "tiny",
+        "--seeds",
+        "0-1",
+        "--workers",
+        "2",
+        *args,
+        "--no-figures",
+        "--out",
+        str(out),
+    )
     metrics = [out / f"seed={s}" / "metrics.csv" for s in (0, 1)]
 
     def evaluated(path):

@@ -102,14 +102,27 @@ SMALL_MODEL = ModelConfig.from_task(SMALL, d_mlp=32)
 
 
 def _cfg(**kw):
-    base = dict(optimizer="adam", lr=3e-3, batch_size=32, steps=60, eval_every=20,
-                checkpoint_every=40, n_log_checkpoints=3)  # fmt: skip
+    base = dict(
+        optimizer="adam",
+        lr=3e-3,
+        batch_size=32,
+        steps=60,
+        eval_every=20,
+        checkpoint_every=40,
+        n_log_checkpoints=3,
+    )
     return TrainConfig(**{**base, **kw})
 
 
 def test_train_many_gives_each_seed_the_run_train_gives_it(tmp_path):
-    many = train_many(SMALL, SMALL_MODEL, _cfg(), seeds=[0, 1],
-                      out_dirs=[tmp_path / "m0", tmp_path / "m1"], progress=False)  # fmt: skip
+    many = train_many(
+        SMALL,
+        SMALL_MODEL,
+        _cfg(),
+        seeds=[0, 1],
+        out_dirs=[tmp_path / "m0", tmp_path / "m1"],
+        progress=False,
+    )
     for seed, metrics in zip([0, 1], many):
         single = train(SMALL, SMALL_MODEL, _cfg(seed=seed), tmp_path / f"s{seed}", progress=False)
         assert list(metrics["step"]) == [0, 20, 40, 60]
@@ -134,17 +147,21 @@ def test_train_many_interrupted_then_resumed_equals_uninterrupted(tmp_path, opti
     kw = dict(optimizer=optimizer, lr=3e-3 if optimizer == "adam" else 0.05, momentum=0.0)
     dirs = lambda name: [tmp_path / f"{name}{s}" for s in (0, 1, 2)]  # noqa: E731
     full = train_many(SMALL, SMALL_MODEL, _cfg(**kw), [0, 1, 2], dirs("full"), progress=False)
-    train_many(SMALL, SMALL_MODEL, _cfg(**kw), [0, 1, 2], dirs("part"), progress=False,
-               stop_after=33)  # fmt: skip
-    resumed = train_many(SMALL, SMALL_MODEL, _cfg(**kw), [0, 1, 2], dirs("part"), resume=True,
-                         progress=False)  # fmt: skip
+    train_many(
+        SMALL, SMALL_MODEL, _cfg(**kw), [0, 1, 2], dirs("part"), progress=False, stop_after=33
+    )
+    resumed = train_many(
+        SMALL, SMALL_MODEL, _cfg(**kw), [0, 1, 2], dirs("part"), resume=True, progress=False
+    )
     for a, b in zip(full, resumed):
         pd.testing.assert_frame_equal(a, b)
     # A stacked run's resume state is an ordinary one: train() continues it alone.
-    train_many(SMALL, SMALL_MODEL, _cfg(**kw), [5, 6], dirs("mixed")[:2], progress=False,
-               stop_after=33)  # fmt: skip
-    alone = train(SMALL, SMALL_MODEL, _cfg(seed=5, **kw), tmp_path / "mixed0", resume=True,
-                  progress=False)  # fmt: skip
+    train_many(
+        SMALL, SMALL_MODEL, _cfg(**kw), [5, 6], dirs("mixed")[:2], progress=False, stop_after=33
+    )
+    alone = train(
+        SMALL, SMALL_MODEL, _cfg(seed=5, **kw), tmp_path / "mixed0", resume=True, progress=False
+    )
     ref = train(SMALL, SMALL_MODEL, _cfg(seed=5, **kw), tmp_path / "ref", progress=False)
     np.testing.assert_allclose(alone["ic_loss"], ref["ic_loss"], rtol=1e-3, atol=1e-5)
 
@@ -153,12 +170,20 @@ def test_train_many_refusals(tmp_path):
     with pytest.raises(ValueError, match="intervention"):
         train_many(SMALL, SMALL_MODEL, _cfg(intervention="uniform_layer1"), [0, 1], progress=False)
     with pytest.raises(ValueError, match="cannot be trained stacked"):
-        train_many(SMALL, ModelConfig.from_task(SMALL, n_heads=2, d_head=8), _cfg(), [0, 1],
-                   progress=False)  # fmt: skip
+        train_many(
+            SMALL, ModelConfig.from_task(SMALL, n_heads=2, d_head=8), _cfg(), [0, 1], progress=False
+        )
     with pytest.raises(ValueError, match="distinct seeds"):
         train_many(SMALL, SMALL_MODEL, _cfg(), [0, 0], progress=False)
     train(SMALL, SMALL_MODEL, _cfg(seed=0), tmp_path / "a", progress=False, stop_after=20)
     train(SMALL, SMALL_MODEL, _cfg(seed=1), tmp_path / "b", progress=False, stop_after=40)
     with pytest.raises(RunDirectoryError, match="different steps"):
-        train_many(SMALL, SMALL_MODEL, _cfg(), [0, 1], [tmp_path / "a", tmp_path / "b"],
-                   resume=True, progress=False)  # fmt: skip
+        train_many(
+            SMALL,
+            SMALL_MODEL,
+            _cfg(),
+            [0, 1],
+            [tmp_path / "a", tmp_path / "b"],
+            resume=True,
+            progress=False,
+        )

@@ -319,8 +319,9 @@ def test_stacked_seeds_give_the_runs_of_unstacked_ones(tmp_path):
         ["K=32_seed=2"],
     ]
     lines = []
-    stacked = run_sweep(s, tmp_path / "stacked", backend="serial", stack=2, figures=False,
-                        log=lines.append)  # fmt: skip
+    stacked = run_sweep(
+        s, tmp_path / "stacked", backend="serial", stack=2, figures=False, log=lines.append
+    )
     assert "in 4 job(s) of up to 2 stacked seeds" in lines[0]
     alone = run_sweep(s, tmp_path / "alone", backend="serial", figures=False, log=silent)
     assert list(stacked["point"]) == list(alone["point"])

@@ -60,8 +60,10 @@ def test_the_standard_task_and_the_token_tasks_are_registered():
     flipflop = get_task("flipflop")
     assert flipflop.layout == "tokens" and flipflop.measures == ()
     assert make_generator(flipflop.config(), 0).test_sets(4, 0).keys() == {
-        "id", "ood_sparse", "ood_long"
-    }  # fmt: skip
+        "id",
+        "ood_sparse",
+        "ood_long",
+    }
     assert "task" not in TaskConfig().to_dict()  # the standard task's config.json is unchanged
 
 

@@ -59,8 +59,10 @@ def test_bench_load_refuses_bad_input_in_one_line_before_any_run():
     ):
         done = subprocess.run(
             [sys.executable, str(BENCH / "bench_load.py"), *args],
-            capture_output=True, text=True, timeout=60,
-        )  # fmt: skip
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert done.returncode == 1, args
         lines = done.stderr.strip().splitlines()
         assert len(lines) == 1 and field in lines[0] and lines[0].startswith("bench_load:"), lines
@@ -69,10 +71,24 @@ def test_bench_load_refuses_bad_input_in_one_line_before_any_run():
 @pytest.mark.slow
 def test_bench_load_runs_a_short_round_and_prints_its_ratios():
     done = subprocess.run(
-        [sys.executable, str(BENCH / "bench_load.py"), "--preset", "tiny", "--steps", "5",
-         "--rounds", "1", "--threads", "1", "--competitors", "1"],
-        capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
+        [
+            sys.executable,
+            str(BENCH / "bench_load.py"),
+            "--preset",
+            "tiny",
+            "--steps",
+            "5",
+            "--rounds",
+            "1",
+            "--threads",
+            "1",
+            "--competitors",
+            "1",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr
     lines = done.stdout.strip().splitlines()
     assert lines[0].startswith("before: load average") and "best setting: num_threads=1" in lines

@@ -62,11 +62,19 @@ def test_fit_prints_the_pinned_parameter_as_not_estimated(capsys):
     from interp.cli.commands.fit import _print_fit
 
     result = {
-        "task": {"L": 32}, "model": "m", "column": "ic_loss", "params": {"a": 1.0, "b": 40.0},
-        "stderr": {"a": 0.1, "b": None}, "pinned": {"b": "upper"}, "r2": 0.9,
-        "n_points_fitted": 10, "fitted_until": 100.0, "r2_all": 0.9, "forecast": "no",
+        "task": {"L": 32},
+        "model": "m",
+        "column": "ic_loss",
+        "params": {"a": 1.0, "b": 40.0},
+        "stderr": {"a": 0.1, "b": None},
+        "pinned": {"b": "upper"},
+        "r2": 0.9,
+        "n_points_fitted": 10,
+        "fitted_until": 100.0,
+        "r2_all": 0.9,
+        "forecast": "no",
         "observed": {"transitioned": False, "reason": "r", "method": "cliff"},
-    }  # fmt: skip
+    }
     _print_fit(result, SimpleNamespace(source="x", task_note="y"))
     lines = capsys.readouterr().out.splitlines()
     b = next(line for line in lines if line.split()[0] == "b")

@@ -49,8 +49,9 @@ def test_fit_a_run_with_a_model_from_a_plugin(tmp_path, capsys):
     """The registry's "done when": a model from one file outside the package, fitted with
     ``fit RUN --model NAME --plugin FILE``, named in ``fit.json``."""
     run = _write_run(tmp_path / "run", pd.DataFrame({"step": STEPS, "ic_loss": _step_loss()}))
-    rc, out, err = _fit(capsys, run, "--model", "logistic-step", "--plugin", FIXTURE,
-                        "--n-boot", "20")  # fmt: skip
+    rc, out, err = _fit(
+        capsys, run, "--model", "logistic-step", "--plugin", FIXTURE, "--n-boot", "20"
+    )
     assert rc == 0, err
     saved = json.loads((run / "fit.json").read_text())
     assert saved["model"] == "logistic-step" and saved["run_dir"] == str(run)
@@ -74,16 +75,27 @@ def test_fit_a_plain_csv_with_the_paper_task_by_default(tmp_path, capsys):
     from phenomenology.landscape import gradient_flow
 
     steps = np.arange(0.0, 30001.0, 250.0)
-    truth = gradient_flow({"beta1": -6.0, "alpha": 0.0, "xi": 0.5}, L=32, N=8, B=2,
-                          t_eval=steps / 50.0)  # fmt: skip
+    truth = gradient_flow(
+        {"beta1": -6.0, "alpha": 0.0, "xi": 0.5}, L=32, N=8, B=2, t_eval=steps / 50.0
+    )
     rng = np.random.default_rng(3)
     csv = tmp_path / "curve.csv"
     pd.DataFrame({"step": steps, "loss": truth["loss"] + rng.normal(0, 0.01, steps.size)}).to_csv(
         csv, index=False
     )
     # A short seed grid (a model option from the command line) keeps the test fast.
-    rc, out, err = _fit(capsys, csv, "--column", "loss", "--target", "ic_loss", "--n-boot", "10",
-                        "--option", "beta1_grid=-7,-6,-5")  # fmt: skip
+    rc, out, err = _fit(
+        capsys,
+        csv,
+        "--column",
+        "loss",
+        "--target",
+        "ic_loss",
+        "--n-boot",
+        "10",
+        "--option",
+        "beta1_grid=-7,-6,-5",
+    )
     assert rc == 0, err
     saved = json.loads((tmp_path / "curve.fit.json").read_text())
     assert saved["model"] == "nested-logit" and saved["column"] == "loss"
@@ -110,8 +122,20 @@ def test_until_fits_only_the_steps_seen_and_set_changes_the_task(tmp_path, capsy
     csv = tmp_path / "c.csv"
     pd.DataFrame({"step": STEPS, "ic_loss": _step_loss()}).to_csv(csv, index=False)
     out_json = tmp_path / "out.json"
-    rc, out, err = _fit(capsys, csv, "--model", "logistic-step", "--plugin", FIXTURE,
-                        "--until", "26000", "--set", "L=64", "--json", out_json)  # fmt: skip
+    rc, out, err = _fit(
+        capsys,
+        csv,
+        "--model",
+        "logistic-step",
+        "--plugin",
+        FIXTURE,
+        "--until",
+        "26000",
+        "--set",
+        "L=64",
+        "--json",
+        out_json,
+    )
     assert rc == 0, err
     saved = json.loads(out_json.read_text())
     assert saved["fitted_until"] == 25800 and saved["until_step"] == 26000
@@ -128,8 +152,9 @@ def test_a_curve_with_no_plateau_cannot_be_forecast(tmp_path, capsys):
     """A steady decline: the fit is reported, the forecast says why there is none."""
     csv = tmp_path / "line.csv"
     pd.DataFrame({"step": STEPS, "ic_loss": 3.0 - STEPS / 30000.0}).to_csv(csv, index=False)
-    rc, out, err = _fit(capsys, csv, "--model", "logistic-step", "--plugin", FIXTURE,
-                        "--n-boot", "5")  # fmt: skip
+    rc, out, err = _fit(
+        capsys, csv, "--model", "logistic-step", "--plugin", FIXTURE, "--n-boot", "5"
+    )
     assert rc == 0, err
     saved = json.loads((tmp_path / "line.fit.json").read_text())
     assert saved["forecast"].startswith("cannot forecast: no plateau")
@@ -143,20 +168,29 @@ def test_a_curve_with_no_plateau_cannot_be_forecast(tmp_path, capsys):
         ({"iteration": [1, 2, 3], "ic_loss": [1, 2, 3]}, [], ["no 'step' column", "c.csv"]),
         ({"step": range(20), "loss": [1.0] * 20}, [], ["column 'ic_loss' does not exist"]),
         ({"step": range(5), "ic_loss": [1.0] * 5}, [], ["5 points", "at least 8"]),
-        ({"step": range(20), "ic_loss": [1.0] * 20}, ["--until", "9", "--fraction", "0.5"],
-         ["--until or --fraction"]),
-        ({"step": range(20), "ic_loss": [1.0] * 20}, ["--model", "nope"],
-         ["unknown model 'nope'", "nested-logit"]),
+        (
+            {"step": range(20), "ic_loss": [1.0] * 20},
+            ["--until", "9", "--fraction", "0.5"],
+            ["--until or --fraction"],
+        ),
+        (
+            {"step": range(20), "ic_loss": [1.0] * 20},
+            ["--model", "nope"],
+            ["unknown model 'nope'", "nested-logit"],
+        ),
         ({"step": range(20), "ic_loss": [1.0] * 20}, ["--set", "K=3"], ["--set K"]),
         ({"step": range(20), "ic_loss": [1.0] * 20}, ["--set", "N=x"], ["--set N"]),
         ({"step": range(20), "ic_loss": [1.0] * 20}, ["--fraction", "2"], ["--fraction"]),
         ({"step": range(20), "ic_loss": [1.0] * 20}, ["--until", "3"], ["4 points with step"]),
         ({"step": range(20), "ic_loss": [1.0] * 20}, ["--column", "step2"], ["'step2'"]),
         ({"step": range(20), "ic_loss": [1.0] * 20}, ["--option", "flor=1"], ["bad options"]),
-        ({"step": range(20), "ic_acc": [1.0] * 20}, ["--column", "ic_acc", "--fraction", "0.8"],
-         ["--fraction needs a curve whose transition is seen"]),
+        (
+            {"step": range(20), "ic_acc": [1.0] * 20},
+            ["--column", "ic_acc", "--fraction", "0.8"],
+            ["--fraction needs a curve whose transition is seen"],
+        ),
     ],
-)  # fmt: skip
+)
 def test_each_user_error_is_one_line(tmp_path, capsys, frame, args, needles):
     csv = tmp_path / "c.csv"
     pd.DataFrame(frame).to_csv(csv, index=False)
@@ -188,8 +222,18 @@ def test_the_fit_overlay_figure_refits_the_model_named_in_fit_json(tmp_path, cap
 
     metrics = pd.DataFrame({"step": STEPS, "ic_loss": _step_loss()})
     run = _write_run(tmp_path / "run", metrics)
-    rc, _, err = _fit(capsys, run, "--model", "logistic-step", "--plugin", FIXTURE,
-                      "--until", "40000", "--n-boot", "0")  # fmt: skip
+    rc, _, err = _fit(
+        capsys,
+        run,
+        "--model",
+        "logistic-step",
+        "--plugin",
+        FIXTURE,
+        "--until",
+        "40000",
+        "--n-boot",
+        "0",
+    )
     assert rc == 0, err
     saved = saved_fit(load_run(run))
     assert saved["model"] == "logistic-step" and saved["until"] == 40000
@@ -248,8 +292,9 @@ def test_the_optimizer_picks_the_forecasts_calibration(tmp_path, capsys):
     for optimizer in (None, "adam"):
         out_json = tmp_path / f"{optimizer}.json"
         extra = ["--optimizer", optimizer] if optimizer else []
-        rc, out, err = _fit(capsys, csv, "--until", "18000", "--n-boot", "0", "--json", out_json,
-                            *extra)  # fmt: skip
+        rc, out, err = _fit(
+            capsys, csv, "--until", "18000", "--n-boot", "0", "--json", out_json, *extra
+        )
         assert rc == 0, err
         got[optimizer] = json.loads(out_json.read_text())
     sgd, adam = got[None], got["adam"]

@@ -122,8 +122,17 @@ def test_flow_and_descent_agree_for_small_lr():
 def test_trajectory_columns_and_recording():
     traj = gradient_descent(SMALL_START, **TASK, lr=0.1, steps=1001, record_every=100)
     assert list(traj.columns) == [
-        "step", "t", "beta1", "alpha", "xi", "s1", "p", "loss", "acc", "cla",
-    ]  # fmt: skip
+        "step",
+        "t",
+        "beta1",
+        "alpha",
+        "xi",
+        "s1",
+        "p",
+        "loss",
+        "acc",
+        "cla",
+    ]
     assert traj["step"].tolist() == [*range(0, 1001, 100), 1001]
     flow = gradient_flow(SMALL_START, **TASK, t_max=10, n_points=11)
     assert list(flow.columns) == ["t", "beta1", "alpha", "xi", "s1", "p", "loss", "acc", "cla"]

@@ -106,8 +106,10 @@ def test_plateau_then_jump_like_the_network(run):
     assert (after["ic_acc"] > 0.9).all()
     assert (after["ila1"] > 0.8).all() and (after["tila2"] > 0.8).all()
     # The three jump within one evaluation interval of each other.
-    first = {c: m["step"][np.argmax(m[c].to_numpy() > thr)] for c, thr in
-             (("ic_acc", 0.6), ("ila1", 0.5), ("tila2", 0.6))}  # fmt: skip
+    first = {
+        c: m["step"][np.argmax(m[c].to_numpy() > thr)]
+        for c, thr in (("ic_acc", 0.6), ("ila1", 0.5), ("tila2", 0.6))
+    }
     assert max(first.values()) - min(first.values()) <= 25
     # xi (the readout) grows first, then alpha, then beta1.
     p = m[m["step"] <= jump]

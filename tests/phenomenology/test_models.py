@@ -69,8 +69,13 @@ def test_flow_integrates_a_loss_of_any_number_of_parameters():
     """Gradient flow of 0.5 (a^2 + 4 b^2): a = a0 e^-t, b = b0 e^-4t (two parameters, not the
     nested-logit's three)."""
     t = np.linspace(0.0, 2.0, 21)
-    traj = flow(lambda p, task: 0.5 * (p["a"] ** 2 + 4 * p["b"] ** 2), {"a": 1.0, "b": -2.0},
-                t_eval=t, rtol=1e-10, atol=1e-12)  # fmt: skip
+    traj = flow(
+        lambda p, task: 0.5 * (p["a"] ** 2 + 4 * p["b"] ** 2),
+        {"a": 1.0, "b": -2.0},
+        t_eval=t,
+        rtol=1e-10,
+        atol=1e-12,
+    )
     np.testing.assert_allclose(traj["a"], np.exp(-t), rtol=1e-5)
     np.testing.assert_allclose(traj["b"], -2.0 * np.exp(-4 * t), rtol=1e-4, atol=1e-8)
     np.testing.assert_allclose(
@@ -102,13 +107,24 @@ def test_loss_model_recovers_time_scale_and_start():
 
 def test_registry_errors_name_the_problem(extra):
     with pytest.raises(ValueError, match="already registered"):
-        register_model("logistic-step", params=("a",), start={"a": 1}, curve=lambda s, p, t: {},
-                       predicts={"ic_loss": "loss"})  # fmt: skip
+        register_model(
+            "logistic-step",
+            params=("a",),
+            start={"a": 1},
+            curve=lambda s, p, t: {},
+            predicts={"ic_loss": "loss"},
+        )
     with pytest.raises(ValueError, match="exactly one of curve= and loss="):
         register_model("x", params=("a",), start={"a": 1}, predicts={"ic_loss": "loss"})
     with pytest.raises(ValueError, match="bounds"):
-        register_model("x", params=("a",), bounds={"b": (0, 1)}, start={"a": 1},
-                       curve=lambda s, p, t: {}, predicts={"ic_loss": "loss"})  # fmt: skip
+        register_model(
+            "x",
+            params=("a",),
+            bounds={"b": (0, 1)},
+            start={"a": 1},
+            curve=lambda s, p, t: {},
+            predicts={"ic_loss": "loss"},
+        )
     with pytest.raises(ValueError, match="unknown model 'nope'.*logistic-step"):
         DynamicsFit("nope").fit(STEPS, np.zeros_like(STEPS))
     with pytest.raises(ValueError, match="predicts"):

@@ -81,8 +81,9 @@ def _plateau_curve(folder, columns=("ic_loss", "tila2")):
     task = {"L": 32, "N": 8, "B": 2}
     bk = bank(**task)
     j = int(np.argmin(np.abs(bk.beta1 + 6.0)))
-    loss = template_loss(CURVE, task=task, beta1_0=float(bk.beta1[j]),
-                         time_scale=20000.0 / bk.t_cliff[j])  # fmt: skip
+    loss = template_loss(
+        CURVE, task=task, beta1_0=float(bk.beta1[j]), time_scale=20000.0 / bk.t_cliff[j]
+    )
     df = pd.DataFrame({"step": CURVE, "ic_loss": loss, "tila2": _tila2(CURVE)})
     df = df[["step", *columns]]
     folder.mkdir(exist_ok=True)
@@ -95,8 +96,9 @@ def test_fit_picks_the_progress_forecast_where_it_can(tmp_path, capsys):
     csv = _plateau_curve(tmp_path)
     k = PROGRESS_CALIBRATIONS["sgd"]["k"]
     fig = tmp_path / "forecast.html"
-    rc, out, err = _fit(capsys, csv, "--set", "B=2", "--n-boot", "0", "--until", "18000",
-                        "--figure", fig)  # fmt: skip
+    rc, out, err = _fit(
+        capsys, csv, "--set", "B=2", "--n-boot", "0", "--until", "18000", "--figure", fig
+    )
     assert rc == 0, err
     got = json.loads(csv.with_name("c.fit.json").read_text())
     assert got["forecast_from"] == "progress"
@@ -136,14 +138,16 @@ def test_the_live_forecast_reads_the_progress_measure_on_sgd_runs():
     task = {"L": 32, "N": 8, "B": 2}
     bk = bank(**task)
     j = int(np.argmin(np.abs(bk.beta1 + 6.0)))
-    loss = template_loss(CURVE, task=task, beta1_0=float(bk.beta1[j]),
-                         time_scale=20000.0 / bk.t_cliff[j])  # fmt: skip
+    loss = template_loss(
+        CURVE, task=task, beta1_0=float(bk.beta1[j]), time_scale=20000.0 / bk.t_cliff[j]
+    )
     rows = [{"step": s, "ic_loss": v, "tila2": t} for s, v, t in zip(CURVE, loss, _tila2(CURVE))]
     sgd = live_forecast(rows, task, optimizer="sgd")
     assert sgd["forecast_step"] == pytest.approx(PROGRESS_CALIBRATIONS["sgd"]["k"] * CROSS)
     # Adam has no progress calibration: the template forecast, as for rows without tila2
     adam = live_forecast(rows, task, optimizer="adam")
-    bare = live_forecast([{k: v for k, v in r.items() if k != "tila2"} for r in rows], task,
-                         optimizer="adam")  # fmt: skip
+    bare = live_forecast(
+        [{k: v for k, v in r.items() if k != "tila2"} for r in rows], task, optimizer="adam"
+    )
     assert adam == bare and math.isfinite(adam["forecast_step"])
     assert adam["forecast_step"] != pytest.approx(sgd["forecast_step"], rel=0.01)

@@ -32,17 +32,52 @@ from phenomenology.transition_scores import _lead, auroc
 # The third law's parameters, as the data below are drawn (the law is the third law plus a
 # correction, which on these data has nothing to correct): log tau = c0 + sum of these times the
 # terms, T = tau / lr x (1 + kappa lr tau).
-TRUE = {"intercept": 4.3, "log P(distinct labels)": -0.2, "log (1-1/n)": 3.4, "log N": 0.15,
-        "log L": 0.35, "log K": 0.05, "log eps": 0.2, "log p_C": -0.4, "log kappa": -5.8}  # fmt: skip
+TRUE = {
+    "intercept": 4.3,
+    "log P(distinct labels)": -0.2,
+    "log (1-1/n)": 3.4,
+    "log N": 0.15,
+    "log L": 0.35,
+    "log K": 0.05,
+    "log eps": 0.2,
+    "log p_C": -0.4,
+    "log kappa": -5.8,
+}
 # The second law's exponents, as its data are drawn (log T = c0 + sum of these times the terms).
-TRUE_THRESHOLD = {"intercept": 3.0, "log lr": -1.0, "log N": 0.5, "log lr x log N": 0.1,
-                  "log K": 0.1, "log eps": 0.2, "log p_C": -0.4, "log (n-1)": 1.0,
-                  "log (1-n/L)": -0.6, "log L": 0.2}  # fmt: skip
+TRUE_THRESHOLD = {
+    "intercept": 3.0,
+    "log lr": -1.0,
+    "log N": 0.5,
+    "log lr x log N": 0.1,
+    "log K": 0.1,
+    "log eps": 0.2,
+    "log p_C": -0.4,
+    "log (n-1)": 1.0,
+    "log (1-n/L)": -0.6,
+    "log L": 0.2,
+}
 CONFIGS = [
-    {}, {"lr": 0.2}, {"lr": 0.05}, {"lr": 0.03}, {"N": 4}, {"N": 16}, {"N": 12}, {"B": 2},
-    {"B": 4}, {"K": 1024}, {"K": 128}, {"eps": 0.2}, {"eps": 0.05}, {"p_C": 0.5}, {"p_C": 0.95},
-    {"L": 16}, {"L": 64}, {"lr": 0.05, "N": 4}, {"lr": 0.05, "B": 2}, {"L": 16, "N": 12},
-]  # fmt: skip
+    {},
+    {"lr": 0.2},
+    {"lr": 0.05},
+    {"lr": 0.03},
+    {"N": 4},
+    {"N": 16},
+    {"N": 12},
+    {"B": 2},
+    {"B": 4},
+    {"K": 1024},
+    {"K": 128},
+    {"eps": 0.2},
+    {"eps": 0.05},
+    {"p_C": 0.5},
+    {"p_C": 0.95},
+    {"L": 16},
+    {"L": 64},
+    {"lr": 0.05, "N": 4},
+    {"lr": 0.05, "B": 2},
+    {"L": 16, "N": 12},
+]
 CENTRE = {"K": 256, "L": 32, "N": 8, "B": 1, "eps": 0.1, "p_C": 0.8, "lr": 0.1, "batch_size": 128}
 
 
@@ -54,10 +89,16 @@ def p_distinct(n: int, L: int) -> float:
 def law_value(c: dict) -> float:
     """The drawn law's ``log T`` at ``c``, written out term by term (not through the code)."""
     n = c["N"] / c["B"]
-    log_tau = (TRUE["intercept"] + TRUE["log P(distinct labels)"] * math.log(p_distinct(int(n), c["L"]))
-               + TRUE["log (1-1/n)"] * math.log(1 - 1 / n) + TRUE["log N"] * math.log(c["N"])
-               + TRUE["log L"] * math.log(c["L"]) + TRUE["log K"] * math.log(c["K"])
-               + TRUE["log eps"] * math.log(c["eps"]) + TRUE["log p_C"] * math.log(c["p_C"]))  # fmt: skip
+    log_tau = (
+        TRUE["intercept"]
+        + TRUE["log P(distinct labels)"] * math.log(p_distinct(int(n), c["L"]))
+        + TRUE["log (1-1/n)"] * math.log(1 - 1 / n)
+        + TRUE["log N"] * math.log(c["N"])
+        + TRUE["log L"] * math.log(c["L"])
+        + TRUE["log K"] * math.log(c["K"])
+        + TRUE["log eps"] * math.log(c["eps"])
+        + TRUE["log p_C"] * math.log(c["p_C"])
+    )
     tau = math.exp(log_tau)
     return math.log(tau / c["lr"] * (1 + math.exp(TRUE["log kappa"]) * c["lr"] * tau))
 
@@ -65,12 +106,18 @@ def law_value(c: dict) -> float:
 def threshold_value(c: dict) -> float:
     """The second law at ``c``, written out term by term."""
     t, n = TRUE_THRESHOLD, c["N"] / c["B"]
-    return (t["intercept"] + t["log lr"] * math.log(c["lr"]) + t["log N"] * math.log(c["N"])
-            + t["log lr x log N"] * math.log(c["lr"]) * math.log(c["N"])
-            + t["log K"] * math.log(c["K"]) + t["log eps"] * math.log(c["eps"])
-            + t["log p_C"] * math.log(c["p_C"]) + t["log (n-1)"] * math.log(n - 1)
-            + t["log (1-n/L)"] * math.log(1 - n / c["L"])
-            + t["log L"] * math.log(c["L"]))  # fmt: skip
+    return (
+        t["intercept"]
+        + t["log lr"] * math.log(c["lr"])
+        + t["log N"] * math.log(c["N"])
+        + t["log lr x log N"] * math.log(c["lr"]) * math.log(c["N"])
+        + t["log K"] * math.log(c["K"])
+        + t["log eps"] * math.log(c["eps"])
+        + t["log p_C"] * math.log(c["p_C"])
+        + t["log (n-1)"] * math.log(n - 1)
+        + t["log (1-n/L)"] * math.log(1 - n / c["L"])
+        + t["log L"] * math.log(c["L"])
+    )
 
 
 def grid_rows(sd: float = 0.1, seeds: int = 3, seed: int = 0, value=law_value) -> pd.DataFrame:
@@ -80,8 +127,16 @@ def grid_rows(sd: float = 0.1, seeds: int = 3, seed: int = 0, value=law_value) -
         c = {**CENTRE, **change}
         for s in range(seeds):
             t = math.exp(value(c) + sd * rng.standard_normal())
-            rows.append({"point": f"p{i}", "seed": s, **c, "transition_step": t,
-                         "transitioned": True, "budget": 1e9})  # fmt: skip
+            rows.append(
+                {
+                    "point": f"p{i}",
+                    "seed": s,
+                    **c,
+                    "transition_step": t,
+                    "transitioned": True,
+                    "budget": 1e9,
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -226,12 +281,14 @@ def test_the_published_forms_have_their_fixed_exponents():
 def test_the_free_power_laws_exponent_of_n_with_its_interval():
     rng = np.random.default_rng(3)
     rows = []
-    for i, (n, lr) in enumerate([(4, 0.1), (8, 0.1), (16, 0.1), (8, 0.05), (4, 0.2), (12, 0.1),
-                                 (8, 0.2), (16, 0.05)]):  # fmt: skip
+    for i, (n, lr) in enumerate(
+        [(4, 0.1), (8, 0.1), (16, 0.1), (8, 0.05), (4, 0.2), (12, 0.1), (8, 0.2), (16, 0.05)]
+    ):
         for s in range(3):
             t = math.exp(2.0 + 1.5 * math.log(n) - math.log(lr) + 0.05 * rng.standard_normal())
-            rows.append({"point": f"p{i}", "seed": s, **CENTRE, "N": n, "lr": lr,
-                         "transition_step": t})  # fmt: skip
+            rows.append(
+                {"point": f"p{i}", "seed": s, **CENTRE, "N": n, "lr": lr, "transition_step": t}
+            )
     rows = pd.DataFrame(rows)
     for i, k in enumerate((256, 512)):  # K varies once, B once, so the free law is determined
         rows.loc[rows["point"] == f"p{i}", "K"] = k
@@ -272,16 +329,20 @@ def test_the_prior_truncated_and_a_forecast_weighted_by_its_precision():
 def test_calibration_bins_by_the_share_of_its_own_forecast_seen_and_keeps_what_helps():
     early = [0.1, 0.3, 0.2, 0.2] * 5  # log(T / F) of twenty forecasts seen at r = 0.1
     late = [-0.1, 0.1, -0.05, 0.05] * 5  # and twenty at r = 0.9, unbiased but scattered
-    rows = pd.DataFrame({
-        "method": ["template"] * 40, "step": [1000.0] * 40, "seen": [100.0] * 20 + [900.0] * 20,
-        "observed": [1000 * math.exp(e) for e in early + late],
-        # a poor prior for the first twenty (3000 steps, wide); an exact one for the others
-        "prior_step": [3000.0] * 20 + [1000 * math.exp(e) for e in late],
-        "prior_low": [1000.0] * 20 + [1000 * math.exp(e - 0.01) for e in late],
-        "prior_high": [9000.0] * 20 + [1000 * math.exp(e + 0.01) for e in late],
-        "prior_log_mean": [math.log(3000.0)] * 20 + [math.log(1000) + e for e in late],
-        "prior_log_sd": [1.0] * 20 + [0.01] * 20,
-    })  # fmt: skip
+    rows = pd.DataFrame(
+        {
+            "method": ["template"] * 40,
+            "step": [1000.0] * 40,
+            "seen": [100.0] * 20 + [900.0] * 20,
+            "observed": [1000 * math.exp(e) for e in early + late],
+            # a poor prior for the first twenty (3000 steps, wide); an exact one for the others
+            "prior_step": [3000.0] * 20 + [1000 * math.exp(e) for e in late],
+            "prior_low": [1000.0] * 20 + [1000 * math.exp(e - 0.01) for e in late],
+            "prior_high": [9000.0] * 20 + [1000 * math.exp(e + 0.01) for e in late],
+            "prior_log_mean": [math.log(3000.0)] * 20 + [math.log(1000) + e for e in late],
+            "prior_log_sd": [1.0] * 20 + [0.01] * 20,
+        }
+    )
     cal = calibrate(rows)["template"]
     assert [c["bin"] for c in cal] == [r_bin(0.1), r_bin(0.9)]
     # early: the forecast, its bias of +0.2 taken out, beats the poor prior and any mixture
@@ -291,7 +352,8 @@ def test_calibration_bins_by_the_share_of_its_own_forecast_seen_and_keeps_what_h
     assert cal[1]["mode"] == "prior"
     prior = Prediction(1000.0, 900.0, 1100.0, math.log(1000.0), 0.05)
     assert combine(prior, 1000.0, "template", 100.0, {"template": cal}).step == pytest.approx(
-        1000 * math.exp(0.2), rel=1e-3)  # fmt: skip
+        1000 * math.exp(0.2), rel=1e-3
+    )
     unchanged = combine(prior, 2000.0, "template", 900.0, {"template": cal})  # r = 0.45: no bin
     assert unchanged.step == pytest.approx(combine(prior, None, None, 900.0, {}).step)
     assert calibrate(rows.iloc[:10])["template"] == []  # fewer than 20 forecasts: no bin
@@ -302,15 +364,19 @@ def test_calibration_splits_a_bin_by_whether_the_prior_puts_the_cut_off_early():
     # the prior agrees (its step 1000) and the forecast is right, twenty where the prior puts the
     # cut-off early (its step 9000: seen / prior = 0.1) and the run took 9000 steps after all
     agree = [-0.1, 0.1, -0.05, 0.05] * 5
-    rows = pd.DataFrame({
-        "method": ["progress"] * 40, "step": [1000.0] * 40, "seen": [900.0] * 40,
-        "observed": [1000 * math.exp(e) for e in agree] + [9000.0 * math.exp(e) for e in agree],
-        "prior_step": [1000.0] * 20 + [9000.0] * 20,
-        "prior_low": [500.0] * 20 + [4500.0] * 20,
-        "prior_high": [2000.0] * 20 + [18000.0] * 20,
-        "prior_log_mean": [math.log(1000.0)] * 20 + [math.log(9000.0)] * 20,
-        "prior_log_sd": [0.5] * 40,
-    })  # fmt: skip
+    rows = pd.DataFrame(
+        {
+            "method": ["progress"] * 40,
+            "step": [1000.0] * 40,
+            "seen": [900.0] * 40,
+            "observed": [1000 * math.exp(e) for e in agree] + [9000.0 * math.exp(e) for e in agree],
+            "prior_step": [1000.0] * 20 + [9000.0] * 20,
+            "prior_low": [500.0] * 20 + [4500.0] * 20,
+            "prior_high": [2000.0] * 20 + [18000.0] * 20,
+            "prior_log_mean": [math.log(1000.0)] * 20 + [math.log(9000.0)] * 20,
+            "prior_log_sd": [0.5] * 40,
+        }
+    )
     cal = calibrate(rows)["progress"]
     assert [(c["bin"], c["prior_bin"]) for c in cal] == [(r_bin(0.9), 0), (r_bin(0.9), 1)]
     far, near = cal
@@ -338,8 +404,9 @@ def test_auroc_and_the_lead_time_at_a_five_percent_false_positive_rate():
     frames = {}
     for i, cross in enumerate((100, 800)):
         steps = np.arange(0, 1000, 100)
-        frames[("pos", i)] = pd.DataFrame({"step": steps, "s": (steps >= cross).astype(float),
-                                           "transition_step": 1000.0})  # fmt: skip
+        frames[("pos", i)] = pd.DataFrame(
+            {"step": steps, "s": (steps >= cross).astype(float), "transition_step": 1000.0}
+        )
     peaks = {("neg", i): 0.4 for i in range(19)} | {("neg", 19): 0.9}
     peak = pd.Series({**{k: 1.0 for k in frames}, **peaks})
     lead, warned = _lead(list(frames), list(peaks), "s", peak, frames)
@@ -394,7 +461,8 @@ def test_the_third_laws_step_is_gradient_flow_time_over_lr_stretched_by_a_finite
     tau = 300.0 * 0.8**0.2
     for lr in (0.01, 0.1, 1.0):
         assert law.predict({**CENTRE, "lr": lr}).step == pytest.approx(
-            tau / lr * (1 + 0.01 * lr * tau), rel=1e-12)  # fmt: skip
+            tau / lr * (1 + 0.01 * lr * tau), rel=1e-12
+        )
     zero = law.predict({**CENTRE, "p_C": 0.0})
     assert zero.step == 0.0 and "log p_C" in zero.reason
     # the interval through the Jacobian: with a known intercept only, sd = sigma sqrt(1 + v j^2)
@@ -418,9 +486,16 @@ def test_configurations_that_did_not_transition_are_forecast_held_out_and_contra
     # (the fitted law is sure of a transition: contradicted)
     for name, change in (("slow", {"lr": 0.001}), ("fast", {"lr": 0.3})):
         for s in range(3):
-            rows.loc[len(rows)] = {"point": name, "role": "axis", "seed": s, **CENTRE, **change,
-                                   "transition_step": math.nan, "transitioned": False,
-                                   "budget": 20_000}  # fmt: skip
+            rows.loc[len(rows)] = {
+                "point": name,
+                "role": "axis",
+                "seed": s,
+                **CENTRE,
+                **change,
+                "transition_step": math.nan,
+                "transitioned": False,
+                "budget": 20_000,
+            }
     lines = _negative_lines(rows)
     table = {ln.split(" | ")[0].strip("| "): ln for ln in lines if ln.startswith("| ")}
     assert set(table) == {"point", "---", "slow", "fast"}
@@ -438,11 +513,17 @@ def test_the_combined_verdict_names_each_fraction_lost_and_by_how_much():
     from interp.experiments.catalog.transition_law_page import _combined_lines
 
     def scores(fraction, law, curve, combined):  # three runs, the curve forecasting two
-        return pd.DataFrame({
-            "point": ["a", "b", "c"], "fraction": fraction, "law_error": law, "law_covered": True,
-            "curve_error": [curve[0], curve[1], np.nan], "combined_error": combined,
-            "combined_covered": True,
-        })  # fmt: skip
+        return pd.DataFrame(
+            {
+                "point": ["a", "b", "c"],
+                "fraction": fraction,
+                "law_error": law,
+                "law_covered": True,
+                "curve_error": [curve[0], curve[1], np.nan],
+                "combined_error": combined,
+                "combined_covered": True,
+            }
+        )
 
     tie = scores(0.5, [0.1, 0.2, 0.3], [0.05, 0.15], [0.05, 0.15, 0.3])
     no_worse = "- The combination is no worse than either part at every fraction."

@@ -22,15 +22,33 @@ from phenomenology.transition_scores import (
 )
 
 CENTRE = {"K": 256, "L": 32, "N": 8, "B": 1, "eps": 0.1, "p_C": 0.8, "lr": 0.1, "batch_size": 128}
-CHANGES = [{}, {"lr": 0.2}, {"lr": 0.05}, {"N": 4}, {"N": 16}, {"B": 2}, {"K": 1024}, {"K": 128},
-           {"eps": 0.2}, {"eps": 0.05}, {"p_C": 0.5}, {"L": 16}]  # fmt: skip
+CHANGES = [
+    {},
+    {"lr": 0.2},
+    {"lr": 0.05},
+    {"N": 4},
+    {"N": 16},
+    {"B": 2},
+    {"K": 1024},
+    {"K": 128},
+    {"eps": 0.2},
+    {"eps": 0.05},
+    {"p_C": 0.5},
+    {"L": 16},
+]
 BUDGET = 20_000
 
 
 def true_log_t(c) -> float:
-    return (1.5 - math.log(c["lr"]) + 0.5 * math.log(c["N"]) + 0.1 * math.log(c["K"])
-            + 0.2 * math.log(c["eps"]) - 0.4 * math.log(c["p_C"])
-            - 1.2 * math.log(drive(c["L"], c["N"], c["B"])))  # fmt: skip
+    return (
+        1.5
+        - math.log(c["lr"])
+        + 0.5 * math.log(c["N"])
+        + 0.1 * math.log(c["K"])
+        + 0.2 * math.log(c["eps"])
+        - 0.4 * math.log(c["p_C"])
+        - 1.2 * math.log(drive(c["L"], c["N"], c["B"]))
+    )
 
 
 def curve(t: float | None, budget: float, rng) -> pd.DataFrame:
@@ -62,9 +80,16 @@ def grid():
             stuck = drive(c["L"], c["N"], c["B"]) <= 0
             t = None if stuck else math.exp(true_log_t(c) + 0.08 * rng.standard_normal())
             cv = curve(t, BUDGET, rng)
-            rows.append({"point": point, "seed": s, **c, "budget": BUDGET,
-                         "transitioned": t is not None,
-                         "transition_step": t if t is not None else math.nan})  # fmt: skip
+            rows.append(
+                {
+                    "point": point,
+                    "seed": s,
+                    **c,
+                    "budget": BUDGET,
+                    "transitioned": t is not None,
+                    "transition_step": t if t is not None else math.nan,
+                }
+            )
             curves.append(cv.assign(point=point, seed=s))
     return pd.DataFrame(rows), pd.concat(curves, ignore_index=True)
 
@@ -101,8 +126,17 @@ def test_early_warning_separates_runs_without_drive(grid):
 
 def test_the_gap_to_a_part_is_bootstrapped_over_whole_configurations():
     def runs(point, law, combined, curve=math.nan, n=5):
-        return [{"point": point, "seed": i, "fraction": 0.5, "law_error": law,
-                 "combined_error": combined, "curve_error": curve} for i in range(n)]  # fmt: skip
+        return [
+            {
+                "point": point,
+                "seed": i,
+                "fraction": 0.5,
+                "law_error": law,
+                "combined_error": combined,
+                "curve_error": curve,
+            }
+            for i in range(n)
+        ]
 
     # better by 0.05 on every run: the gap is exact, whatever is resampled
     shifted = pd.DataFrame(runs("a", 0.10, 0.05, curve=0.30) + runs("b", 0.20, 0.15, curve=0.30))

@@ -21,9 +21,10 @@ def add_arguments(p) -> None:
     )
     p.add_argument("--step", type=int, default=None, help="checkpoint (default: the last)")
     p.add_argument(
-        "--rope-scaling", default=None,
+        "--rope-scaling",
+        default=None,
         help="RoPE eval-time rescaling: none, pi, ntk, mixed (default: the run's)",
-    )  # fmt: skip
+    )
     p.add_argument(
         "--rope-scale", default="auto", help="rescaling ratio s (auto: n_pairs / training N)"
     )
@@ -49,9 +50,13 @@ def _evaluate(args, out: Path) -> int:
 
     scale = args.rope_scale if args.rope_scale == "auto" else float(args.rope_scale)
     df = evaluate_lengths(
-        args.run_dir, parse_n_pairs(args.n_pairs), n=args.n, step=args.step,
-        rope_scaling=args.rope_scaling, rope_scale=scale,
-    )  # fmt: skip
+        args.run_dir,
+        parse_n_pairs(args.n_pairs),
+        n=args.n,
+        step=args.step,
+        rope_scaling=args.rope_scaling,
+        rope_scale=scale,
+    )
     if args.out:
         path = out
         write_text_atomic(path, df.to_csv(index=False))

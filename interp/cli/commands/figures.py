@@ -32,14 +32,18 @@ def add_arguments(p) -> None:
         "--out", required=True, metavar="PATH", help="folder for the figures (created if missing)"
     )
     p.add_argument(
-        "--formats", default="pdf,png",
+        "--formats",
+        default="pdf,png",
         help="comma-separated: pdf,png,svg,html (pdf/png/svg need chromium; html does not)",
-    )  # fmt: skip
+    )
     p.add_argument(
-        "--width", type=_width, default=None, metavar="single|double|INCHES",
+        "--width",
+        type=_width,
+        default=None,
+        metavar="single|double|INCHES",
         help="width of every figure: single (3.5 in, a journal column), double (7 in) or inches; "
         "text stays >= 7 pt (default: each figure's own, double or single)",
-    )  # fmt: skip
+    )
 
 
 def _browser_problem(formats) -> str | None:

@@ -31,39 +31,53 @@ def add_arguments(p) -> None:
         "--until", default=None, metavar="STEP", help="fit only steps <= STEP (default: all)"
     )
     p.add_argument(
-        "--fraction", default=None, metavar="F",
+        "--fraction",
+        default=None,
+        metavar="F",
         help="fit only the first F of the plateau seen on the whole curve (0 < F <= 1)",
-    )  # fmt: skip
+    )
     p.add_argument(
-        "--set", action="append", metavar="L=..|N=..|B=..",
+        "--set",
+        action="append",
+        metavar="L=..|N=..|B=..",
         help="task of a CSV curve (repeatable; default: the paper's)",
-    )  # fmt: skip
+    )
     p.add_argument("--option", action="append", metavar="KEY=VALUE", help="a model option")
     p.add_argument("--n-boot", default="50", help="bootstrap replicates of the interval")
     p.add_argument(
-        "--json", default=None, metavar="PATH",
+        "--json",
+        default=None,
+        metavar="PATH",
         help="where to write the result (default: RUN_DIR/fit.json or CURVE.fit.json)",
-    )  # fmt: skip
+    )
     p.add_argument(
-        "--optimizer", choices=("sgd", "adam"), default=None,
+        "--optimizer",
+        choices=("sgd", "adam"),
+        default=None,
         help="for a CSV: the optimiser that trained it, which picks the forecast's calibration "
         "(default sgd, the paper's; a run directory's comes from its config)",
-    )  # fmt: skip
+    )
     p.add_argument(
-        "--method", choices=("auto", "template", "progress"), default="auto",
+        "--method",
+        choices=("auto", "template", "progress"),
+        default="auto",
         help="how a plateau is forecast: progress (the growth of the induction head's attention, "
         "--progress-column; plain SGD only), template (the calibrated nested-logit template fit of "
         "the loss curve) or auto (progress where it can forecast, else template)",
-    )  # fmt: skip
+    )
     p.add_argument(
-        "--progress-column", default="tila2", metavar="COLUMN",
+        "--progress-column",
+        default="tila2",
+        metavar="COLUMN",
         help="the progress measure of --method progress/auto",
-    )  # fmt: skip
+    )
     p.add_argument(
-        "--figure", default=None, metavar="PATH",
+        "--figure",
+        default=None,
+        metavar="PATH",
         help="also draw the forecast (.png, .pdf, .svg or .html): the curve seen, a fan of "
         "continuations, the 80%% interval and, where the run went on, what it did",
-    )  # fmt: skip
+    )
 
 
 def _parse_option(value: str):
@@ -93,8 +107,10 @@ def _fmt(value) -> str:
 
 def _print_fit(result: dict, src) -> None:
     task = " ".join(f"{k}={v:g}" for k, v in result["task"].items())
-    print(f"{src.source}: model {result['model']}, column {result['column']}, task {task} "
-          f"({src.task_note})")  # fmt: skip
+    print(
+        f"{src.source}: model {result['model']}, column {result['column']}, task {task} "
+        f"({src.task_note})"
+    )
     width = max(12, *(len(k) for k in result["params"]))
     print(f"  {'parameter':<{width}s} {'value':>12s} {'stderr':>12s}")
     pinned = result.get("pinned") or {}
@@ -102,13 +118,17 @@ def _print_fit(result: dict, src) -> None:
         se = result["stderr"].get(name)
         mark = f"  at its {pinned[name]} bound: not estimated" if name in pinned else ""
         print(f"  {name:<{width}s} {_fmt(value):>12s} {_fmt(se):>12s}{mark}")
-    print(f"  R^2 {_fmt(result['r2'])} on {result['n_points_fitted']} points up to step "
-          f"{result['fitted_until']:g} (whole curve: R^2 {_fmt(result['r2_all'])})")  # fmt: skip
+    print(
+        f"  R^2 {_fmt(result['r2'])} on {result['n_points_fitted']} points up to step "
+        f"{result['fitted_until']:g} (whole curve: R^2 {_fmt(result['r2_all'])})"
+    )
     if result["forecast"] == "ok":
         low, high = result["forecast_interval"]
         what = " (the IC-loss cliff step)" if result["column"] == "ic_loss" else ""
-        print(f"  forecast_transition_step {_fmt(result['forecast_transition_step'])}{what}, "
-              f"interval [{_fmt(low)}, {_fmt(high)}] ({result['forecast_method']})")  # fmt: skip
+        print(
+            f"  forecast_transition_step {_fmt(result['forecast_transition_step'])}{what}, "
+            f"interval [{_fmt(low)}, {_fmt(high)}] ({result['forecast_method']})"
+        )
     else:
         print(f"  forecast: {result['forecast']}")
     obs = result["observed"]
@@ -176,12 +196,16 @@ def _write_forecast_figure(args, src, result: dict) -> None:
         low, high = result["forecast_interval"]
         combined = Forecast(result["forecast_transition_step"], low, high, result["fitted_until"])
     fig = forecast_figure(
-        curve, task=src.task, until=result["until_step"],
-        observed_step=result["observed"]["transition_step"], note=display_source(src.source),
+        curve,
+        task=src.task,
+        until=result["until_step"],
+        observed_step=result["observed"]["transition_step"],
+        note=display_source(src.source),
         optimizer=src.optimizer,
-        method=result.get("forecast_from", "template"), progress_column=args.progress_column,
+        method=result.get("forecast_from", "template"),
+        progress_column=args.progress_column,
         forecast=combined,
-    )  # fmt: skip
+    )
     out = Path(args.figure)
     written = export_figure(fig, out.with_suffix(""), (out.suffix.lstrip(".").lower(),), csv=False)
     print(f"wrote {written[0]}")
@@ -193,11 +217,18 @@ def run(args) -> int:
 
     until, fraction, n_boot, options = _check_arguments(args)
     sources = open_fit_sources(
-        args.paths, task_set=parse_overrides(args.set or []), optimizer=args.optimizer,
-        json_out=args.json, model=args.model, column=args.column, target=args.target,
-        aux=tuple(args.aux or ()), options=options, method=args.method,
+        args.paths,
+        task_set=parse_overrides(args.set or []),
+        optimizer=args.optimizer,
+        json_out=args.json,
+        model=args.model,
+        column=args.column,
+        target=args.target,
+        aux=tuple(args.aux or ()),
+        options=options,
+        method=args.method,
         progress_column=args.progress_column,
-    )  # fmt: skip
+    )
     from interp.io.outputs import writing_into
 
     outs = [src.out for src in sources] + ([args.figure] if args.figure else [])
@@ -212,12 +243,23 @@ def _fit_all(args, sources, until, fraction, options, n_boot) -> None:
 
     for src in sources:
         result = fit_curve(
-            src.curve, task=src.task, model=args.model, column=args.column,
-            target=args.target, aux=tuple(args.aux or ()), until=until, fraction=fraction,
-            options=options, n_boot=n_boot, source=src.source, optimizer=src.optimizer,
-            method=args.method, progress_column=args.progress_column, prior=src.prior,
+            src.curve,
+            task=src.task,
+            model=args.model,
+            column=args.column,
+            target=args.target,
+            aux=tuple(args.aux or ()),
+            until=until,
+            fraction=fraction,
+            options=options,
+            n_boot=n_boot,
+            source=src.source,
+            optimizer=src.optimizer,
+            method=args.method,
+            progress_column=args.progress_column,
+            prior=src.prior,
             calibration=src.calibration,
-        )  # fmt: skip
+        )
         if src.run_dir is not None:
             result["run_dir"] = src.run_dir
         write_json_atomic(Path(src.out), result)

@@ -19,13 +19,18 @@ examples:
 def add_arguments(p) -> None:
     p.add_argument("--preset", default="paper-fig3", help="the preset (default paper-fig3)")
     p.add_argument(
-        "--set", action="append", default=[], metavar="KEY=VALUE",
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
         help="override a field, as for train (repeatable); steps is the budget",
-    )  # fmt: skip
+    )
     p.add_argument(
-        "--law", default=None, metavar="PATH",
+        "--law",
+        default=None,
+        metavar="PATH",
         help="a stored law (default: the toolkit's, phenomenology/transition_law.json)",
-    )  # fmt: skip
+    )
 
 
 def _k(x: float) -> str:
@@ -41,8 +46,10 @@ def run(args) -> int:
     fields, settings = law_inputs(task, model, train)
     refusals, notes = law.problems(fields, settings)
     if refusals:
-        raise ValueError(f"{refusals[0]}: no forecast outside the data" + (
-            f" (and {len(refusals) - 1} more)" if len(refusals) > 1 else ""))  # fmt: skip
+        raise ValueError(
+            f"{refusals[0]}: no forecast outside the data"
+            + (f" (and {len(refusals) - 1} more)" if len(refusals) > 1 else "")
+        )
     p = law.forecast(fields)
     if p.step == 0.0:  # a term at its limit sends the step to 0: name the fields it reads
         names = term_fields(p.reason.split(" is at")[0])
@@ -62,9 +69,11 @@ def run(args) -> int:
     print(f"law: {law.source or 'the stored law'}; nothing was trained")
     _say_observed(law.observed_at(fields))
     for line in notes:
-        print(f"note: {line}; the law's data are per-unit runs, and with scalar hidden biases "
-              "plain SGD collapsed on some seeds (docs/results/hidden-bias.md)",
-              file=sys.stderr)  # fmt: skip
+        print(
+            f"note: {line}; the law's data are per-unit runs, and with scalar hidden biases "
+            "plain SGD collapsed on some seeds (docs/results/hidden-bias.md)",
+            file=sys.stderr,
+        )
     return 0
 
 
@@ -75,5 +84,7 @@ def _say_observed(rec) -> None:
     runs, done = rec["runs"], rec["transitioned"]
     what = f"{done} of {runs} runs" if done else f"none of its {runs} runs"
     median = f" (median step {_k(rec['median_step'])})" if done else ""
-    print(f"observed: the law's data trained this configuration: {what} transitioned within "
-          f"{_k(rec['budget'])} steps{median}")  # fmt: skip
+    print(
+        f"observed: the law's data trained this configuration: {what} transitioned within "
+        f"{_k(rec['budget'])} steps{median}"
+    )

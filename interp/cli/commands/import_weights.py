@@ -17,9 +17,10 @@ example:
 
 def add_arguments(p) -> None:
     p.add_argument(
-        "weights", metavar="PATH",
+        "weights",
+        metavar="PATH",
         help="the state dict (.safetensors or torch.save, or a checkpoint dict holding one)",
-    )  # fmt: skip
+    )
     p.add_argument("run_dir", metavar="RUN_DIR", help="the run directory to write")
     p.add_argument("--preset", default="demo", help="the setting the weights belong to")
     p.add_argument(
@@ -44,9 +45,14 @@ def run(args) -> int:
         args.preset, parse_overrides(args.set or []), args.seed
     )
     out = import_weights(
-        args.weights, args.run_dir, task=task, model=model_cfg, train=train_cfg,
-        step=args.step, overwrite=args.overwrite,
-    )  # fmt: skip
+        args.weights,
+        args.run_dir,
+        task=task,
+        model=model_cfg,
+        train=train_cfg,
+        step=args.step,
+        overwrite=args.overwrite,
+    )
     row = load_run(out).metrics.iloc[-1]
     print(
         f"imported {args.weights} at step {args.step}: IC acc {row['ic_acc']:.3f}  IC2 acc "

@@ -104,8 +104,12 @@ REGISTRIES = {
 
 
 def add_arguments(p) -> None:
-    p.add_argument("registry", choices=tuple(REGISTRIES), metavar="REGISTRY",
-                   help=f"one of: {', '.join(REGISTRIES)}")  # fmt: skip
+    p.add_argument(
+        "registry",
+        choices=tuple(REGISTRIES),
+        metavar="REGISTRY",
+        help=f"one of: {', '.join(REGISTRIES)}",
+    )
     p.add_argument(
         "--markdown",
         action="store_true",

@@ -33,18 +33,22 @@ def add_arguments(p) -> None:
     p.add_argument("--seed", type=int, default=0, help="the sampler's seed")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's)")
     p.add_argument(
-        "--workers", type=int, default=None,
+        "--workers",
+        type=int,
+        default=None,
         help="checkpoints estimated at once, one thread each (default: the CPUs; 1 with --threads)",
-    )  # fmt: skip
+    )
     p.add_argument("--overwrite", action="store_true", help="discard an existing llc.csv")
     p.add_argument(
-        "--from-calibration", action="store_true",
+        "--from-calibration",
+        action="store_true",
         help="use the epsilon and nbeta chosen in RUN_DIR/llc_calibration.json",
-    )  # fmt: skip
+    )
     p.add_argument(
-        "--calibrate", action="store_true",
+        "--calibrate",
+        action="store_true",
         help="sweep --epsilons x --nbetas on one checkpoint instead (llc_calibration.*)",
-    )  # fmt: skip
+    )
     p.add_argument(
         "--calibrate-step", type=int, default=None, help="the checkpoint (default: the last)"
     )
@@ -52,9 +56,10 @@ def add_arguments(p) -> None:
         "--epsilons", default="1e-5,3e-5,1e-4,3e-4,1e-3", help="step sizes of --calibrate"
     )
     p.add_argument(
-        "--nbetas", default=None, help="inverse temperatures of --calibrate (default: m/log m "
-        "times 0.3, 1, 3)"
-    )  # fmt: skip
+        "--nbetas",
+        default=None,
+        help="inverse temperatures of --calibrate (default: m/log m times 0.3, 1, 3)",
+    )
 
 
 def run(args) -> int:
@@ -102,10 +107,16 @@ def _config(args):
     workers = args.workers or (1 if args.threads is not None else (os.cpu_count() or 1))
     chosen = chosen_from_calibration(args.run_dir) if args.from_calibration else {}
     cfg = LLCConfig(
-        epsilon=chosen.get("epsilon", args.epsilon), nbeta=chosen.get("nbeta", args.nbeta),
-        localization=args.localization, chains=args.chains, draws=args.draws,
-        burnin=args.burnin, batch_size=args.batch_size, n_batches=args.n_batches, seed=args.seed,
-    )  # fmt: skip
+        epsilon=chosen.get("epsilon", args.epsilon),
+        nbeta=chosen.get("nbeta", args.nbeta),
+        localization=args.localization,
+        chains=args.chains,
+        draws=args.draws,
+        burnin=args.burnin,
+        batch_size=args.batch_size,
+        n_batches=args.n_batches,
+        seed=args.seed,
+    )
     return cfg, workers
 
 
@@ -114,9 +125,12 @@ def _calibrate(args, cfg) -> int:
     from interp.viz.llc_plots import write_calibration_traces
 
     record, sweep = calibrate_llc(
-        args.run_dir, args.calibrate_step, _floats(args.epsilons, "--epsilons"),
-        _floats(args.nbetas, "--nbetas"), cfg,
-    )  # fmt: skip
+        args.run_dir,
+        args.calibrate_step,
+        _floats(args.epsilons, "--epsilons"),
+        _floats(args.nbetas, "--nbetas"),
+        cfg,
+    )
     write_calibration_traces(args.run_dir, sweep, step=record["step"], chosen=record["chosen"])
     for row in record["table"]:
         warn = f"  WARNING: {row['warning']}" if row["warning"] else ""

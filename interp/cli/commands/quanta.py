@@ -16,9 +16,10 @@ example:
 def add_arguments(p) -> None:
     p.add_argument("run_dir", metavar="RUN_DIR", help="a run directory with per_class_iw.csv")
     p.add_argument(
-        "--threshold", default="0.5",
+        "--threshold",
+        default="0.5",
         help="accuracy at which a class counts as learned (two evaluations in a row)",
-    )  # fmt: skip
+    )
 
 
 def _print_result(run, result, threshold: float) -> None:

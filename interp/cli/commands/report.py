@@ -17,9 +17,11 @@ examples:
 def add_arguments(p) -> None:
     p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="run directories")
     p.add_argument(
-        "--out", default=None, metavar="PATH",
+        "--out",
+        default=None,
+        metavar="PATH",
         help="HTML file (default RUN_DIR/report.html; required for several)",
-    )  # fmt: skip
+    )
     p.add_argument(
         "--no-fit", action="store_true", help="skip the nested-logit fit and forecast (faster)"
     )

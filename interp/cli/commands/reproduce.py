@@ -27,18 +27,23 @@ def add_arguments(p) -> None:
     )
     p.add_argument("--workers", type=int, default=None, help="concurrent runs (as for sweep)")
     p.add_argument(
-        "--out", default=None, metavar="PATH",
+        "--out",
+        default=None,
+        metavar="PATH",
         help="folder of EXPERIMENT.csv and EXPERIMENT.md (default docs/results for full, runs/results for "
         "quick)",
-    )  # fmt: skip
+    )
     p.add_argument(
-        "--runs", default="runs/experiments", metavar="PATH",
+        "--runs",
+        default="runs/experiments",
+        metavar="PATH",
         help="where the runs go (runs/experiments/EXPERIMENT/...)",
-    )  # fmt: skip
+    )
     p.add_argument(
-        "--render-only", action="store_true",
+        "--render-only",
+        action="store_true",
         help="rebuild the page and figure from EXPERIMENT.csv in --out alone, without training",
-    )  # fmt: skip
+    )
     p.add_argument("--no-figures", action="store_true", help="the page only, no figure")
 
 
@@ -76,10 +81,16 @@ def run(args) -> int:
     line = f"induction-cliff reproduce {e.name} --tier {args.tier}"
     try:
         rows, written = reproduce(
-            e, tier=args.tier, out=out, runs=args.runs, backend=args.backend,
-            workers=args.workers, figures=not args.no_figures, command=line,
+            e,
+            tier=args.tier,
+            out=out,
+            runs=args.runs,
+            backend=args.backend,
+            workers=args.workers,
+            figures=not args.no_figures,
+            command=line,
             log=lambda text: print(text, file=sys.stderr),
-        )  # fmt: skip
+        )
     except (SweepDirectoryError, RuntimeError) as err:  # a sweep folder in the way, a failed run
         first = (str(err).strip().splitlines() or [type(err).__name__])[0]
         print(f"error: {first}", file=sys.stderr)

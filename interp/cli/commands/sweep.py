@@ -19,35 +19,44 @@ examples:
 def add_arguments(p) -> None:
     p.add_argument("--preset", default=None, help="base preset, e.g. fig2-kb-quick or paper-fig1d")
     p.add_argument(
-        "--grid", action="append", metavar="FIELD=V1,V2,...",
+        "--grid",
+        action="append",
+        metavar="FIELD=V1,V2,...",
         help="sweep a config field (repeatable; replaces the preset's axis of that field; a value "
         "naming another field refers to it, e.g. L=N,32)",
-    )  # fmt: skip
+    )
     p.add_argument(
-        "--set", action="append", metavar="KEY=VALUE",
+        "--set",
+        action="append",
+        metavar="KEY=VALUE",
         help="override a field at every point (the keys of `induction-cliff train --help`)",
-    )  # fmt: skip
+    )
     p.add_argument("--seeds", default=None, help="e.g. 0,1 or 0-5 (default: the preset's)")
     p.add_argument(
         "--out", default=None, metavar="SWEEP_DIR", help="sweep folder (default runs/sweep-PRESET)"
     )
     p.add_argument(
-        "--backend", default="process", choices=["process", "ray", "serial"],
+        "--backend",
+        default="process",
+        choices=["process", "ray", "serial"],
         help="process pool, Ray (pip install -e '.[ray]'), or in-process",
-    )  # fmt: skip
+    )
     p.add_argument(
         "--workers", type=int, default=None, help="concurrent runs (default: CPUs / threads)"
     )
     p.add_argument("--threads-per-worker", type=int, default=1, help="torch threads per run")
     p.add_argument(
-        "--stack", type=int, default=1,
+        "--stack",
+        type=int,
+        default=1,
         help="train up to N seeds of one config together per worker (fast on GPUs; ~5-8%% on a "
         "2-core CPU)",
-    )  # fmt: skip
+    )
     p.add_argument(
-        "--ray-address", default=None,
+        "--ray-address",
+        default=None,
         help="address of a running Ray cluster (default: a local instance)",
-    )  # fmt: skip
+    )
     p.add_argument(
         "--overwrite", action="store_true", help="delete the sweep in --out and start again"
     )
@@ -96,11 +105,17 @@ def run(args) -> int:
     out = args.out or f"runs/sweep-{spec.preset}"
     try:
         summary = run_sweep(
-            spec, out, backend=args.backend, workers=args.workers,
-            threads_per_worker=args.threads_per_worker, stack=args.stack,
-            ray_address=args.ray_address, overwrite=args.overwrite,
-            figures=not args.no_figures, formats=tuple(args.formats.split(",")),
-        )  # fmt: skip
+            spec,
+            out,
+            backend=args.backend,
+            workers=args.workers,
+            threads_per_worker=args.threads_per_worker,
+            stack=args.stack,
+            ray_address=args.ray_address,
+            overwrite=args.overwrite,
+            figures=not args.no_figures,
+            formats=tuple(args.formats.split(",")),
+        )
     except RunDirectoryError:
         raise  # a sweep folder that cannot be used, or is locked: one line and its code, by main
     except RuntimeError as err:

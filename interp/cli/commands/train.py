@@ -49,13 +49,17 @@ def EPILOG() -> str:  # noqa: N802 (a command's EPILOG, computed when help is sh
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
-        "--preset", default=None, help="demo (default), paper-fig1d, paper-fig3, tiny, ... "
-        "(`induction-cliff presets` lists them)"
-    )  # fmt: skip
+        "--preset",
+        default=None,
+        help="demo (default), paper-fig1d, paper-fig3, tiny, ... "
+        "(`induction-cliff presets` lists them)",
+    )
     p.add_argument(
-        "--set", action="append", metavar="KEY=VALUE",
+        "--set",
+        action="append",
+        metavar="KEY=VALUE",
         help="override a config field (repeatable; the keys are listed below)",
-    )  # fmt: skip
+    )
     p.add_argument(
         "--seed", type=int, default=None, help="the run's seed (default: the preset's, 0)"
     )
@@ -65,9 +69,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--resume", action="store_true", help="continue the run in --out")
     p.add_argument("--overwrite", action="store_true", help="delete --out and start again")
     p.add_argument(
-        "--progress", action=argparse.BooleanOptionalAction, default=None,
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=None,
         help="show a progress bar (default: only when stderr is a terminal)",
-    )  # fmt: skip
+    )
     p.add_argument("--quiet", action="store_true", help="no progress bar (as --no-progress)")
 
 
@@ -105,9 +111,14 @@ def run(args) -> int:
         print(f"DEVIATION from the paper: {train_cfg.deviation_note()}", file=sys.stderr)
     progress = False if args.quiet else args.progress  # None: only on a terminal
     metrics = train(
-        task, model_cfg, train_cfg, out, resume=args.resume, overwrite=args.overwrite,
+        task,
+        model_cfg,
+        train_cfg,
+        out,
+        resume=args.resume,
+        overwrite=args.overwrite,
         progress=progress,
-    )  # fmt: skip
+    )
     last = metrics.iloc[-1]
     print(
         f"done: step {int(last['step'])}  IC acc {last['ic_acc']:.3f}  IC2 acc {last['ic2_acc']:.3f}  "

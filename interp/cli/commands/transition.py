@@ -14,9 +14,11 @@ examples:
 def add_arguments(p) -> None:
     p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="run directories")
     p.add_argument(
-        "--measure", default="ic_acc", metavar="COLUMN",
+        "--measure",
+        default="ic_acc",
+        metavar="COLUMN",
         help="the metrics.csv column to detect the jump on",
-    )  # fmt: skip
+    )
     p.add_argument("--out", default=None, metavar="PATH", help="also write the report as CSV there")
 
 

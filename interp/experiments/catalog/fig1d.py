@@ -28,18 +28,18 @@ EXPERIMENT = register_experiment(
                         preset="paper-fig1d",
                         overrides={**_SGD, "steps": 10000},
                         seeds=tuple(range(6)),
-                    ),  # fmt: skip
+                    ),
                     Sweep(
                         name="pc",
                         preset="paper-fig1d",
                         grid={"p_C": (0.25, 0.5, 0.8)},
                         overrides={**_SGD, "steps": 20000},
-                    ),  # fmt: skip
+                    ),
                     Sweep(
                         name="pc0",
                         preset="paper-fig1d",
                         overrides={**_SGD, "p_C": 0.0, "steps": 35000},
-                    ),  # fmt: skip
+                    ),
                 ),
                 cost="about 2.5 h on two cores",
                 cost_s=9000,
@@ -75,7 +75,7 @@ EXPERIMENT = register_experiment(
                 where={"p_C": 0.5},
                 reduce="all",
                 low=1,
-            ),  # fmt: skip
+            ),
         ),
         reading=(
             "At p_C = 0 the network memorises the training classes and IC accuracy climbs "

@@ -47,10 +47,8 @@ EXPERIMENT = register_experiment(
                         preset="fig2-kb",
                         seeds=(0, 1),
                         overrides={"lr": 0.03, "steps": 6000, "num_threads": 1},
-                    ),  # fmt: skip
-                    Sweep(
-                        name="adam-quick", preset="fig2-kb-quick", overrides={"num_threads": 1}
-                    ),  # fmt: skip
+                    ),
+                    Sweep(name="adam-quick", preset="fig2-kb-quick", overrides={"num_threads": 1}),
                 ),
                 cost="about 70 min on two cores",
                 cost_s=4200,

@@ -27,7 +27,7 @@ EXPERIMENT = register_experiment(
                         seeds=tuple(range(6)),
                         overrides={"steps": 100000, "num_threads": 1},
                     ),
-                ),  # fmt: skip
+                ),
                 cost="about 86 min on two cores",
                 cost_s=5150,
                 note="paper-fig3 at its settings (plain SGD lr 0.01, 1e5 steps), seeds 0-5.",

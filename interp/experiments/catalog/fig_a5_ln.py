@@ -28,19 +28,19 @@ EXPERIMENT = register_experiment(
                         preset="paper-fig3",
                         overrides={**_FULL, "N": 8, "L": 8},
                         seeds=tuple(range(6)),
-                    ),  # fmt: skip
+                    ),
                     Sweep(
                         name="n8-l32",
                         preset="paper-fig3",
                         overrides={**_FULL, "N": 8},
                         seeds=(0, 1),
-                    ),  # fmt: skip
+                    ),
                     Sweep(
                         name="n24",
                         preset="paper-fig3",
                         grid={"N": (2, 4), "L": ("N", 32)},
                         overrides=_FULL,
-                    ),  # fmt: skip
+                    ),
                 ),
                 cost="about 1.5 h on two cores",
                 cost_s=5400,
@@ -87,14 +87,14 @@ EXPERIMENT = register_experiment(
                 where={"L": "N"},
                 reduce="any",
                 high=0,
-            ),  # fmt: skip
+            ),
             Check(
                 what="the L = 8 control jumps",
                 column="transitioned",
                 where={"L": 8},
                 reduce="all",
                 low=1,
-            ),  # fmt: skip
+            ),
             Check(what="L = N memorises instead", column="iw_acc", where={"L": "N"}, low=0.5),
         ),
         reading=(

@@ -45,14 +45,27 @@ def forecast_rows(run: Path, methods: Sequence[str] = METHODS) -> list[dict]:
                 fc = progress_forecast(p["step"], p[PROGRESS_COLUMN], optimizer=optimizer)
             else:
                 part = df[df["step"] <= cut]
-                fc = forecast_curve(part["step"], part["ic_loss"], task=task,
-                                    check_plateau=False, optimizer=optimizer)  # fmt: skip
+                fc = forecast_curve(
+                    part["step"],
+                    part["ic_loss"],
+                    task=task,
+                    check_plateau=False,
+                    optimizer=optimizer,
+                )
             ok = fc.step is not None and math.isfinite(fc.step)
             err = abs(fc.step - actual) / actual * 100 if ok else math.nan
             covered = ok and fc.low is not None and fc.low <= actual <= fc.high
-            rows.append({"method": method, "fraction": f, "observed": actual,
-                         "forecast": fc.step if ok else math.nan, "n_runs": 1,
-                         "median_abs_error_pct": err, "covers": f"{int(covered)}/1"})  # fmt: skip
+            rows.append(
+                {
+                    "method": method,
+                    "fraction": f,
+                    "observed": actual,
+                    "forecast": fc.step if ok else math.nan,
+                    "n_runs": 1,
+                    "median_abs_error_pct": err,
+                    "covers": f"{int(covered)}/1",
+                }
+            )
     return rows
 
 
@@ -65,8 +78,15 @@ def analyse(experiment: Experiment, tier: str, dirs: Sequence[Path]) -> pd.DataF
         s = summarize_sweep(d)
         for point, seed in zip(s["point"], s["seed"]):
             for r in forecast_rows(d / point, methods):
-                rows.append({"group": f"{sweep.name} seed {seed}", "sweep": sweep.name,
-                             "point": point, "seed": seed, **r})  # fmt: skip
+                rows.append(
+                    {
+                        "group": f"{sweep.name} seed {seed}",
+                        "sweep": sweep.name,
+                        "point": point,
+                        "seed": seed,
+                        **r,
+                    }
+                )
     return pd.DataFrame(rows)
 
 
@@ -106,7 +126,7 @@ EXPERIMENT = register_experiment(
                         grid={"K": (256, 512)},
                         overrides={"lr": 0.03, "steps": 15000, "eval_every": 250, "num_threads": 1},
                         seeds=(8, 9),
-                    ),  # fmt: skip
+                    ),
                     Sweep(
                         name="fig1d-pc025",
                         preset="paper-fig1d",
@@ -118,7 +138,7 @@ EXPERIMENT = register_experiment(
                             "num_threads": 1,
                         },
                         seeds=(3,),
-                    ),  # fmt: skip
+                    ),
                 ),
                 cost="about 40 min on two cores (the fresh runs; the 21 held-out runs: hours)",
                 cost_s=2400,
@@ -146,14 +166,14 @@ EXPERIMENT = register_experiment(
                 where={"method": "progress", "fraction": 0.8},
                 high=35,
                 reduce="max",
-            ),  # fmt: skip
+            ),
             Check(
                 what="every progress cut-off forecasts",
                 column="forecast",
                 where={"method": "progress"},
                 reduce="count",
                 low=3,
-            ),  # fmt: skip
+            ),
         ),
         reading=(
             "On held-out SGD runs the progress forecaster lands within a few percent of the "

@@ -16,9 +16,20 @@ from interp.experiments import register_experiment
 from interp.experiments.core import Experiment, Sweep, Tier, current_format_version
 
 FORMS = ("scalar", "per_unit")
-COLUMNS = ("hidden_bias", "lr", "seed", "steps", "eval_every", "transition_ic_acc",
-           "transition_ic_loss", "transitioned", "final_ic_acc", "wall_s", "commit",
-           "command")  # fmt: skip
+COLUMNS = (
+    "hidden_bias",
+    "lr",
+    "seed",
+    "steps",
+    "eval_every",
+    "transition_ic_acc",
+    "transition_ic_loss",
+    "transitioned",
+    "final_ic_acc",
+    "wall_s",
+    "commit",
+    "command",
+)
 
 
 def _spread(values: pd.Series) -> str:
@@ -37,10 +48,12 @@ def _jumped(rows: pd.DataFrame) -> pd.Series:
 def paired(rows: pd.DataFrame) -> pd.DataFrame:
     """One row per (lr, seed) with both forms' transition steps and their difference
     (per-unit minus scalar; NaN unless both jumped)."""
-    r = rows.assign(step=pd.to_numeric(rows["transition_ic_acc"], errors="coerce").where(
-        _jumped(rows)))  # fmt: skip
-    wide = r.pivot_table(index=["lr", "seed"], columns="hidden_bias", values="step",
-                         aggfunc="first", dropna=False)  # fmt: skip
+    r = rows.assign(
+        step=pd.to_numeric(rows["transition_ic_acc"], errors="coerce").where(_jumped(rows))
+    )
+    wide = r.pivot_table(
+        index=["lr", "seed"], columns="hidden_bias", values="step", aggfunc="first", dropna=False
+    )
     wide = wide.reindex(columns=list(FORMS))
     wide["difference"] = wide["per_unit"] - wide["scalar"]
     wide["ratio"] = wide["per_unit"] / wide["scalar"]
@@ -79,8 +92,10 @@ def render_hidden_bias(experiment: Experiment, rows: pd.DataFrame) -> str:
     if wall.notna().any():
         lines.append(f"- **Wall time:** {wall.sum() / 60:.1f} min in all.")
     lines += ["", "## Both forms side by side", ""]
-    lines += ["| lr | hidden biases | jumped | transition (IC acc), mean ± sd | final IC acc |",
-              "| --- | --- | --- | --- | --- |"]  # fmt: skip
+    lines += [
+        "| lr | hidden biases | jumped | transition (IC acc), mean ± sd | final IC acc |",
+        "| --- | --- | --- | --- | --- |",
+    ]
     for lr, g in rows.groupby("lr", sort=True):
         for form in FORMS:
             f = g[g["hidden_bias"] == form]
@@ -88,27 +103,38 @@ def render_hidden_bias(experiment: Experiment, rows: pd.DataFrame) -> str:
             step = pd.to_numeric(f["transition_ic_acc"], errors="coerce").where(j)
             acc = pd.to_numeric(f["final_ic_acc"], errors="coerce")
             accs = f"{acc.min():.3f}-{acc.max():.3f}" if acc.notna().any() else "-"
-            lines.append(f"| {lr:g} | {form} | {int(j.sum())} of {len(f)} | {_spread(step)} | "
-                         f"{accs} |")  # fmt: skip
+            lines.append(
+                f"| {lr:g} | {form} | {int(j.sum())} of {len(f)} | {_spread(step)} | {accs} |"
+            )
     lines += ["", "## Paired by seed", ""]
-    lines += ["| lr | seed | scalar | per-unit | per-unit - scalar | ratio |",
-              "| --- | --- | --- | --- | --- | --- |"]  # fmt: skip
+    lines += [
+        "| lr | seed | scalar | per-unit | per-unit - scalar | ratio |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
 
     def num(v, spec="{:.0f}"):
         return "-" if v is None or (isinstance(v, float) and math.isnan(v)) else spec.format(v)
 
     for _, p in pairs.iterrows():
-        lines.append(f"| {p['lr']:g} | {int(p['seed'])} | {num(p['scalar'])} | "
-                     f"{num(p['per_unit'])} | {num(p['difference'], '{:+.0f}')} | "
-                     f"{num(p['ratio'], '{:.3f}')} |")  # fmt: skip
+        lines.append(
+            f"| {p['lr']:g} | {int(p['seed'])} | {num(p['scalar'])} | "
+            f"{num(p['per_unit'])} | {num(p['difference'], '{:+.0f}')} | "
+            f"{num(p['ratio'], '{:.3f}')} |"
+        )
     lines += ["", "Paired difference over the seeds where both forms jumped:", ""]
     for lr, g in pairs.groupby("lr", sort=True):
         lines.append(f"- lr {lr:g}: {_spread(g['difference']).replace(' (', ' steps (', 1)}")
     lines += ["", "## Deviations from the paper", ""]
     lines += [f"- {d}" for d in experiment.deviations]
     lines += ["", "## Reproduce", "", "```bash"]
-    lines += [f"induction-cliff reproduce {experiment.name} --render-only   # this page from "
-              f"{experiment.name}.csv", "```", "", "The rows' data came from:", ""]  # fmt: skip
+    lines += [
+        f"induction-cliff reproduce {experiment.name} --render-only   # this page from "
+        f"{experiment.name}.csv",
+        "```",
+        "",
+        "The rows' data came from:",
+        "",
+    ]
     lines += [f"- `{c}`" for c in dict.fromkeys(str(c) for c in rows["command"])]
     lines.append("")
     return "\n".join(lines)
@@ -120,12 +146,21 @@ def _analyse(experiment: Experiment, tier: str, dirs) -> pd.DataFrame:
     frames = []
     for d in dirs:
         s = summarize_sweep(d)
-        frames.append(pd.DataFrame({
-            "hidden_bias": s["hidden_bias"], "lr": s.get("lr", float("nan")), "seed": s["seed"],
-            "steps": s["steps"], "eval_every": s.get("eval_every", float("nan")),
-            "transition_ic_acc": s["transition_step"], "transition_ic_loss": float("nan"),
-            "transitioned": s["transition_step"].notna(), "final_ic_acc": s["ic_acc"],
-        }))  # fmt: skip
+        frames.append(
+            pd.DataFrame(
+                {
+                    "hidden_bias": s["hidden_bias"],
+                    "lr": s.get("lr", float("nan")),
+                    "seed": s["seed"],
+                    "steps": s["steps"],
+                    "eval_every": s.get("eval_every", float("nan")),
+                    "transition_ic_acc": s["transition_step"],
+                    "transition_ic_loss": float("nan"),
+                    "transitioned": s["transition_step"].notna(),
+                    "final_ic_acc": s["ic_acc"],
+                }
+            )
+        )
     return pd.concat(frames, ignore_index=True)
 
 
@@ -152,7 +187,7 @@ EXPERIMENT = register_experiment(
                             "num_threads": 1,
                         },
                     ),
-                ),  # fmt: skip
+                ),
                 cost="about 40 s on one core",
                 cost_s=40,
                 note="the `tiny` preset at plain SGD lr 0.3, both forms, seed 0.",
@@ -165,7 +200,7 @@ EXPERIMENT = register_experiment(
                         overrides={"num_threads": 1},
                         seeds=(0, 1, 2),
                     ),
-                ),  # fmt: skip
+                ),
                 cost="hours on two cores",
                 cost_s=36000,
                 note="paper-fig3, both forms, plain SGD at lr 0.03 and 0.01, paired seeds.",

@@ -29,7 +29,7 @@ EXPERIMENT = register_experiment(
                         grid={"intervention": ("clamp_prev_token", "uniform_layer1")},
                         overrides=TINY,
                     ),
-                ),  # fmt: skip
+                ),
                 cost="about 30 s on one core",
                 cost_s=30,
                 note=TINY_NOTE + ".",
@@ -42,7 +42,7 @@ EXPERIMENT = register_experiment(
                         preset="demo",
                         grid={"intervention": ("clamp_prev_token", "uniform_layer1")},
                         overrides={"num_threads": 1},
-                    ),  # fmt: skip
+                    ),
                 ),
                 cost="about 15 min on one core (the interventions use the hooked forward)",
                 cost_s=900,

@@ -27,12 +27,16 @@ def analyse(experiment: Experiment, tier: str, dirs: Sequence[Path]) -> pd.DataF
             m = read_metrics(d / point / "metrics.csv").frame.set_index("step")
             for _, r in llc.iterrows():
                 step = int(r["step"])
-                rows.append({
-                    "run": f"{sweep.name} {point}", "step": step, "llc_mean": r["llc_mean"],
-                    "llc_std": r["llc_std"], "flagged": bool(str(r["warning"] or "").strip()
-                                                              not in ("", "nan")),
-                    "ic_acc": float(m["ic_acc"].get(step, float("nan"))),
-                })  # fmt: skip
+                rows.append(
+                    {
+                        "run": f"{sweep.name} {point}",
+                        "step": step,
+                        "llc_mean": r["llc_mean"],
+                        "llc_std": r["llc_std"],
+                        "flagged": bool(str(r["warning"] or "").strip() not in ("", "nan")),
+                        "ic_acc": float(m["ic_acc"].get(step, float("nan"))),
+                    }
+                )
     return pd.DataFrame(rows)
 
 
@@ -87,7 +91,7 @@ EXPERIMENT = register_experiment(
         ),
         checks=(
             Check(what="an estimate at every checkpoint", column="llc_mean", reduce="count", low=5),
-        ),  # fmt: skip
+        ),
         reading=(
             "In both runs the LLC climbs through the whole plateau, climbs several times faster "
             "across the transition, peaks just after the induction head's attention jumps and "

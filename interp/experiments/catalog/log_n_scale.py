@@ -15,10 +15,21 @@ def _length_figure(rows):
     long = []
     for _, r in longest.iterrows():
         for n in (8, 16, 32, 64):
-            long.append({"N": n, "IC accuracy": r.get(f"ic_acc_n{n}"),
-                         "run": f"{r['positional']} / {r['attn_scale']} ({r['steps']} steps)"})  # fmt: skip
-    fig = line_figure(pd.DataFrame(long), "N", ("IC accuracy",), by="run", log_x=True,
-                      title="IC accuracy at longer contexts (trained at N = 8; seed 0)")  # fmt: skip
+            long.append(
+                {
+                    "N": n,
+                    "IC accuracy": r.get(f"ic_acc_n{n}"),
+                    "run": f"{r['positional']} / {r['attn_scale']} ({r['steps']} steps)",
+                }
+            )
+    fig = line_figure(
+        pd.DataFrame(long),
+        "N",
+        ("IC accuracy",),
+        by="run",
+        log_x=True,
+        title="IC accuracy at longer contexts (trained at N = 8; seed 0)",
+    )
     fig.update_xaxes(tickvals=[8, 16, 32, 64])
     return fig
 
@@ -39,7 +50,7 @@ EXPERIMENT = register_experiment(
             "quick": Tier(
                 sweeps=(
                     Sweep(preset="tiny", grid={"attn_scale": ("none", "log_n")}, overrides=_QUICK),
-                ),  # fmt: skip
+                ),
                 cost="about 40 s on one core",
                 cost_s=40,
                 note="the `tiny` preset (N_max 8), no scale against log_n, 600 steps, evaluated "
@@ -53,7 +64,7 @@ EXPERIMENT = register_experiment(
                         seeds=(0, 1),
                         overrides={"steps": 20000, "num_threads": 1},
                     ),
-                ),  # fmt: skip
+                ),
                 cost="about 8 h on two cores",
                 cost_s=28800,
                 note="pe-attn-scale (the paper-fig1d task with p_C 0.8, N_max 64; Adam lr 2e-4), "

@@ -27,7 +27,7 @@ EXPERIMENT = register_experiment(
                         overrides={"lr": 0.03, "steps": 12000, "num_threads": 1},
                         seeds=(0, 1),
                     ),
-                ),  # fmt: skip
+                ),
                 cost="about 25 min on two cores",
                 cost_s=1500,
                 note="paper-fig3 at plain SGD lr 0.03 for 12000 steps, seeds 0 and 1.",

@@ -21,7 +21,7 @@ EXPERIMENT = register_experiment(
                     Sweep(
                         preset="tiny", grid={"positional": ("onehot", "learned")}, overrides=_QUICK
                     ),
-                ),  # fmt: skip
+                ),
                 cost="about 40 s on one core",
                 cost_s=40,
                 note="the `tiny` preset (N_max 8), one-hot against learned positions, 600 steps; "
@@ -36,7 +36,7 @@ EXPERIMENT = register_experiment(
                         overrides={"steps": 12000, "d_head": 64, "N_max": 32, "num_threads": 1},
                         seeds=(0, 1),
                     ),
-                ),  # fmt: skip
+                ),
                 cost="about 2 h on two cores",
                 cost_s=7200,
                 note="the demo task, Adam lr 2e-4, 6000 and 12000 steps, seeds 0-1, d_head 64.",

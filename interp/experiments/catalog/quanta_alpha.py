@@ -11,8 +11,14 @@ from interp.experiments import register_experiment
 from interp.experiments.common import line_figure, mean_sd
 from interp.experiments.core import Column, Experiment, PaperValue, Sweep, Tier, sweep_rows
 
-_QUICK = {"steps": 600, "eval_every": 25, "num_threads": 1, "per_class_iw": 4, "p_B": 0.5,
-          "p_C": 0.0}  # fmt: skip
+_QUICK = {
+    "steps": 600,
+    "eval_every": 25,
+    "num_threads": 1,
+    "per_class_iw": 4,
+    "p_B": 0.5,
+    "p_C": 0.0,
+}
 
 
 def analyse_quanta(experiment: Experiment, tier: str, dirs: Sequence[Path]) -> pd.DataFrame:
@@ -35,13 +41,19 @@ def analyse_quanta(experiment: Experiment, tier: str, dirs: Sequence[Path]) -> p
             at = [m.iloc[(m["step"] - (t + dt)).abs().argmin()] for dt in (-200, 100, 400)]
             around = ", ".join(f"{r['iw_acc']:.3f} at {int(r['step'])}" for r in at)
         got = {
-            "classes_learned": q.n_learned, "K": q.K, "alpha": q.alpha,
-            "slope": q.fit.slope, "slope_low": q.fit.low, "slope_high": q.fit.high,
-            "slope_rank32": tail.slope, "rms_exact": q.decomposition.rms_exact,
+            "classes_learned": q.n_learned,
+            "K": q.K,
+            "alpha": q.alpha,
+            "slope": q.fit.slope,
+            "slope_low": q.fit.low,
+            "slope_high": q.fit.high,
+            "slope_rank32": tail.slope,
+            "rms_exact": q.decomposition.rms_exact,
             "rms_steps": q.decomposition.rms_steps,
-            "icl_jump": t if t is not None else float("nan"), "classes_before_jump": before,
+            "icl_jump": t if t is not None else float("nan"),
+            "classes_before_jump": before,
             "iw_around_jump": around,
-        }  # fmt: skip
+        }
         for k, v in got.items():
             extra.setdefault(k, []).append(float("nan") if v is None else v)
     for k, v in extra.items():
@@ -52,12 +64,20 @@ def analyse_quanta(experiment: Experiment, tier: str, dirs: Sequence[Path]) -> p
 def _slope_figure(rows: pd.DataFrame):
     """Each seed's measured slope against alpha, and the prediction (slope = alpha) once."""
     fig = line_figure(
-        rows, "alpha", ("slope",), by="seed",
+        rows,
+        "alpha",
+        ("slope",),
+        by="seed",
         title="Slope of t_k on frequency rank against the predicted alpha",
-    )  # fmt: skip
+    )
     alphas = sorted(pd.to_numeric(rows["alpha"], errors="coerce").dropna().unique())
-    fig.add_scatter(x=alphas, y=alphas, mode="lines", name="predicted: slope = alpha",
-                    line={"dash": "dash", "color": "#333333"})  # fmt: skip
+    fig.add_scatter(
+        x=alphas,
+        y=alphas,
+        mode="lines",
+        name="predicted: slope = alpha",
+        line={"dash": "dash", "color": "#333333"},
+    )
     fig.update_yaxes(title="slope")
     return fig
 
@@ -86,7 +106,7 @@ EXPERIMENT = register_experiment(
                         seeds=(0, 1, 2),
                         overrides={"eval_every": 50, "num_threads": 1},
                     ),
-                ),  # fmt: skip
+                ),
                 cost="about 35 min on two cores",
                 cost_s=2100,
                 note="quanta-alpha (K 512, B 2, p_B 0.5, p_C 0; Adam lr 1e-3, 6000 steps), alpha "

@@ -17,7 +17,7 @@ EXPERIMENT = register_experiment(
             "quick": Tier(
                 sweeps=(
                     Sweep(preset="tiny", grid={"alpha": (1.0,)}, overrides={**_QUICK, "p_C": 0.5}),
-                ),  # fmt: skip
+                ),
                 cost="about 30 s on one core",
                 cost_s=30,
                 note="the `tiny` preset with 4 held-out sequences per class, p_B 0.5, p_C 0.5, "
@@ -30,7 +30,7 @@ EXPERIMENT = register_experiment(
                         grid={"alpha": (1.0,), "p_C": (0.25, 0.5, 0.8)},
                         overrides={"eval_every": 50, "num_threads": 1},
                     ),
-                ),  # fmt: skip
+                ),
                 cost="about 15 min on two cores (90 s a run on a GPU)",
                 cost_s=900,
                 note="quanta-alpha at alpha 1 with p_C 0.25 / 0.5 / 0.8, seed 0.",

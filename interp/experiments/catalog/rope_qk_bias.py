@@ -36,9 +36,7 @@ EXPERIMENT = register_experiment(
         analyse=_analyse,
         tiers={
             "quick": Tier(
-                sweeps=(
-                    Sweep(preset="tiny", grid={"qk_bias": (False, True)}, overrides=_QUICK),
-                ),  # fmt: skip
+                sweeps=(Sweep(preset="tiny", grid={"qk_bias": (False, True)}, overrides=_QUICK),),
                 cost="about 40 s on one core",
                 cost_s=40,
                 note="the `tiny` preset with RoPE (d_head 8), with and without q/k biases, 600 "
@@ -51,14 +49,14 @@ EXPERIMENT = register_experiment(
                         preset="pe-rope-bias",
                         seeds=(0, 1),
                         overrides={"num_threads": 1},
-                    ),  # fmt: skip
+                    ),
                     Sweep(
                         name="sgd",
                         preset="pe-rope-bias-sgd",
                         seeds=(0, 1),
                         grid={"qk_bias": (False, True)},
                         overrides={"rope_constant_dim": False, "num_threads": 1},
-                    ),  # fmt: skip
+                    ),
                 ),
                 cost="about 3 h on two cores",
                 cost_s=10800,

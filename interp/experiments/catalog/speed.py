@@ -28,18 +28,32 @@ def time_backends(steps: int, rounds: int, threads: int = 1) -> pd.DataFrame:
         for r in range(rounds):
             for backend in rates:
                 cfg = dataclasses.replace(
-                    train_cfg, steps=steps, eval_every=steps, checkpoint_every=steps,
-                    n_log_checkpoints=0, backend=backend, num_threads=threads,
-                )  # fmt: skip
+                    train_cfg,
+                    steps=steps,
+                    eval_every=steps,
+                    checkpoint_every=steps,
+                    n_log_checkpoints=0,
+                    backend=backend,
+                    num_threads=threads,
+                )
                 t0 = time.perf_counter()
                 train(task, model_cfg, cfg, Path(tmp) / f"{backend}-{r}", progress=False)
                 rates[backend].append(steps / (time.perf_counter() - t0))
     base = statistics.median(rates["hooked"])
     return pd.DataFrame(
-        [{"benchmark": "training steps/s, paper-fig3 shapes (start-up and two evaluations "
-          "included)", "arrangement": b, "threads": threads, "value": statistics.median(v),
-          "unit": "steps/s", "ratio": statistics.median(v) / base} for b, v in rates.items()]
-    )  # fmt: skip
+        [
+            {
+                "benchmark": "training steps/s, paper-fig3 shapes (start-up and two evaluations "
+                "included)",
+                "arrangement": b,
+                "threads": threads,
+                "value": statistics.median(v),
+                "unit": "steps/s",
+                "ratio": statistics.median(v) / base,
+            }
+            for b, v in rates.items()
+        ]
+    )
 
 
 QUICK = dict(steps=150, rounds=3)
@@ -100,7 +114,7 @@ EXPERIMENT = register_experiment(
                 column="ratio",
                 where={"arrangement": "fast"},
                 low=1.2,
-            ),  # fmt: skip
+            ),
         ),
         reading=(
             "On a CPU the fast path is the main lever and one process per core the next; "

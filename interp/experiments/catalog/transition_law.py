@@ -66,8 +66,12 @@ GRID = TransitionGrid(
         _P(name="pC0.5", overrides={"p_C": 0.5}, role="sub"),
         _P(name="L16", overrides={"L": 16}),
         _P(name="L8", overrides={"L": 8}, role="negative", budget=8000),
-        _P(name="pC0-K512-B2", overrides={"p_C": 0.0, "K": 512, "B": 2}, role="negative",
-           budget=8000),  # fmt: skip
+        _P(
+            name="pC0-K512-B2",
+            overrides={"p_C": 0.0, "K": 512, "B": 2},
+            role="negative",
+            budget=8000,
+        ),
         _P(name="lr0.003", overrides={"lr": 0.003}, role="negative", budget=8000),
         _P(name="lr0.03", overrides={"lr": 0.03}),
         _P(name="N6", overrides={"N": 6}),
@@ -100,26 +104,45 @@ GRID = TransitionGrid(
         _P(name="lr0.2-N12", overrides={"lr": 0.2, "N": 12}, role="cross"),
         _P(name="lr0.2-B2-N16", overrides={"lr": 0.2, "B": 2, "N": 16}, role="cross"),
         _P(name="K512-L64", overrides={"K": 512, "L": 64}, role="cross"),
-        _P(name="L16-N14", overrides={"L": 16, "N": 14}, role="cross", budget=32_000,
-           seeds=(0, 1, 2)),  # fmt: skip
+        _P(
+            name="L16-N14",
+            overrides={"L": 16, "N": 14},
+            role="cross",
+            budget=32_000,
+            seeds=(0, 1, 2),
+        ),
         _P(name="L8-N6", overrides={"L": 8, "N": 6}, role="cross"),
         _P(name="L8-N7", overrides={"L": 8, "N": 7}, role="cross", seeds=(0, 1, 2)),
         _P(name="B2-L8-N12", overrides={"B": 2, "L": 8, "N": 12}, role="cross"),
         _P(name="L64-N4", overrides={"L": 64, "N": 4}, role="cross"),
         _P(name="B3-N12", overrides={"B": 3, "N": 12}, role="cross"),
         _P(name="B4-N12", overrides={"B": 4, "N": 12}, role="cross"),
-        _P(name="lr0.2-N18", overrides={"lr": 0.2, "N": 18}, role="cross", budget=24_000,
-           seeds=(0, 1, 2)),  # fmt: skip
+        _P(
+            name="lr0.2-N18",
+            overrides={"lr": 0.2, "N": 18},
+            role="cross",
+            budget=24_000,
+            seeds=(0, 1, 2),
+        ),
         _P(name="L128-N16", overrides={"L": 128, "N": 16}, role="cross", seeds=(0, 1, 2)),
-        _P(name="lr0.2-L16-N13", overrides={"lr": 0.2, "L": 16, "N": 13}, role="cross",
-           budget=20_000, seeds=(0, 1, 2)),  # fmt: skip
+        _P(
+            name="lr0.2-L16-N13",
+            overrides={"lr": 0.2, "L": 16, "N": 13},
+            role="cross",
+            budget=20_000,
+            seeds=(0, 1, 2),
+        ),
         _P(name="K512", overrides={"K": 512}, seeds=(0, 1, 2, 3)),
         _P(name="N9", overrides={"N": 9}, seeds=(0, 1, 2, 3)),
         _P(name="lr0.07", overrides={"lr": 0.07}, seeds=(0, 1, 2, 3)),
         _P(name="B2-N10", overrides={"B": 2, "N": 10}, role="cross", seeds=(0, 1, 2, 3)),
         _P(name="B2-L16-N8", overrides={"B": 2, "L": 16}, role="cross", seeds=(0, 1, 2, 3)),
-        _P(name="pC0.65-eps0.15", overrides={"p_C": 0.65, "eps": 0.15}, role="sub",
-           seeds=(0, 1, 2, 3)),  # fmt: skip
+        _P(
+            name="pC0.65-eps0.15",
+            overrides={"p_C": 0.65, "eps": 0.15},
+            role="sub",
+            seeds=(0, 1, 2, 3),
+        ),
         _P(name="L64-N6", overrides={"L": 64, "N": 6}, role="cross", seeds=(0, 1, 2, 3)),
         _P(name="lr0.15-N12", overrides={"lr": 0.15, "N": 12}, role="cross", seeds=(0, 1, 2, 3)),
         _P(name="B3-N15", overrides={"B": 3, "N": 15}, role="cross", seeds=(0, 1, 2, 3)),
@@ -127,8 +150,12 @@ GRID = TransitionGrid(
         _P(name="L16-N7", overrides={"L": 16, "N": 7}, role="cross", seeds=(0, 1, 2)),
         _P(name="lr0.15-N15", overrides={"lr": 0.15, "N": 15}, role="cross", seeds=(0, 1, 2)),
         _P(name="L64-N7", overrides={"L": 64, "N": 7}, role="cross", seeds=(0, 1, 2)),
-        _P(name="lr0.15-L64-N12", overrides={"lr": 0.15, "L": 64, "N": 12}, role="cross",
-           seeds=(0, 1, 2)),  # fmt: skip
+        _P(
+            name="lr0.15-L64-N12",
+            overrides={"lr": 0.15, "L": 64, "N": 12},
+            role="cross",
+            seeds=(0, 1, 2),
+        ),
         _P(name="N14", overrides={"N": 14}, seeds=(0, 1, 2)),
         _P(name="B2-N14", overrides={"B": 2, "N": 14}, role="cross", seeds=(0, 1, 2)),
     ),
@@ -170,7 +197,7 @@ QUICK_GRID = TransitionGrid(
         "eval_every": 25,
         "num_threads": 1,
         "live_forecast": False,
-    },  # fmt: skip
+    },
     points=(_P(name="lr0.3", overrides={"lr": 0.3}), _P(name="lr0.6", overrides={"lr": 0.6})),
     seeds=(0, 1),
     budget=1500,
@@ -232,8 +259,10 @@ def _committed(grid, tier: str, out: Path | None, log) -> tuple[pd.DataFrame, pd
     rows = rows[rows["tier"] == tier]
     kept, kept_curves, dropped = kept_runs(grid, rows, curves)
     more = f"; and {len(dropped) - 5} more" if len(dropped) > 5 else ""
-    log(f"{len(kept)} runs kept from {csv}"
-        + (f"; not kept: {'; '.join(dropped[:5])}{more}" if dropped else ""))  # fmt: skip
+    log(
+        f"{len(kept)} runs kept from {csv}"
+        + (f"; not kept: {'; '.join(dropped[:5])}{more}" if dropped else "")
+    )
     return kept, kept_curves
 
 
@@ -321,9 +350,11 @@ def _full_tier_note(grid) -> str:
     fewer = "; ".join(f"{', '.join(names)}: {n}" for n, names in sorted(counts.items()))
     seeds = f"{len(grid.seeds)} seeds" + (f" ({fewer})" if fewer else "")
     other = "; ".join(f"{b // 1000}k at {', '.join(names)}" for b, names in sorted(budgets.items()))
-    return (f"{len(grid.points)} configurations of paper-fig3 x {seeds}, {len(grid.jobs())} "
-            "runs, each run until its IC accuracy has transitioned (margin max(800, 15%, the "
-            f"rise's width)) or its budget ({grid.budget // 1000}k steps; {other}).")  # fmt: skip
+    return (
+        f"{len(grid.points)} configurations of paper-fig3 x {seeds}, {len(grid.jobs())} "
+        "runs, each run until its IC accuracy has transitioned (margin max(800, 15%, the "
+        f"rise's width)) or its budget ({grid.budget // 1000}k steps; {other})."
+    )
 
 
 from interp.experiments.catalog.transition_law_page import render_page as _render  # noqa: E402
@@ -375,7 +406,7 @@ EXPERIMENT = register_experiment(
             "wall_s",
             "machine",
             "command",
-        ),  # fmt: skip
+        ),
         sort=(),
     )
 )

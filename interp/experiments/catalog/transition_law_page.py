@@ -9,16 +9,65 @@ import pandas as pd
 
 NAME = "transition-law"
 DECLARED_AFTER = (
-    ("drive", ("B2-N16", "B2-N4", "B4-N16", "B2-N12", "L16-N4", "N10", "L128", "L16-N6",
-               "L64-N16", "L16-N12")),
-    ("threshold", ("L16-N10", "L128-N4", "L64-N12", "B3-N6", "B3-N9", "lr0.2-N12",
-                   "lr0.2-B2-N16", "K512-L64", "L16-N14")),
-    ("flow", ("L8-N6", "L8-N7", "B2-L8-N12", "L64-N4", "B3-N12", "B4-N12", "lr0.2-N18",
-              "L128-N16", "lr0.2-L16-N13")),
-    ("fourth", ("K512", "N9", "lr0.07", "B2-N10", "B2-L16-N8", "pC0.65-eps0.15", "L64-N6",
-                "lr0.15-N12", "B3-N15")),
+    (
+        "drive",
+        (
+            "B2-N16",
+            "B2-N4",
+            "B4-N16",
+            "B2-N12",
+            "L16-N4",
+            "N10",
+            "L128",
+            "L16-N6",
+            "L64-N16",
+            "L16-N12",
+        ),
+    ),
+    (
+        "threshold",
+        (
+            "L16-N10",
+            "L128-N4",
+            "L64-N12",
+            "B3-N6",
+            "B3-N9",
+            "lr0.2-N12",
+            "lr0.2-B2-N16",
+            "K512-L64",
+            "L16-N14",
+        ),
+    ),
+    (
+        "flow",
+        (
+            "L8-N6",
+            "L8-N7",
+            "B2-L8-N12",
+            "L64-N4",
+            "B3-N12",
+            "B4-N12",
+            "lr0.2-N18",
+            "L128-N16",
+            "lr0.2-L16-N13",
+        ),
+    ),
+    (
+        "fourth",
+        (
+            "K512",
+            "N9",
+            "lr0.07",
+            "B2-N10",
+            "B2-L16-N8",
+            "pC0.65-eps0.15",
+            "L64-N6",
+            "lr0.15-N12",
+            "B3-N15",
+        ),
+    ),
     ("law", ("L16-N11", "L16-N7", "lr0.15-N15", "L64-N7", "lr0.15-L64-N12", "N14", "B2-N14")),
-)  # fmt: skip
+)
 """``(law, points)``: the points declared after each law's form was fixed and fitted on the
 points declared before them (:data:`interp.experiments.catalog.transition_law.LATER`, which is
 this tuple)."""
@@ -81,17 +130,28 @@ def _jumped(rows: pd.DataFrame) -> pd.Series:
 
 # What each CSV must hold: columns that must be numbers in every row, columns that may be empty.
 SCHEMA = {
-    f"{NAME}.csv": (("seed", "K", "L", "N", "B", "eps", "p_C", "lr", "batch_size", "budget",
-                     "steps"), ("point", "role", "transitioned"), ()),
+    f"{NAME}.csv": (
+        ("seed", "K", "L", "N", "B", "eps", "p_C", "lr", "batch_size", "budget", "steps"),
+        ("point", "role", "transitioned"),
+        (),
+    ),
     f"{NAME}-curves.csv": (("seed", "step"), ("point",), ()),
-    f"{NAME}-loo.csv": (("seed", "observed", "predicted", "low", "high", "abs_log_error"),
-                        ("model", "point", "covered"), ()),
-    f"{NAME}-combined.csv": (("seed", "fraction", "seen", "observed", "law", "law_error",
-                              "combined"), ("point", "law_covered", "combined_covered"),
-                             ("curve", "curve_error", "combined_error")),
-    f"{NAME}-warning.csv": (("at", "value", "positives", "negatives"), ("signal", "measure"),
-                            ("low", "high")),
-}  # fmt: skip
+    f"{NAME}-loo.csv": (
+        ("seed", "observed", "predicted", "low", "high", "abs_log_error"),
+        ("model", "point", "covered"),
+        (),
+    ),
+    f"{NAME}-combined.csv": (
+        ("seed", "fraction", "seen", "observed", "law", "law_error", "combined"),
+        ("point", "law_covered", "combined_covered"),
+        ("curve", "curve_error", "combined_error"),
+    ),
+    f"{NAME}-warning.csv": (
+        ("at", "value", "positives", "negatives"),
+        ("signal", "measure"),
+        ("low", "high"),
+    ),
+}
 """File -> (numeric columns, filled text columns, numeric columns that may be empty)."""
 
 
@@ -122,8 +182,10 @@ def check_table(name: str, table: pd.DataFrame) -> None:
         bad = _jumped(table) & ~(step > 0)
         if bad.any():
             i = int(bad[bad].index[0])
-            raise ValueError(f"{name} row {i + 2} field transition_step is missing or not a "
-                             "positive number for a run that transitioned")  # fmt: skip
+            raise ValueError(
+                f"{name} row {i + 2} field transition_step is missing or not a "
+                "positive number for a run that transitioned"
+            )
 
 
 def _labels() -> dict[str, str]:
@@ -148,9 +210,16 @@ def loo_summary(loo: pd.DataFrame) -> pd.DataFrame:
         if not len(g):
             continue
         e = g["abs_log_error"].astype(float)
-        out.append({"model": m, "runs": len(g), "configs": g["point"].nunique(),
-                    "median": float(e.median()), "within_25": float((e <= math.log(1.25)).mean()),
-                    "coverage": float(g["covered"].astype(bool).mean())})  # fmt: skip
+        out.append(
+            {
+                "model": m,
+                "runs": len(g),
+                "configs": g["point"].nunique(),
+                "median": float(e.median()),
+                "within_25": float((e <= math.log(1.25)).mean()),
+                "coverage": float(g["covered"].astype(bool).mean()),
+            }
+        )
     return pd.DataFrame(out)
 
 
@@ -160,31 +229,43 @@ def headline(rows: pd.DataFrame) -> str:
     check_table(f"{NAME}.csv", rows)
     jumped = _jumped(rows)
     fl = floor_median(rows)
-    counts = (f"{int(jumped.sum())} of {len(rows)} runs transitioned over "
-              f"{rows['point'].nunique()} configurations")  # fmt: skip
+    counts = (
+        f"{int(jumped.sum())} of {len(rows)} runs transitioned over "
+        f"{rows['point'].nunique()} configurations"
+    )
     if rows.loc[jumped, "point"].nunique() < 8:
         return f"{counts}; too few to fit the law"
     loo = leave_one_out(rows, [LAW, FREE_POWER_LAW]).groupby("model")["abs_log_error"].median()
-    return (f"held out, the law's median abs log error is {loo['law']:.3f} "
-            f"({loo['law'] / fl:.2f} x the seeds' floor {fl:.3f}; free power law "
-            f"{loo['free']:.3f}); {counts}")  # fmt: skip
+    return (
+        f"held out, the law's median abs log error is {loo['law']:.3f} "
+        f"({loo['law'] / fl:.2f} x the seeds' floor {fl:.3f}; free power law "
+        f"{loo['free']:.3f}); {counts}"
+    )
 
 
 def _grid_table(rows: pd.DataFrame) -> list[str]:
     from phenomenology.transition_law import floor
 
     fl = floor(rows).set_index("point")
-    lines = ["| point | role | K | L | N | B | eps | p_C | lr | budget | transitioned | "
-             "transition step (median, range) | floor |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]  # fmt: skip
+    lines = [
+        "| point | role | K | L | N | B | eps | p_C | lr | budget | transitioned | "
+        "transition step (median, range) | floor |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
     for point, g in rows.groupby("point", sort=False):
         r = g.iloc[0]
         j = _jumped(g)
         t = pd.to_numeric(g["transition_step"], errors="coerce")[j]
         spread = f"{t.median():.0f} ({t.min():.0f}-{t.max():.0f})" if len(t) else "none"
-        cells = [point, r["role"], *(f"{r[k]:g}" for k in ("K", "L", "N", "B", "eps", "p_C", "lr")),
-                 f"{int(r['budget'])}", f"{int(j.sum())} of {len(g)}", spread,
-                 _num(fl["floor"].get(point, math.nan), "{:.3f}")]  # fmt: skip
+        cells = [
+            point,
+            r["role"],
+            *(f"{r[k]:g}" for k in ("K", "L", "N", "B", "eps", "p_C", "lr")),
+            f"{int(r['budget'])}",
+            f"{int(j.sum())} of {len(g)}",
+            spread,
+            _num(fl["floor"].get(point, math.nan), "{:.3f}"),
+        ]
         lines.append("| " + " | ".join(str(c) for c in cells) + " |")
     return lines
 
@@ -198,29 +279,43 @@ def _law_lines(rows: pd.DataFrame) -> list[str]:
     ok = rows[_jumped(rows)]
     y = np.log(ok["transition_step"].astype(float))
     dev = np.exp(y - y.groupby(ok["point"]).transform("median"))
-    lines = [f"The seeds' steps about their configuration's median: {int((dev > 1.1).sum())} of "
-             f"{len(dev)} transitioned runs more than 10% later, {int((dev < 1 / 1.1).sum())} "
-             f"more than 10% earlier; the latest at {dev.max():.2f} x its configuration's "
-             f"median, the earliest at {dev.min():.2f} x.", "",
-             f"The third law, fitted for the median on all {base.n} transitioned runs (residual sd "
-             f"{base.sigma:.3f} in log T, {base.dof} degrees of freedom; the standard errors by "
-             "the least-squares formula at the fit, for a soft-L1 fit an approximation):", "",
-             "| term | coefficient | standard error |", "| --- | --- | --- |"]  # fmt: skip
+    lines = [
+        f"The seeds' steps about their configuration's median: {int((dev > 1.1).sum())} of "
+        f"{len(dev)} transitioned runs more than 10% later, {int((dev < 1 / 1.1).sum())} "
+        f"more than 10% earlier; the latest at {dev.max():.2f} x its configuration's "
+        f"median, the earliest at {dev.min():.2f} x.",
+        "",
+        f"The third law, fitted for the median on all {base.n} transitioned runs (residual sd "
+        f"{base.sigma:.3f} in log T, {base.dof} degrees of freedom; the standard errors by "
+        "the least-squares formula at the fit, for a soft-L1 fit an approximation):",
+        "",
+        "| term | coefficient | standard error |",
+        "| --- | --- | --- |",
+    ]
     for k in coef:
         lines.append(f"| {k} | {coef[k]:+.3f} | {se[k]:.3f} |")
-    lines += ["", f"The correction, fitted on the {len(fitted.y)} configurations' "
-              f"{LAW.target} errors "
-              "of the third law (length scales in sd of the field's log over the "
-              "configurations; at the bound of 100, the correction ignores that field):", "",
-              "| scale | value |", "| --- | --- |"]  # fmt: skip
+    lines += [
+        "",
+        f"The correction, fitted on the {len(fitted.y)} configurations' "
+        f"{LAW.target} errors "
+        "of the third law (length scales in sd of the field's log over the "
+        "configurations; at the bound of 100, the correction ignores that field):",
+        "",
+        "| scale | value |",
+        "| --- | --- |",
+    ]
     for k, v in fitted.hyperparameters().items():
         lines.append(f"| {k} | {v:.3f} |")
     n_exp = power_exponent(rows)
-    lines += ["", "## The context-length exponent", "",
-              f"The free power law's exponent of N is **{n_exp['estimate']:.2f}** (95%: "
-              f"{n_exp['ols_low']:.2f} to {n_exp['ols_high']:.2f} by least squares; "
-              f"{n_exp['boot_low']:.2f} to {n_exp['boot_high']:.2f} by a bootstrap over "
-              f"configurations, {n_exp['n_boot']} resamples)."]  # fmt: skip
+    lines += [
+        "",
+        "## The context-length exponent",
+        "",
+        f"The free power law's exponent of N is **{n_exp['estimate']:.2f}** (95%: "
+        f"{n_exp['ols_low']:.2f} to {n_exp['ols_high']:.2f} by least squares; "
+        f"{n_exp['boot_low']:.2f} to {n_exp['boot_high']:.2f} by a bootstrap over "
+        f"configurations, {n_exp['n_boot']} resamples).",
+    ]
     n_axis = ["N4", "N6", "centre", "N10", "N12", "N16", "N24"]
     axis = rows[rows["point"].isin(n_axis) & _jumped(rows)]
     if axis["N"].nunique() >= 3:
@@ -236,11 +331,15 @@ def _law_lines(rows: pd.DataFrame) -> list[str]:
             f", {len(axis)} runs) the slope of log T on log N is {slope:.2f} (95%: "
             f"{slope - q * se_s:.2f} to {slope + q * se_s:.2f})."
         )
-    for name, value in (("the N^2 form (Musat et al. 2025)", 2.0),
-                        ("the sqrt(B C) tokens form (Aoyama et al. 2025)", -0.5)):  # fmt: skip
+    for name, value in (
+        ("the N^2 form (Musat et al. 2025)", 2.0),
+        ("the sqrt(B C) tokens form (Aoyama et al. 2025)", -0.5),
+    ):
         inside = n_exp["boot_low"] <= value <= n_exp["boot_high"]
-        lines.append(f"- {name} has exponent {value:g}: "
-                     f"{'inside' if inside else 'outside'} the bootstrap interval.")  # fmt: skip
+        lines.append(
+            f"- {name} has exponent {value:g}: "
+            f"{'inside' if inside else 'outside'} the bootstrap interval."
+        )
     return lines
 
 
@@ -248,17 +347,26 @@ def _loo_lines(rows: pd.DataFrame, loo: pd.DataFrame) -> list[str]:
     labels = _labels()
     fl = floor_median(rows)
     s = loo_summary(loo)
-    lines = ["Every model refitted without one configuration and scored on that "
-             "configuration's runs; the same held-out runs for every model.", "",
-             "| model | held-out runs | configurations | median abs log error | x floor | "
-             "within 25% | 80% coverage |", "| --- | --- | --- | --- | --- | --- | --- |"]  # fmt: skip
+    lines = [
+        "Every model refitted without one configuration and scored on that "
+        "configuration's runs; the same held-out runs for every model.",
+        "",
+        "| model | held-out runs | configurations | median abs log error | x floor | "
+        "within 25% | 80% coverage |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
     for _, r in s.iterrows():
-        lines.append(f"| {labels.get(r['model'], r['model'])} | {r['runs']} | {r['configs']} | "
-                     f"{r['median']:.3f} | {r['median'] / fl:.2f} | {r['within_25']:.0%} | "
-                     f"{r['coverage']:.0%} |")  # fmt: skip
-    lines += ["", f"Seed-scatter floor: median over configurations of 0.6745 x the sd of "
-              f"their seeds' log T = **{fl:.3f}** (the median error of a predictor exact in "
-              "each configuration's mean)."]  # fmt: skip
+        lines.append(
+            f"| {labels.get(r['model'], r['model'])} | {r['runs']} | {r['configs']} | "
+            f"{r['median']:.3f} | {r['median'] / fl:.2f} | {r['within_25']:.0%} | "
+            f"{r['coverage']:.0%} |"
+        )
+    lines += [
+        "",
+        f"Seed-scatter floor: median over configurations of 0.6745 x the sd of "
+        f"their seeds' log T = **{fl:.3f}** (the median error of a predictor exact in "
+        "each configuration's mean).",
+    ]
     if len(s):
         law = s[s["model"] == "law"].iloc[0]
         rest = s[s["model"] != "law"].sort_values("median")
@@ -272,8 +380,11 @@ def _loo_lines(rows: pd.DataFrame, loo: pd.DataFrame) -> list[str]:
         )
     per = loo[loo["model"] == "law"].groupby("point", sort=False)["abs_log_error"].median()
     worst = per.sort_values(ascending=False).head(3)
-    lines.append("- Worst held-out configurations for the law: " + ", ".join(
-        f"{p} ({v:.2f})" for p, v in worst.items()) + ".")  # fmt: skip
+    lines.append(
+        "- Worst held-out configurations for the law: "
+        + ", ".join(f"{p} ({v:.2f})" for p, v in worst.items())
+        + "."
+    )
     return lines
 
 
@@ -291,28 +402,41 @@ def _later_lines(rows: pd.DataFrame, later: tuple[str, ...], subject: str) -> li
     fl_later = float(fl.reindex(list(later)).median())
     law = scores[scores["model"] == subject]
     name = labels[subject]
-    lines = [f"The {len(later)} points {', '.join(later)} were declared after the form of "
-             f"{name} was fixed and fitted on the {earlier} configurations declared before them. "
-             "Here every model is fitted on those configurations' runs alone and forecasts the "
-             "later ones, as `induction-cliff forecast` did before they were trained (in the "
-             "held-out table above they are held out one at a time, like the rest).", "",
-             f"| point | role | runs | transitioned | observed (median) | floor | {name}: "
-             "forecast (80%) | P(within budget) | median abs log error | covered |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]  # fmt: skip
+    lines = [
+        f"The {len(later)} points {', '.join(later)} were declared after the form of "
+        f"{name} was fixed and fitted on the {earlier} configurations declared before them. "
+        "Here every model is fitted on those configurations' runs alone and forecasts the "
+        "later ones, as `induction-cliff forecast` did before they were trained (in the "
+        "held-out table above they are held out one at a time, like the rest).",
+        "",
+        f"| point | role | runs | transitioned | observed (median) | floor | {name}: "
+        "forecast (80%) | P(within budget) | median abs log error | covered |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
     for point in later:
         g, r = law[law["point"] == point], rows[rows["point"] == point].iloc[0]
         j = g["transitioned"].astype(bool)
         obs = g.loc[j, "observed"].median() if j.any() else math.nan
         first = g.iloc[0]
-        cells = [point, r["role"], len(g), f"{int(j.sum())} of {len(g)}", _num(obs),
-                 _num(fl.get(point, math.nan), "{:.3f}"),
-                 f"{_num(first['predicted'])} ({_num(first['low'])}-{_num(first['high'])})",
-                 f"{first['p_within']:.2f}", _num(g.loc[j, "abs_log_error"].median(), "{:.3f}"),
-                 f"{int(g.loc[j, 'covered'].sum())} of {int(j.sum())}"]  # fmt: skip
+        cells = [
+            point,
+            r["role"],
+            len(g),
+            f"{int(j.sum())} of {len(g)}",
+            _num(obs),
+            _num(fl.get(point, math.nan), "{:.3f}"),
+            f"{_num(first['predicted'])} ({_num(first['low'])}-{_num(first['high'])})",
+            f"{first['p_within']:.2f}",
+            _num(g.loc[j, "abs_log_error"].median(), "{:.3f}"),
+            f"{int(g.loc[j, 'covered'].sum())} of {int(j.sum())}",
+        ]
         lines.append("| " + " | ".join(str(c) for c in cells) + " |")
-    lines += ["", "| model | runs | median abs log error | x these points' floor | within 25% | "
-              "80% coverage | non-transitioning runs given P >= 0.5 |",
-              "| --- | --- | --- | --- | --- | --- | --- |"]  # fmt: skip
+    lines += [
+        "",
+        "| model | runs | median abs log error | x these points' floor | within 25% | "
+        "80% coverage | non-transitioning runs given P >= 0.5 |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
     later_forms = MODEL_ORDER[: MODEL_ORDER.index(subject)]  # forms chosen after these points
     for m in MODEL_ORDER:
         g = scores[scores["model"] == m]
@@ -320,25 +444,32 @@ def _later_lines(rows: pd.DataFrame, later: tuple[str, ...], subject: str) -> li
         e = g.loc[j, "abs_log_error"].astype(float)
         wrong = int((g.loc[~j, "p_within"] >= 0.5).sum())
         mark = " (form chosen after these points: not a forecast)" if m in later_forms else ""
-        lines.append(f"| {labels[m]}{mark} | {int(j.sum())} | {_num(e.median(), '{:.3f}')} | "
-                     f"{_num(_ratio(e.median(), fl_later), '{:.2f}')} | "
-                     f"{(e <= math.log(1.25)).mean():.0%} | "
-                     f"{g.loc[j, 'covered'].astype(bool).mean():.0%} | "
-                     f"{wrong} of {int((~j).sum())} |")  # fmt: skip
+        lines.append(
+            f"| {labels[m]}{mark} | {int(j.sum())} | {_num(e.median(), '{:.3f}')} | "
+            f"{_num(_ratio(e.median(), fl_later), '{:.2f}')} | "
+            f"{(e <= math.log(1.25)).mean():.0%} | "
+            f"{g.loc[j, 'covered'].astype(bool).mean():.0%} | "
+            f"{wrong} of {int((~j).sum())} |"
+        )
     lj = law["transitioned"].astype(bool)
     per = scores[scores["transitioned"].astype(bool)].groupby("model")["abs_log_error"].median()
     best = per.drop([subject, *later_forms]).idxmin()
     verdict = "wins against" if per[subject] < per[best] else "loses to"
-    lines += ["", f"- Forecast before training, {name} {verdict} the best baseline on these "
-              f"points, the {labels[best]}: median error {per[subject]:.3f} against "
-              f"{per[best]:.3f}."]  # fmt: skip
-    lines += [f"- These points' seed-scatter floor (median over them): **{fl_later:.3f}**. "
-              f"The median error of {name} on them is "
-              f"{law.loc[lj, 'abs_log_error'].median():.3f}, "
-              f"{_num(_ratio(law.loc[lj, 'abs_log_error'].median(), fl_later), '{:.2f}')} x "
-              "that floor, with "
-              f"{law.loc[lj, 'covered'].astype(bool).mean():.0%} of their runs inside its 80% "
-              "interval."]  # fmt: skip
+    lines += [
+        "",
+        f"- Forecast before training, {name} {verdict} the best baseline on these "
+        f"points, the {labels[best]}: median error {per[subject]:.3f} against "
+        f"{per[best]:.3f}.",
+    ]
+    lines += [
+        f"- These points' seed-scatter floor (median over them): **{fl_later:.3f}**. "
+        f"The median error of {name} on them is "
+        f"{law.loc[lj, 'abs_log_error'].median():.3f}, "
+        f"{_num(_ratio(law.loc[lj, 'abs_log_error'].median(), fl_later), '{:.2f}')} x "
+        "that floor, with "
+        f"{law.loc[lj, 'covered'].astype(bool).mean():.0%} of their runs inside its 80% "
+        "interval."
+    ]
     return lines
 
 
@@ -350,8 +481,12 @@ def _declared_after_sections(rows: pd.DataFrame) -> list[str]:
         after = {p for _, pts in DECLARED_AFTER[i + 1 :] for p in pts}
         body = _later_lines(rows[~rows["point"].isin(after)], later, subject)
         if body:
-            lines += [f"## Forecast before training: the points declared after {labels[subject]}",
-                      "", *body, ""]  # fmt: skip
+            lines += [
+                f"## Forecast before training: the points declared after {labels[subject]}",
+                "",
+                *body,
+                "",
+            ]
     return lines
 
 
@@ -362,15 +497,25 @@ def pairs(rows: pd.DataFrame) -> list[tuple[str, str, str]]:
     reference at the next smaller N)."""
     others = ("K", "eps", "p_C", "lr", "batch_size")
     cfg = rows[_jumped(rows)].groupby("point", sort=False).first()
-    v = {p: {k: float(r[k]) for k in ("K", "L", "N", "B", "eps", "p_C", "lr", "batch_size")}
-         for p, r in cfg.iterrows()}  # fmt: skip
+    v = {
+        p: {k: float(r[k]) for k in ("K", "L", "N", "B", "eps", "p_C", "lr", "batch_size")}
+        for p, r in cfg.iterrows()
+    }
     out = []
     for a, ca in v.items():
         alike = [b for b, cb in v.items() if b != a and all(ca[k] == cb[k] for k in others)]
-        by_l = [b for b in alike if v[b]["N"] == ca["N"] and v[b]["B"] == ca["B"]
-                and v[b]["L"] < ca["L"]]  # fmt: skip
-        by_n = [b for b in alike if v[b]["N"] / v[b]["B"] == ca["N"] / ca["B"]
-                and v[b]["L"] == ca["L"] and v[b]["N"] < ca["N"]]  # fmt: skip
+        by_l = [
+            b
+            for b in alike
+            if v[b]["N"] == ca["N"] and v[b]["B"] == ca["B"] and v[b]["L"] < ca["L"]
+        ]
+        by_n = [
+            b
+            for b in alike
+            if v[b]["N"] / v[b]["B"] == ca["N"] / ca["B"]
+            and v[b]["L"] == ca["L"]
+            and v[b]["N"] < ca["N"]
+        ]
         if by_l:
             out.append((a, max(by_l, key=lambda b: v[b]["L"]), "L"))
         if by_n:
@@ -388,11 +533,14 @@ def _pair_lines(rows: pd.DataFrame) -> list[str]:
     fitted = LAW.fit(rows)
     med = rows[_jumped(rows)].groupby("point")["transition_step"].median()
     cfg = rows.groupby("point").first()
-    lines = ["Pairs of configurations that differ only in L, or only in N at the same number of "
-             "distinct classes n = N / B: the ratio of their median steps, "
-             "observed and as the law fitted on every run gives it.", "",
-             "| what differs | point | against | observed ratio | the law's ratio |",
-             "| --- | --- | --- | --- | --- |"]  # fmt: skip
+    lines = [
+        "Pairs of configurations that differ only in L, or only in N at the same number of "
+        "distinct classes n = N / B: the ratio of their median steps, "
+        "observed and as the law fitted on every run gives it.",
+        "",
+        "| what differs | point | against | observed ratio | the law's ratio |",
+        "| --- | --- | --- | --- | --- |",
+    ]
     for a, b, what in found:
         pa, pb = (fitted.predict({f: float(cfg.loc[x, f]) for f in FIELDS}) for x in (a, b))
         law_ratio = math.exp(pa.log_mean - pb.log_mean)
@@ -409,11 +557,14 @@ def _negative_lines(rows: pd.DataFrame) -> list[str]:
     if neg.empty:
         return []
     models = all_models()
-    lines = ["The configurations whose runs did not transition within their budget (left out "
-             "above: they have no step), forecast by every model fitted without them: the "
-             "step, and the probability of a transition within the budget.", "",
-             "| point | role | runs | budget | " + " | ".join(m.label for m in models) + " |",
-             "| --- | --- | --- | --- |" + " --- |" * len(models)]  # fmt: skip
+    lines = [
+        "The configurations whose runs did not transition within their budget (left out "
+        "above: they have no step), forecast by every model fitted without them: the "
+        "step, and the probability of a transition within the budget.",
+        "",
+        "| point | role | runs | budget | " + " | ".join(m.label for m in models) + " |",
+        "| --- | --- | --- | --- |" + " --- |" * len(models),
+    ]
     wrong = []
     for point, g in neg.groupby("point", sort=False):
         r, budget = g.iloc[0], float(g.iloc[0]["budget"])
@@ -431,15 +582,19 @@ def _negative_lines(rows: pd.DataFrame) -> list[str]:
             cells.append(f"{pred.step:.0f} (P {p_in:.2f})")
             if p_in >= 0.5:
                 sure.append(f"{m.label} {p_in:.2f}")
-        lines.append(f"| {point} | {r['role']} | {len(g)} | {int(budget)} | " + " | ".join(cells)
-                     + " |")  # fmt: skip
+        lines.append(
+            f"| {point} | {r['role']} | {len(g)} | {int(budget)} | " + " | ".join(cells) + " |"
+        )
         if sure:
             wrong.append(f"{point} ({', '.join(sure)})")
     lines.append("")
-    lines.append("- Contradicted by runs that did not transition (a model that gave a transition "
-                 "within the budget a probability of 0.5 or more): " + "; ".join(wrong) + "."
-                 if wrong else "- No model gave these configurations a transition within the "
-                 "budget a probability of 0.5 or more.")  # fmt: skip
+    lines.append(
+        "- Contradicted by runs that did not transition (a model that gave a transition "
+        "within the budget a probability of 0.5 or more): " + "; ".join(wrong) + "."
+        if wrong
+        else "- No model gave these configurations a transition within the "
+        "budget a probability of 0.5 or more."
+    )
     return lines
 
 
@@ -447,71 +602,101 @@ def _combined_lines(combined: pd.DataFrame) -> list[str]:
     from phenomenology.transition_scores import combined_gaps, summarize_combined
 
     s = summarize_combined(combined)
-    lines = ["At a cut-off of each held-out run's plateau (from its first step to the 10% point "
-             "of IC accuracy's rise), median "
-             "abs log error of the law alone (the prior), of the partial-curve forecaster alone "
-             "(progress where it forecasts, else the template, as `fit` reads them; over the "
-             "runs it forecasts) and of their combination (over all runs, and over the runs the "
-             "curve forecaster forecasts):", "",
-             "| plateau seen | runs | law | law 80% cover | curve (runs) | combined | combined on "
-             "the curve's runs | combined 80% cover |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- |"]  # fmt: skip
+    lines = [
+        "At a cut-off of each held-out run's plateau (from its first step to the 10% point "
+        "of IC accuracy's rise), median "
+        "abs log error of the law alone (the prior), of the partial-curve forecaster alone "
+        "(progress where it forecasts, else the template, as `fit` reads them; over the "
+        "runs it forecasts) and of their combination (over all runs, and over the runs the "
+        "curve forecaster forecasts):",
+        "",
+        "| plateau seen | runs | law | law 80% cover | curve (runs) | combined | combined on "
+        "the curve's runs | combined 80% cover |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
     for _, r in s.iterrows():
-        lines.append(f"| {r['fraction']:.0%} | {int(r['runs'])} | {r['law']:.3f} | "
-                     f"{r['law_coverage']:.0%} | {_num(r['curve'], '{:.3f}')} "
-                     f"({int(r['curve_runs'])}) | {r['combined']:.3f} | "
-                     f"{_num(r['combined_on_curve_runs'], '{:.3f}')} | "
-                     f"{r['combined_coverage']:.0%} |")  # fmt: skip
+        lines.append(
+            f"| {r['fraction']:.0%} | {int(r['runs'])} | {r['law']:.3f} | "
+            f"{r['law_coverage']:.0%} | {_num(r['curve'], '{:.3f}')} "
+            f"({int(r['curve_runs'])}) | {r['combined']:.3f} | "
+            f"{_num(r['combined_on_curve_runs'], '{:.3f}')} | "
+            f"{r['combined_coverage']:.0%} |"
+        )
     gaps = combined_gaps(combined)
-    lines += ["", "The combination's median abs log error minus each part's (the curve "
-              "forecaster's over the runs it forecasts; negative: the combination is better), "
-              "with 95% bootstrap intervals, whole configurations resampled with their runs:", "",
-              "| plateau seen | combined minus law | combined minus curve |",
-              "| --- | --- | --- |"]  # fmt: skip
+    lines += [
+        "",
+        "The combination's median abs log error minus each part's (the curve "
+        "forecaster's over the runs it forecasts; negative: the combination is better), "
+        "with 95% bootstrap intervals, whole configurations resampled with their runs:",
+        "",
+        "| plateau seen | combined minus law | combined minus curve |",
+        "| --- | --- | --- |",
+    ]
     names = {"law": "the law", "curve": "the curve forecaster"}
     worse = []  # each fraction where the combination loses, by how much against which part
     for f, g in gaps.groupby("fraction", sort=True):
-        cell = {r["part"]: f"{r['gap']:+.4f} [{r['low']:+.4f}, {r['high']:+.4f}]"
-                for _, r in g.iterrows()}  # fmt: skip
+        cell = {
+            r["part"]: f"{r['gap']:+.4f} [{r['low']:+.4f}, {r['high']:+.4f}]"
+            for _, r in g.iterrows()
+        }
         lines.append(f"| {f:.0%} | {cell.get('law', '')} | {cell.get('curve', '')} |")
-        lost = [f"than {names[r['part']]}, by {r['gap']:.6f}, 95% interval "
-                f"[{r['low']:+.4f}, {r['high']:+.4f}]"
-                for _, r in g.iterrows() if r["gap"] > 1e-12]  # fmt: skip
+        lost = [
+            f"than {names[r['part']]}, by {r['gap']:.6f}, 95% interval "
+            f"[{r['low']:+.4f}, {r['high']:+.4f}]"
+            for _, r in g.iterrows()
+            if r["gap"] > 1e-12
+        ]
         if lost:
             worse.append(f"{f:.0%} of the plateau ({'; '.join(lost)})")
-    lines += ["", "The combination's rule, per forecaster and cell (a bin of the share of its own "
-              "forecast already seen, split by whether the share of the prior's median seen is "
-              "under a quarter; calibrated on the other configurations' runs): leave the prior, "
-              "replace it by the forecast, or weigh the two by precision, with or without the "
-              "forecast's mean bias removed, whichever gave those runs the smallest median error. "
-              "It is the third rule, and both revisions were made after seeing these held-out "
-              "scores, so the figures are not a clean held-out test of the rule: the first "
-              "(always weigh, always remove the bias, bins of the share of the prior's median "
-              "seen) was worse than a part alone at 10% and 80% of the plateau; the second (the "
-              "cells without the split) at 10%, where curve forecasts claiming a near cliff that "
-              "the prior puts far away were kept. The split's edge is the first edge of the "
-              "bins, not tuned; at other edges the result differs (see the commit history). A "
-              "fourth rule, written down before its scores were computed and scored once, "
-              "failed: the third, with a use of the forecast kept only where it beats the prior "
-              "left alone on more of the cell's runs than a one-sided sign test at 5% allows, "
-              "was worse than the law alone at 10% of the plateau as well as at 50% (at 10% it "
-              "left the prior alone where the third rule weighed early progress forecasts "
-              "against it: more of those runs gained than lost, yet the median over all runs "
-              "rose), so the third rule stands."]  # fmt: skip
-    lines += ["", ("- The combination is no worse than either part at every fraction."
-                   if not worse else "- The combination is worse than a part alone at "
-                   f"{', '.join(worse)}, in median abs log error: an interval that holds "
-                   "zero is a difference the configurations' scatter could give either "
-                   "way.")]  # fmt: skip
+    lines += [
+        "",
+        "The combination's rule, per forecaster and cell (a bin of the share of its own "
+        "forecast already seen, split by whether the share of the prior's median seen is "
+        "under a quarter; calibrated on the other configurations' runs): leave the prior, "
+        "replace it by the forecast, or weigh the two by precision, with or without the "
+        "forecast's mean bias removed, whichever gave those runs the smallest median error. "
+        "It is the third rule, and both revisions were made after seeing these held-out "
+        "scores, so the figures are not a clean held-out test of the rule: the first "
+        "(always weigh, always remove the bias, bins of the share of the prior's median "
+        "seen) was worse than a part alone at 10% and 80% of the plateau; the second (the "
+        "cells without the split) at 10%, where curve forecasts claiming a near cliff that "
+        "the prior puts far away were kept. The split's edge is the first edge of the "
+        "bins, not tuned; at other edges the result differs (see the commit history). A "
+        "fourth rule, written down before its scores were computed and scored once, "
+        "failed: the third, with a use of the forecast kept only where it beats the prior "
+        "left alone on more of the cell's runs than a one-sided sign test at 5% allows, "
+        "was worse than the law alone at 10% of the plateau as well as at 50% (at 10% it "
+        "left the prior alone where the third rule weighed early progress forecasts "
+        "against it: more of those runs gained than lost, yet the median over all runs "
+        "rose), so the third rule stands.",
+    ]
+    lines += [
+        "",
+        (
+            "- The combination is no worse than either part at every fraction."
+            if not worse
+            else "- The combination is worse than a part alone at "
+            f"{', '.join(worse)}, in median abs log error: an interval that holds "
+            "zero is a difference the configurations' scatter could give either "
+            "way."
+        ),
+    ]
     return lines
 
 
 def _warning_lines(warning: pd.DataFrame, rows: pd.DataFrame) -> list[str]:
-    lines = ["\"Will this run transition within its budget?\", asked of every run not yet "
-             "transitioned at a fraction of its budget (95% bootstrap intervals, runs resampled "
-             "within their class):", "",
-             "| signal | " + " | ".join(f"AUROC at {f:.0%}" for f in sorted(
-                 warning.loc[warning["measure"] == "auroc", "at"].unique())) + " |"]  # fmt: skip
+    lines = [
+        '"Will this run transition within its budget?", asked of every run not yet '
+        "transitioned at a fraction of its budget (95% bootstrap intervals, runs resampled "
+        "within their class):",
+        "",
+        "| signal | "
+        + " | ".join(
+            f"AUROC at {f:.0%}"
+            for f in sorted(warning.loc[warning["measure"] == "auroc", "at"].unique())
+        )
+        + " |",
+    ]
     au = warning[warning["measure"] == "auroc"]
     ats = sorted(au["at"].unique())
     lines.append("| --- |" + " --- |" * len(ats))
@@ -534,16 +719,22 @@ def _warning_lines(warning: pd.DataFrame, rows: pd.DataFrame) -> list[str]:
         if pred.step == 0.0 or not pred.transitions:
             what = pred.reason
         else:
-            what = (f"step {pred.step:.0f}, P(within {int(r['budget'])}) = "
-                    f"{pred.p_within(float(r['budget'])):.2f}")  # fmt: skip
+            what = (
+                f"step {pred.step:.0f}, P(within {int(r['budget'])}) = "
+                f"{pred.p_within(float(r['budget'])):.2f}"
+            )
         said.append(f"{p} ({g['role'].iloc[0]}, {len(g)} runs; the law fitted without it: {what})")
     lines += ["", f"The {len(neg)} negatives are the runs of " + "; ".join(said) + "."]
-    lines += ["", "Lead time at a 5% false-positive rate (the threshold above the peak signal of "
-              "all but 5% of the negatives over their whole budget): the median over positives "
-              "of the share of the transition step still ahead when the signal first crosses "
-              "(0 when it never crosses before the cliff).", "",
-              "| signal | median lead (share of the step) | positives warned |",
-              "| --- | --- | --- |"]  # fmt: skip
+    lines += [
+        "",
+        "Lead time at a 5% false-positive rate (the threshold above the peak signal of "
+        "all but 5% of the negatives over their whole budget): the median over positives "
+        "of the share of the transition step still ahead when the signal first crosses "
+        "(0 when it never crosses before the cliff).",
+        "",
+        "| signal | median lead (share of the step) | positives warned |",
+        "| --- | --- | --- |",
+    ]
     for s in ("progress", "template", "law"):
         lead = warning[(warning["signal"] == s) & (warning["measure"] == "lead")].iloc[0]
         warned = warning[(warning["signal"] == s) & (warning["measure"] == "warned")].iloc[0]
@@ -573,12 +764,16 @@ def render_page(experiment, rows: pd.DataFrame, companions: dict) -> str:
     lines += ["## Data", "", *_provenance(rows), f"- **Headline:** {headline(rows)}.", ""]
     seeds = rows.groupby("point")["seed"].nunique()
     n = f"{seeds.min()}" if seeds.min() == seeds.max() else f"{seeds.min()}-{seeds.max()}"
-    lines += [f"One row per configuration ({n} seeds; `floor`: 0.6745 x "
-              "the sd of the seeds' log T). The transition step T is IC accuracy's logistic "
-              "midpoint (what `induction-cliff transition` reports); the forecasters of the "
-              "partial curve are calibrated on the IC-loss cliff, a little later, and the "
-              "combination's calibration takes up the difference.", "",
-              *_grid_table(rows), ""]  # fmt: skip
+    lines += [
+        f"One row per configuration ({n} seeds; `floor`: 0.6745 x "
+        "the sd of the seeds' log T). The transition step T is IC accuracy's logistic "
+        "midpoint (what `induction-cliff transition` reports); the forecasters of the "
+        "partial curve are calibrated on the IC-loss cliff, a little later, and the "
+        "combination's calibration takes up the difference.",
+        "",
+        *_grid_table(rows),
+        "",
+    ]
     if loo.empty:
         lines += ["Too few configurations transitioned to fit and score the law.", ""]
     else:
@@ -590,11 +785,9 @@ def render_page(experiment, rows: pd.DataFrame, companions: dict) -> str:
             lines += ["## L, and N at a fixed number of classes", "", *paired, ""]
         negative = _negative_lines(rows)  # none when every configuration transitioned
         if negative:
-            lines += ["## Held out: the configurations that did not transition", "",
-                      *negative, ""]  # fmt: skip
+            lines += ["## Held out: the configurations that did not transition", "", *negative, ""]
         if not combined.empty:
-            lines += ["## Before and during training, combined", "",
-                      *_combined_lines(combined), ""]  # fmt: skip
+            lines += ["## Before and during training, combined", "", *_combined_lines(combined), ""]
         if not warning.empty:
             lines += ["## Early warning", "", *_warning_lines(warning, rows), ""]
     lines += ["## Deviations from the paper", ""]
@@ -602,8 +795,14 @@ def render_page(experiment, rows: pd.DataFrame, companions: dict) -> str:
     lines += ["", "## Tiers", ""]
     for t, tier in experiment.tiers.items():
         lines.append(f"- `{t}` ({tier.cost}): {tier.note}")
-    lines += ["", "## Reproduce", "", "```bash",
-              f"induction-cliff reproduce {NAME} --tier full   # trains what is missing",
-              f"induction-cliff reproduce {NAME} --render-only   # this page from its CSVs",
-              "```", ""]  # fmt: skip
+    lines += [
+        "",
+        "## Reproduce",
+        "",
+        "```bash",
+        f"induction-cliff reproduce {NAME} --tier full   # trains what is missing",
+        f"induction-cliff reproduce {NAME} --render-only   # this page from its CSVs",
+        "```",
+        "",
+    ]
     return "\n".join(lines)
