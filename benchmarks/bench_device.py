@@ -1,4 +1,5 @@
-"""Stacks of models trained with their data drawn on the device (``sample_on="device"``), end to end.
+"""Stacks of models trained with their data drawn on the device (``sample_on="device"``), end to
+end.
 
 For each stack size (default 1, 16, 64 and 256 paper-fig3 models), on one device, medians over
 rounds:

@@ -5,8 +5,8 @@ On a run directory (default ``runs/demo``; train it with ``induction-cliff train
 
 - the median time of one plain SGD step of the run's network (forward on the fast path, backward,
   update; batch of the LLC settings), the floor any SGLD step costs;
-- the seconds of one LLC estimate (:func:`interp.analysis.llc.estimate_llc`, devinterp's SGLD with its MALA
-  acceptance callback) on the last checkpoint at the given settings, and per SGLD step;
+- the seconds of one LLC estimate (:func:`interp.analysis.llc.estimate_llc`, devinterp's SGLD with
+  its MALA acceptance callback) on the last checkpoint at the given settings, and per SGLD step;
 - the projected cost of the whole run: seconds per checkpoint times its checkpoints, and (with
   ``--threads 1``) divided among the one-thread workers ``induction-cliff llc`` starts by default.
 

@@ -1,8 +1,8 @@
 """Many models at once: stacked models in one process versus one process per model.
 
 Seeds of one configuration can train (a) one per process, each process on its own threads, or
-(b) stacked in one process (:func:`interp.train.training.train_many`, :mod:`interp.model.stacked`), or both
-(several processes, each with a stack). This benchmark measures the aggregate training rate
+(b) stacked in one process (:func:`interp.train.training.train_many`, :mod:`interp.model.stacked`),
+or both (several processes, each with a stack). This benchmark measures the aggregate training rate
 (model-steps per second, fresh batches sampled in the step as in training) of each arrangement at
 the paper's configuration (paper-fig1d task, batch 128, SGD), in one run on one machine:
 
@@ -142,7 +142,8 @@ def gpu_rows(steps: int, rounds: int) -> None:
     print(f"GPU ({name}), model-steps/s (median): sampling in the step / presampled batches")
     for S in with_sampling:
         print(
-            f"GPU stack {S:4d}: {with_sampling[S]:10.1f}   x{with_sampling[S] / with_sampling[1]:6.1f}"
+            f"GPU stack {S:4d}: {with_sampling[S]:10.1f}   "
+            f"x{with_sampling[S] / with_sampling[1]:6.1f}"
             f"   | {compute[S]:10.1f}   x{compute[S] / compute[1]:6.1f}"
         )
 

@@ -7,8 +7,8 @@ also reads item rows of layer 2), measures in one process, on the same machine:
   the step, as in training), with the backend runs use (``fast``), times the default evaluation
   interval (500 steps): the training time between two evaluations;
 - the median time of every progress measure on a 10k-sequence IC set, exactly as the training
-  loop's evaluation computes them (:func:`interp.analysis.evaluation.logits_and_measures`: logits, both
-  layers' patterns on the rows the measures read, all measures);
+  loop's evaluation computes them (:func:`interp.analysis.evaluation.logits_and_measures`: logits,
+  both layers' patterns on the rows the measures read, all measures);
 - the median time of the logits alone on the same set (what IC accuracy costs without measures).
 
 Prints medians and the ratio ``measures / (eval_every * step)``, and the same ratio for the part
@@ -101,7 +101,8 @@ def main() -> None:
         print(
             f"{name}: step (fast, incl. sampling) {r['step'] * 1e3:.2f} ms -> "
             f"{r['interval']} steps {train_time:.2f} s | all measures {r['measures']:.3f} s "
-            f"(logits alone {r['logits']:.3f} s) | measures / training {r['measures'] / train_time:.4f}"
+            f"(logits alone {r['logits']:.3f} s) | "
+            f"measures / training {r['measures'] / train_time:.4f}"
             f", beyond the accuracy forward {(r['measures'] - r['logits']) / train_time:.4f}"
         )
     r = results["paper-fig3"]

@@ -11,8 +11,8 @@ d_model = 128, paper-fig3 task, SGD):
     presets' ``backend``), compiled before the timing starts.
 
 The FLOP limit counts the useful FLOPs of the straightforward computation; the fast path computes
-the same function with fewer (it reassociates, see ``interp/model/fast.py``), so it can approach or pass
-that limit. The script also prints the FLOPs the fast path performs and the rate it reaches.
+the same function with fewer (it reassociates, see ``interp/model/fast.py``), so it can approach or
+pass that limit. The script also prints the FLOPs the fast path performs and the rate it reaches.
 
 Each is timed in alternating rounds and reported as the median steps/s. The FLOP limit is the
 useful FLOPs of one step (forward + backward of what the loss depends on) divided by this machine's
@@ -100,9 +100,9 @@ def useful_flops_per_step(batch: int, T: int, D: int, d_model: int, d_mlp: int, 
 def fast_path_flops_per_step(batch: int, T: int, D: int, d: int, d_mlp: int, L: int) -> float:
     """Forward + backward FLOPs the fast path actually performs (backward = 2x forward).
 
-    It reassociates the same function (``interp/model/fast.py``): layer 1 applies ``W_Q W_K^T`` (formed
-    once per step) to the content half of the tokens; layer 2 works through a few vectors per
-    sequence, so no per-token projection remains in it.
+    It reassociates the same function (``interp/model/fast.py``): layer 1 applies ``W_Q W_K^T``
+    (formed once per step) to the content half of the tokens; layer 2 works through a few vectors
+    per sequence, so no per-token projection remains in it.
     """
     e = d
     per_step = 2 * d * e * d  # W_Q W_K^T
@@ -285,7 +285,8 @@ def main() -> None:
     peak = matmul_flops_per_s(args.threads)
     limit = peak / flops
     print(
-        f"threads: {args.threads}   batch 128, N={task.N}, d_model={task.D + task.P}   rounds: {rounds}x{per_round} steps"
+        f"threads: {args.threads}   batch 128, N={task.N}, d_model={task.D + task.P}   "
+        f"rounds: {rounds}x{per_round} steps"
     )
     for name in contenders:
         spread = f"[{min(rates[name]):.1f}, {max(rates[name]):.1f}]"
@@ -298,8 +299,8 @@ def main() -> None:
     print(
         f"the fast path reassociates and performs {fast_flops / 1e6:.1f} MFLOP/step "
         f"({fast_flops / flops:.2f} of the useful FLOPs): it runs at "
-        f"{med['fast'] * fast_flops / 1e9:.1f} GFLOP/s, {med['fast'] * fast_flops / peak:.2f} of the "
-        "matmul throughput"
+        f"{med['fast'] * fast_flops / 1e9:.1f} GFLOP/s, "
+        f"{med['fast'] * fast_flops / peak:.2f} of the matmul throughput"
     )
     print(f"hooked/plain: {med['hooked'] / med['plain']:.2f}")
 
@@ -324,7 +325,8 @@ def main() -> None:
         share_b2 = eval_b2["evaluation"] / sum(eval_b2[k] for k in PHASES[:-1])
         print(
             f"  {name} (allocator {got['allocator']}): {parts} | total {total:.2f} "
-            f"({1e3 / total:.1f} steps/s); evaluation {ms['evaluation'] / (total - ms['evaluation']):.1%} "
+            f"({1e3 / total:.1f} steps/s); "
+            f"evaluation {ms['evaluation'] / (total - ms['evaluation']):.1%} "
             f"of training (B=1), {share_b2:.1%} (paper-fig1d, B=2)"
         )
     if args.baseline is not None:

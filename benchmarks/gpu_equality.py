@@ -32,7 +32,8 @@ def _rel(a: torch.Tensor, b: torch.Tensor) -> float:
 
 
 def _logits_and_grads(model, forward, target):
-    """``forward(model)``'s logits and, after a cross-entropy backward, each parameter's gradient."""
+    """``forward(model)``'s logits and, after a cross-entropy backward, each parameter's
+    gradient."""
     model.zero_grad(set_to_none=True)
     logits = forward(model)
     F.cross_entropy(logits, target.to(logits.device)).backward()

@@ -7,7 +7,8 @@ and writes one row per run to a CSV: the IC-accuracy logistic midpoint (``transi
 forecasters are calibrated and scored on), both empty when the curve shows no transition.
 
     python benchmarks/hidden_bias.py train --runs runs/hidden-bias --lr 0.03 --seeds 0-2
-    python benchmarks/hidden_bias.py table --runs runs/hidden-bias --out docs/results/hidden-bias.csv
+    python benchmarks/hidden_bias.py table --runs runs/hidden-bias \
+        --out docs/results/hidden-bias.csv
     python benchmarks/hidden_bias.py units --runs runs/hidden-bias    # biases, active units
 
 ``train`` runs one training process at a time, one torch thread, in the order seed 0 scalar, seed

@@ -48,8 +48,8 @@ def _clean(metrics: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:
 def observed_transition(
     metrics: pd.DataFrame, *, column: str = "ic_loss", method: str | None = None
 ) -> dict[str, Any]:
-    """The transition seen on a run's curve, by :func:`interp.analysis.transition.find_transition` (method
-    from the column's direction unless given: ``cliff`` on a loss, ``logistic`` otherwise).
+    """The transition seen on a run's curve, by :func:`interp.analysis.transition.find_transition`
+    (method from the column's direction unless given: ``cliff`` on a loss, ``logistic`` otherwise).
 
     Returns:
         dict with ``transitioned``, ``transition_step`` (None when there is none),

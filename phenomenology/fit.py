@@ -390,9 +390,10 @@ def fit_curve(
     Returns:
         JSON-ready dict: :meth:`DynamicsFit.summary` plus ``column``, ``options``,
         ``fitted_until`` (the last step fitted), ``until_step`` (the cut-off asked for, from
-        ``until`` or ``fraction``; None for the whole curve), ``n_points_fitted``, ``r2_all``, ``observed``,
-        ``forecast_transition_step``, ``forecast_interval`` ``[low, high]`` and ``forecast``
-        (``"ok"`` or ``"cannot forecast: ..."``), and ``forecast_error`` where both are known.
+        ``until`` or ``fraction``; None for the whole curve), ``n_points_fitted``, ``r2_all``,
+        ``observed``, ``forecast_transition_step``, ``forecast_interval`` ``[low, high]`` and
+        ``forecast`` (``"ok"`` or ``"cannot forecast: ..."``), and ``forecast_error`` where both are
+        known.
 
     Raises:
         ValueError: one line naming the field (and ``source``) for every bad input.

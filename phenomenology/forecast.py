@@ -24,10 +24,10 @@ The forecaster here keeps the model as the shape of the curve but calibrates its
    k_high] * raw`` with ``k_low``, ``k_high`` the smallest and largest ratio seen on those runs
    (never before the last step seen): nominally 80%, its coverage measured on held-out runs is in
    the calibration's ``held_out``. The interval is thus an empirical one: it says how wrong this
-   forecaster has been on runs like these, which a bootstrap of one curve's residuals cannot (the error is mostly model
-   error, not noise). A calibration of the lead time instead (``last + k (raw - last)``) did worse
-   at 80% and 90% of the plateau in leave-one-run-out tests on the development runs (median error
-   8.3% and 25% against 3.7% and 12.9%) and was dropped.
+   forecaster has been on runs like these, which a bootstrap of one curve's residuals cannot (the
+   error is mostly model error, not noise). A calibration of the lead time instead
+   (``last + k (raw - last)``) did worse at 80% and 90% of the plateau in leave-one-run-out tests on
+   the development runs (median error 8.3% and 25% against 3.7% and 12.9%) and was dropped.
 
 :func:`forecast_curve` is the one entry point (``induction-cliff fit``, the live forecast during
 ``train`` and the forecast figure use it).
@@ -174,7 +174,8 @@ def bank(L: float, N: int, B: int) -> TrajectoryBank:
 
 
 def _match(steps: np.ndarray, y: np.ndarray, bk: TrajectoryBank, log_ts: np.ndarray):
-    """Sum of squared residuals ``cost[j, k]`` of trajectory ``j`` at time scale ``exp(log_ts[k])``."""
+    """Sum of squared residuals ``cost[j, k]`` of trajectory ``j`` at time scale
+    ``exp(log_ts[k])``."""
     log_t = np.log(bk.t)
     # Model time of each step under each time scale; interpolate every trajectory there.
     lt = np.log(np.maximum(steps, 1e-9))[None, :] - log_ts[:, None]  # [k, n]
@@ -274,8 +275,8 @@ def forecast_curve(
         calibration: ``{"k", "k_low", "k_high"}`` (default: the calibration of ``optimizer``).
         optimizer: ``sgd`` or ``adam``, the optimiser that trained the curve, which picks the
             calibration from :data:`CALIBRATIONS` (default: SGD, the paper's).
-        check_plateau: refuse curves with no plateau (see :func:`phenomenology.curves.plateau_problem`)
-            or whose transition is already seen.
+        check_plateau: refuse curves with no plateau (see
+            :func:`phenomenology.curves.plateau_problem`) or whose transition is already seen.
 
     Returns:
         A :class:`Forecast`; ``step`` None with ``reason`` "cannot forecast: ..." when there is

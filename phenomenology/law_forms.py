@@ -79,9 +79,10 @@ class Prediction:
     @staticmethod
     def interval(log_mean: float, half: float, log_sd: float | None = None) -> Prediction:
         """The prediction of a ``log T`` with mean ``log_mean``, 80% half-width ``half`` and
-        predictive sd ``log_sd`` (default ``half / Z80``, a normal's). A mean beyond the floats' range (a fitted law far outside its data) keeps its
-        ``log_mean`` and ``log_sd``, which :meth:`p_within` reads, and its steps are clipped to
-        the largest and smallest positive floats."""
+        predictive sd ``log_sd`` (default ``half / Z80``, a normal's). A mean beyond the floats'
+        range (a fitted law far outside its data) keeps its ``log_mean`` and ``log_sd``, which
+        :meth:`p_within` reads, and its steps are clipped to the largest and smallest positive
+        floats."""
         return Prediction(
             _exp(log_mean),
             _exp(log_mean - half),

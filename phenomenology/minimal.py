@@ -16,8 +16,8 @@ The model is a TransformerLens ``HookedRootModule`` whose attention patterns are
 ``[batch, head_index=1, query_pos, key_pos]`` tensors at the network's hook names
 (``blocks.0.attn.hook_pattern``, ``blocks.1.attn.hook_pattern``) and whose computation reads them
 back, so the network's probes (:func:`interp.analysis.measures.progress_measures`) and evaluation
-(:func:`interp.analysis.evaluation.evaluate`) apply unchanged and hook interventions act on the circuit.
-Rows of tokens outside the circuit attend to themselves.
+(:func:`interp.analysis.evaluation.evaluate`) apply unchanged and hook interventions act on the
+circuit. Rows of tokens outside the circuit attend to themselves.
 
 :func:`train_minimal` trains it with SGD on the same generator, seeds, evaluation sets and run
 directory format as :func:`interp.train.training.train`, so that curves can be compared one by one.
@@ -50,7 +50,8 @@ VARIANTS = ("three", "two")
 
 
 # Self-validating: __post_init__ gives the one-line error that names the field; the test run's
-# runtime type checker (jaxtyping's hook) would pre-empt it with a traceback, so it skips this class.
+# runtime type checker (jaxtyping's hook) would pre-empt it with a traceback, so it skips this
+# class.
 @no_type_check
 @dataclass(frozen=True, kw_only=True)
 class MinimalConfig:
@@ -203,9 +204,9 @@ def train_minimal(
 ) -> pd.DataFrame:
     """Trains the minimal induction head with SGD on fresh batches of the task.
 
-    Seeds are derived as in :func:`interp.train.training.train` (``derive_seed(seed, "task" | "eval" |
-    "stream" | "init")``), so a minimal run and a network run with the same seed see the same
-    classes, label vectors and evaluation sets.
+    Seeds are derived as in :func:`interp.train.training.train`
+    (``derive_seed(seed, "task" | "eval" | "stream" | "init")``), so a minimal run and a network run
+    with the same seed see the same classes, label vectors and evaluation sets.
 
     Args:
         task_config: the task.
@@ -268,8 +269,8 @@ def train_minimal(
 
     callbacks = [EvaluateSets(), parameters] + ([LiveForecast()] if train_cfg.live_forecast else [])
 
-    # The one training loop (interp.train.training.train): same seeds, data stream and evaluation sets
-    # as a network run, and the same run directory, resume and signal handling.
+    # The one training loop (interp.train.training.train): same seeds, data stream and evaluation
+    # sets as a network run, and the same run directory, resume and signal handling.
     return train(
         task,
         cfg,

@@ -136,7 +136,8 @@ class DynamicsModel:
         return max(float(np.std(y)), floor)
 
     def report(self, theta: np.ndarray, cov: np.ndarray) -> tuple[dict, dict]:
-        """``(params, stderr)`` in user units (default: ``theta`` by name, root of cov's diagonal)."""
+        """``(params, stderr)`` in user units (default: ``theta`` by name, root of cov's
+        diagonal)."""
         se = np.sqrt(np.clip(np.diag(cov), 0.0, None))
         names = self.param_names()
         return (
@@ -145,7 +146,8 @@ class DynamicsModel:
         )
 
     def direction(self, measure: str) -> str:
-        """``"falling"`` (a loss) or ``"rising"``; see :func:`interp.analysis.transition.measure_direction`."""
+        """``"falling"`` (a loss) or ``"rising"``; see
+        :func:`interp.analysis.transition.measure_direction`."""
         from interp.analysis.transition import measure_direction
 
         return measure_direction(measure)

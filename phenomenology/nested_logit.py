@@ -123,7 +123,8 @@ def _best_sharpening(cla: np.ndarray, y: np.ndarray, L: float, n: int) -> float:
 
 @register_model
 class NestedLogitModel(DynamicsModel):
-    """The nested-logit gradient flow [docs/science.md section 4, reconstruction] as a registered model.
+    """The nested-logit gradient flow [docs/science.md section 4, reconstruction] as a registered
+    model.
 
     ``theta = [log time_scale, *start (those in fit_start), (floor)]``. Options (see
     :class:`NestedLogitFit` for each): ``free_floor``, ``fit_start``, ``fixed_start``, ``maps``,

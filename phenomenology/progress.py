@@ -16,10 +16,10 @@ The IC loss hides this growth under its own drift; the attention shows the circu
    interval's coverage on held-out runs is the calibration's ``held_out``).
 
 Measured (``benchmarks/forecast_validation.py --method progress``), plain SGD, one-hot positions:
-see :data:`PROGRESS_CALIBRATIONS` and docs/results/forecast-validation.md. It needs a curve of the attention measure, so a
-run directory of this toolkit (or a CSV with such a column); a bare loss curve gets the template
-forecaster. Only plain SGD is calibrated: on the Adam runs at hand (mixed encodings and scales)
-the ratio observed / raw ranged 0.6-2.0, too wide to calibrate.
+see :data:`PROGRESS_CALIBRATIONS` and docs/results/forecast-validation.md. It needs a curve of the
+attention measure, so a run directory of this toolkit (or a CSV with such a column); a bare loss
+curve gets the template forecaster. Only plain SGD is calibrated: on the Adam runs at hand (mixed
+encodings and scales) the ratio observed / raw ranged 0.6-2.0, too wide to calibrate.
 """
 
 from __future__ import annotations
@@ -56,13 +56,14 @@ WINDOW) * last``)."""
 
 MIN_EXCESS = 0.15
 """Smallest relative excess (of the fitted line, at the last step seen) forecast from: just under
-the smallest among the development runs' calibration forecasts (0.17). Below it the extrapolation reaches
-farther than any calibrated one and lands early (at step 12000 of paper-fig3 seed 0 at lr 0.01,
-excess 0.04: 23.2k, against the seed's jump at 32.5k), so it is refused (``fit`` and the live
+the smallest among the development runs' calibration forecasts (0.17). Below it the extrapolation
+reaches farther than any calibrated one and lands early (at step 12000 of paper-fig3 seed 0 at lr
+0.01, excess 0.04: 23.2k, against the seed's jump at 32.5k), so it is refused (``fit`` and the live
 forecast then use the template)."""
 
 MIN_FIT_POINTS = 4
-"""Fewest points with a positive excess the fit uses (the last ones, when the window holds fewer)."""
+"""Fewest points with a positive excess the fit uses (the last ones, when the window holds
+fewer)."""
 
 # Chosen on the 8 development runs alone (threshold 0.3 / 0.5 / 0.85 / 1.5, window 0.3 / 0.5):
 # 0.5 and 0.3 had the smallest errors there at 80% and 90% of the plateau.
@@ -86,7 +87,8 @@ PROGRESS_CALIBRATIONS = {
 
 
 def progress_calibration_for(optimizer: str | None) -> dict | None:
-    """The calibration of runs trained with ``optimizer`` (None: SGD), or None when there is none."""
+    """The calibration of runs trained with ``optimizer`` (None: SGD), or None when there is
+    none."""
     cal = PROGRESS_CALIBRATIONS.get("sgd" if optimizer is None else optimizer)
     return None if cal is None else dict(cal)
 

@@ -62,7 +62,8 @@ def rows(beta1_0: float) -> list[dict]:
 def table() -> str:
     n = TASK["N"] // TASK["B"]
     lines = [
-        "| start `beta1` | cliff step | point | step | loss | `xi` | `alpha` | `beta1` | accuracy |",
+        "| start `beta1` | cliff step | point | step | loss "
+        "| `xi` | `alpha` | `beta1` | accuracy |",
         "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for b in STARTS:

@@ -127,7 +127,8 @@ def import_graph(root: Path | None = None) -> dict[str, set[str]]:
 
 
 def back_imports(root: Path | None = None) -> list[str]:
-    """Every import from a stage to a higher one, as ``importer:line -> imported (stage -> stage)``."""
+    """Every import from a stage to a higher one, as
+    ``importer:line -> imported (stage -> stage)``."""
     found = []
     for name, imports in sorted(direct_imports(root).items()):
         for target, line in imports:

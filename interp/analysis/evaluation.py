@@ -34,10 +34,10 @@ def accuracy_and_loss(logits: torch.Tensor, batch: Batch) -> tuple[float, float]
 def logits_and_measures(
     model, batch: Batch, *, chunk: int = 512, names: Sequence[str] | None = None
 ) -> tuple[torch.Tensor, dict[str, float]]:
-    """Logits on ``batch`` and every registered progress measure (:data:`interp.analysis.measures.MEASURES`),
-    computing only the activations and attention rows the measures read
-    (:func:`interp.analysis.measures.compute_measures`). What the training loop's evaluation runs on the IC
-    set; ``names`` limits the measures (default: every registered one)."""
+    """Logits on ``batch`` and every registered progress measure
+    (:data:`interp.analysis.measures.MEASURES`), computing only the activations and attention rows
+    the measures read (:func:`interp.analysis.measures.compute_measures`). What the training loop's
+    evaluation runs on the IC set; ``names`` limits the measures (default: every registered one)."""
     return compute_measures(model, batch, names, chunk=chunk)
 
 
@@ -59,8 +59,8 @@ def evaluate(
 
     Returns:
         ``{name}_acc`` and ``{name}_loss`` for each set, plus one column per registered measure
-        (:data:`interp.analysis.measures.MEASURES`, in registration order) when ``measures`` is true and an
-        ``"ic"`` set is given (a sequence of names: those measures only).
+        (:data:`interp.analysis.measures.MEASURES`, in registration order) when ``measures`` is true
+        and an ``"ic"`` set is given (a sequence of names: those measures only).
     """
     was_training = model.training
     # The hook-free forward gives the same logits when no hook would be bypassed.

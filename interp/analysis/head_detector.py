@@ -43,7 +43,8 @@ _PATTERNS = {
 
 def token_identities(batch) -> Tensor:
     """``[batch, pos]`` integer identities of the tokens: a token batch's ids; in the vector task
-    the class of an item (and of the query), ``-1 - y`` for a label ``y`` (disjoint from classes)."""
+    the class of an item (and of the query), ``-1 - y`` for a label ``y`` (disjoint from
+    classes)."""
     if not torch.is_floating_point(batch.tokens) and batch.tokens.ndim == 2:
         return batch.tokens.long()
     b, n = batch.item_classes.shape

@@ -6,9 +6,9 @@ and the progress measures of :func:`interp.analysis.evaluation.evaluate`.
 
 Positions past the encoding's table (one-hot or learned absolute beyond ``P = 2 N_max + 1``) are
 reported in the ``untrained_positions`` column (tokens of the IC set with such a position) and by an
-:class:`~interp.model.positional.UntrainedPositionWarning`; they do not crash. Relative encodings (RoPE,
-CoPE, none) have no such positions. A RoPE model can be re-evaluated with an eval-time rescaling
-(:func:`rescale_rope`) without retraining.
+:class:`~interp.model.positional.UntrainedPositionWarning`; they do not crash. Relative encodings
+(RoPE, CoPE, none) have no such positions. A RoPE model can be re-evaluated with an eval-time
+rescaling (:func:`rescale_rope`) without retraining.
 
 Example::
 
@@ -46,8 +46,8 @@ def rescale_rope(model, scaling: str, scale: float = 1.0, mix_b: float | None = 
     """Switch a RoPE model's eval-time rescaling in place (no retraining) and return it.
 
     Args:
-        model: an :class:`~interp.model.network.InductionNet` (or any model with ``.positional``) whose
-            encoding supports rescaling (``supports_rescaling``: ``rope``).
+        model: an :class:`~interp.model.network.InductionNet` (or any model with ``.positional``)
+            whose encoding supports rescaling (``supports_rescaling``: ``rope``).
         scaling: ``"none"``, ``"pi"``, ``"ntk"`` or ``"mixed"`` (see
             :func:`interp.model.positional.rope_frequencies`).
         scale: the length ratio ``s``.
@@ -218,9 +218,9 @@ def encoding_table(
     accuracy at each length.
 
     The induction head counts as formed when TILA2 (attention from the query to the labels of its
-    class) shows a transition (:func:`interp.analysis.transition.detect_transition`, rise >= 0.3); its step
-    is the logistic midpoint. RoPE runs get one row per eval-time rescaling (``rope_scale = "auto"``:
-    ``s = n_pairs / N``).
+    class) shows a transition (:func:`interp.analysis.transition.detect_transition`, rise >= 0.3);
+    its step is the logistic midpoint. RoPE runs get one row per eval-time rescaling
+    (``rope_scale = "auto"``: ``s = n_pairs / N``).
 
     Args:
         runs: run directories (or :class:`~interp.io.rundir.Run` objects).
@@ -234,8 +234,9 @@ def encoding_table(
 
     Returns:
         One row per run (and rescaling): ``run, positional, rope_scaling, seed, steps`` (last step
-        of the curve), ``eval_step`` (checkpoint evaluated), ``head_formed, tila2_step, ic_acc_transition_step``, then ``ic_acc_N{n}`` and
-        ``tila2_N{n}`` for each length, and ``untrained_positions`` (summed over lengths).
+        of the curve), ``eval_step`` (checkpoint evaluated), ``head_formed``, ``tila2_step``,
+        ``ic_acc_transition_step``, then ``ic_acc_N{n}`` and ``tila2_N{n}`` for each length, and
+        ``untrained_positions`` (summed over lengths).
     """
     rows = []
     for item in runs:

@@ -10,8 +10,8 @@ Here it is estimated at each checkpoint of a run with devinterp's SGLD sampler
 
 where ``L`` is the cross-entropy of the run's network on batches drawn from the run's own task
 generator, ``w*`` the checkpoint's weights, and the SGLD chain is localised around ``w*`` (strength
-``localization``, the gamma of Lau et al.). The same batches (seeded by :attr:`LLCConfig.seed`) serve
-every checkpoint, so the curve over steps compares like with like.
+``localization``, the gamma of Lau et al.). The same batches (seeded by :attr:`LLCConfig.seed`)
+serve every checkpoint, so the curve over steps compares like with like.
 
 Each chain is sampled by its own devinterp call, so a chain that diverges (NaN loss: step size too
 large) costs only itself; every estimate carries its diagnostics (devinterp's MALA acceptance rate,
@@ -19,10 +19,10 @@ the drift of the LLC trace, failed chains) and a plain-language ``warning`` when
 look wrong. Results go to ``RUN_DIR/llc.csv`` (:data:`LLC_CSV`), one row per checkpoint, rewritten
 atomically after each one, so an interrupted estimate resumes where it stopped.
 
-:func:`calibrate_llc` (:mod:`interp.analysis.llc_calibration`) sweeps step size and inverse temperature on one checkpoint with devinterp's
-``EpsilonBetaAnalyzer`` and writes ``llc_calibration.json`` (with the chosen values), a CSV table and
-returns the sweep whose LLC traces
-:func:`interp.viz.llc_plots.write_calibration_traces` draws.
+:func:`calibrate_llc` (:mod:`interp.analysis.llc_calibration`) sweeps step size and inverse
+temperature on one checkpoint with devinterp's ``EpsilonBetaAnalyzer`` and writes
+``llc_calibration.json`` (with the chosen values), a CSV table and returns the sweep whose LLC
+traces :func:`interp.viz.llc_plots.write_calibration_traces` draws.
 
 The estimator is :mod:`interp.analysis.llc_estimator`, the curve over checkpoints
 :mod:`interp.analysis.llc_runs`; this module gathers their public names. devinterp is an optional

@@ -23,10 +23,10 @@ What a measure reads is declared, in the style of TransformerLens hook names: ``
 hook names it takes from the cache (attention patterns ``blocks.{l}.attn.hook_pattern`` or any other
 activation, e.g. ``blocks.0.hook_resid_post``); the logits and the batch are always given. When
 only attention patterns are read, evaluation takes the hook-free fast path
-(:func:`interp.model.fast.fast_patterns`), which computes the last layer's pattern only on the query rows
-that the measures declare with ``rows``. A measure that reads the last layer's pattern and declares
-no ``rows`` gets the full pattern (never a pattern with rows silently zeroed). Any other activation
-makes evaluation run the hooked model with ``names_filter`` on exactly the hooks read.
+(:func:`interp.model.fast.fast_patterns`), which computes the last layer's pattern only on the query
+rows that the measures declare with ``rows``. A measure that reads the last layer's pattern and
+declares no ``rows`` gets the full pattern (never a pattern with rows silently zeroed). Any other
+activation makes evaluation run the hooked model with ``names_filter`` on exactly the hooks read.
 
 This module imports neither torch nor the probes at import time (``import interp`` stays cheap, and
 so does :mod:`phenomenology.fit`, which reads the joint-fit names from here); the computing
@@ -479,8 +479,9 @@ def progress_measures(
     return _evaluate(measures, MeasureInputs(batch, logits, acts, len(patterns)))
 
 
-# The built-in measures of docs/science.md section 3 (functions in :mod:`interp.analysis.probes`). Colours: Okabe & Ito
-# (2008), as :data:`interp.viz.plots.OKABE_ITO`; the same as the figures used before the registry.
+# The built-in measures of docs/science.md section 3 (functions in :mod:`interp.analysis.probes`).
+# Colours: Okabe & Ito (2008), as :data:`interp.viz.plots.OKABE_ITO`; the same as the figures used
+# before the registry.
 
 
 def _query_row(batch: Batch) -> Tensor:

@@ -1,23 +1,23 @@
 """Progress measures of the induction circuit (docs/science.md section 3), from hooked activations.
 
-The functions here are the mathematics; :mod:`interp.analysis.measures` registers them as the progress
-measures that evaluation writes to ``metrics.csv`` (``ila1``, ``tila2``, ...), and
+The functions here are the mathematics; :mod:`interp.analysis.measures` registers them as the
+progress measures that evaluation writes to ``metrics.csv`` (``ila1``, ``tila2``, ...), and
 :func:`interp.analysis.measures.progress_measures` computes every registered one.
 
-Every probe is a plain function of attention patterns (or a model) and a :class:`~interp.data.task.Batch`,
-returning numbers or tensors with documented shapes. Patterns come from
-``model.run_with_cache(..., names_filter=PATTERN_HOOKS)``; see :func:`cache_patterns`. What a
+Every probe is a plain function of attention patterns (or a model) and a
+:class:`~interp.data.task.Batch`, returning numbers or tensors with documented shapes. Patterns come
+from ``model.run_with_cache(..., names_filter=PATTERN_HOOKS)``; see :func:`cache_patterns`. What a
 model must provide for them (its hooks, how it is fed a batch) is one contract,
 :mod:`interp.analysis.hooked`: this toolkit's network, any TransformerLens ``HookedRootModule``
 with TL hook names and a ``TransformerBridge`` on the token task
 (:mod:`interp.data.token_task`) qualify.
 
-Masks are built from the batch's metadata (item classes and labels), not from token ids: in this task
-tokens are continuous vectors, so "the same token" means "an item of the same class".
+Masks are built from the batch's metadata (item classes and labels), not from token ids: in this
+task tokens are continuous vectors, so "the same token" means "an item of the same class".
 
-Position conventions (see :mod:`interp.data.task`): item ``i`` at ``2i``, its label at ``2i + 1``, query at
-``2N``. Layer indices are 0-based in hook names: layer 1 of the paper is ``blocks.0``, layer 2 is
-``blocks.1``. With several heads, scalar measures report the head with the largest value.
+Position conventions (see :mod:`interp.data.task`): item ``i`` at ``2i``, its label at ``2i + 1``,
+query at ``2N``. Layer indices are 0-based in hook names: layer 1 of the paper is ``blocks.0``,
+layer 2 is ``blocks.1``. With several heads, scalar measures report the head with the largest value.
 """
 
 from __future__ import annotations
@@ -76,8 +76,8 @@ def cache_patterns(
         chunk: sequences per forward pass.
         last_layer_rows: compute only these query rows of the last layer's pattern (and the query
             row); the other rows are zeros. ``None`` computes every row.
-            :func:`interp.analysis.measures.last_layer_rows_read` gives the rows the registered measures
-            read; the training loop's evaluation uses it (about half of layer 2's cost).
+            :func:`interp.analysis.measures.last_layer_rows_read` gives the rows the registered
+            measures read; the training loop's evaluation uses it (about half of layer 2's cost).
 
     Returns:
         ``(logits [batch, L], [pattern of layer l [batch, head_index, query_pos, key_pos]])``.
@@ -206,7 +206,8 @@ def attention_sparsity(pattern: Pattern, rows: Tensor | None = None) -> dict[str
     Returns:
         Per head ``[head_index]``: ``entropy`` (row entropy / log n; 1 = uniform, 0 = one-hot),
         ``n_eff`` (``1/sum a^2`` divided by n; 1 = uniform, 1/n = one-hot) and ``l1_l2``
-        (``mean|a| / sqrt(mean a^2)`` over the n visible keys; 1 = uniform, ``1/sqrt(n)`` = one-hot).
+        (``mean|a| / sqrt(mean a^2)`` over the n visible keys; 1 = uniform, ``1/sqrt(n)`` =
+        one-hot).
     """
     n_pos = pattern.shape[-1]
     if rows is None:

@@ -1,8 +1,8 @@
 """Plateau and transition detection on training curves, for one run or across seeds.
 
 A curve (IC accuracy by default) is summarised by a four-parameter logistic in step,
-``y = low + (high - low) * sigmoid((step - step_mid) / scale)``, fitted by least squares from a start
-found on a rolling-median-smoothed copy (the steepest smoothed rise). From the fit:
+``y = low + (high - low) * sigmoid((step - step_mid) / scale)``, fitted by least squares from a
+start found on a rolling-median-smoothed copy (the steepest smoothed rise). From the fit:
 
 - ``step``: the transition step, the logistic's midpoint;
 - ``width``: 10%-to-90% rise time, ``2 ln 9 * scale``;
@@ -456,8 +456,8 @@ def transition_report(
 ) -> pd.DataFrame:
     """Transition of ``measure`` for several runs (run directories or metrics DataFrames).
 
-    Run directories are grouped by config (:func:`interp.analysis.compare.group_runs`): only seeds of one
-    config are summarised together; DataFrames count as seeds of one config.
+    Run directories are grouped by config (:func:`interp.analysis.compare.group_runs`): only seeds
+    of one config are summarised together; DataFrames count as seeds of one config.
 
     Returns:
         One row per run (``run``, ``config``, the fields of :class:`TransitionResult`, whose

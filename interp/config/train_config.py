@@ -71,19 +71,20 @@ class TrainConfig:
         checkpoint_every: steps between regular weight checkpoints.
         n_log_checkpoints: extra weight checkpoints, log-spaced between step 1 and ``steps``.
         checkpoint_on_jump: also checkpoint at any evaluation where IC accuracy moved by more than
-            this since the previous one (dense checkpoints around the transition); ``None`` disables.
+            this since the previous one (dense checkpoints around the transition); ``None``
+            disables.
         seed: the run's seed; class means, initial weights, the training stream and the evaluation
             sets each get their own stream derived from it (:func:`derive_seed`).
         device: torch device for training (``cpu`` by default).
         num_threads: torch CPU threads of the process (default 1, the fastest for these shapes
             and robust beside other busy processes: :mod:`interp.train.threads`). ``None`` (what
             configs written before the default was 1 hold) means the same default.
-        intervention: a training-time intervention from :data:`interp.model.interventions.INTERVENTIONS`
-            (``None``: plain training).
-        backend: ``fast`` computes the training forward with :func:`interp.model.fast.fast_logits` (the
-            same mathematics, equal to float rounding, ~1.4x faster on CPU), falling back to the
-            hooked forward where it does not apply (interventions, RoPE/CoPE); ``hooked`` always uses
-            the hooked forward; ``compiled`` is ``fast`` with its loss compiled by
+        intervention: a training-time intervention from
+            :data:`interp.model.interventions.INTERVENTIONS` (``None``: plain training).
+        backend: ``fast`` computes the training forward with :func:`interp.model.fast.fast_logits`
+            (the same mathematics, equal to float rounding, ~1.4x faster on CPU), falling back to
+            the hooked forward where it does not apply (interventions, RoPE/CoPE); ``hooked`` always
+            uses the hooked forward; ``compiled`` is ``fast`` with its loss compiled by
             ``torch.compile`` (:mod:`interp.model.compiled`: a faster step on the CPU after
             10-60 s of compiling at the first step; equal to float rounding, not
             bit-identical to ``fast``; needs a C++ compiler on the CPU; the paper presets' choice).
@@ -159,7 +160,8 @@ class TrainConfig:
             ) from None
         if self.optimizer not in OPTIMIZERS:
             raise ValueError(
-                f"TrainConfig.optimizer={self.optimizer!r} is invalid: allowed values are {OPTIMIZERS}"
+                f"TrainConfig.optimizer={self.optimizer!r} is invalid: "
+                f"allowed values are {OPTIMIZERS}"
             )
         if self.weight_decay_form not in WEIGHT_DECAY_FORMS:
             raise ValueError(

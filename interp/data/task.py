@@ -4,10 +4,10 @@ A sequence is ``x1, l1, x2, l2, ..., xN, lN, xq``: N item-label pairs and a quer
 must output the label of the query's class. Items are noisy copies of class means; labels are fixed
 random vectors; class ``k`` has label ``k mod L``.
 
-Layout of a :class:`Batch`: item ``i`` (0-based) sits at position ``2i``, its label at ``2i + 1``, the
-query at ``2N`` (the last position). Content vectors live in ``tokens``; the absolute position of
-each token (random offset per sequence plus ``arange``) lives in ``positions``. The model's positional
-encoding turns ``positions`` into whatever it needs (one-hot concatenation in the paper).
+Layout of a :class:`Batch`: item ``i`` (0-based) sits at position ``2i``, its label at ``2i + 1``,
+the query at ``2N`` (the last position). Content vectors live in ``tokens``; the absolute position
+of each token (random offset per sequence plus ``arange``) lives in ``positions``. The model's
+positional encoding turns ``positions`` into whatever it needs (one-hot concatenation in the paper).
 
 All randomness flows through explicit ``torch.Generator`` objects: no global RNG is touched, and the
 same seeds give the same tensors, bit for bit, on the same machine.
@@ -35,7 +35,8 @@ def _check(cond: bool, name: str, value, allowed: str) -> None:
 
 
 # Self-validating: __post_init__ gives the one-line error that names the field; the test run's
-# runtime type checker (jaxtyping's hook) would pre-empt it with a traceback, so it skips this class.
+# runtime type checker (jaxtyping's hook) would pre-empt it with a traceback, so it skips this
+# class.
 @no_type_check
 @dataclass(frozen=True, kw_only=True)
 class TaskConfig:
@@ -129,7 +130,8 @@ class TaskConfig:
                 self.N // self.B <= self.L,
                 "B",
                 self.B,
-                f"N / B = {self.N // self.B} distinct labels per bursty sequence must be <= L={self.L}",
+                f"N / B = {self.N // self.B} distinct labels per bursty sequence "
+                f"must be <= L={self.L}",
             )
         if self.B_eval is not None:
             _check(self.B_eval in divisors, "B_eval", self.B_eval, f"one of {divisors} or None")
@@ -176,10 +178,11 @@ class Batch:
     """A batch of sequences with the metadata that probes need.
 
     Attributes:
-        tokens: content vectors ``[batch, pos, D]``; item i at ``2i``, label at ``2i+1``, query last.
+        tokens: content vectors ``[batch, pos, D]``; item i at ``2i``, label at ``2i+1``, query
+            last.
         positions: absolute position of every token ``[batch, pos]``.
-        item_classes: class of each context item ``[batch, n_pairs]``; novel classes get ids ``>= K``
-            that are unique within the batch.
+        item_classes: class of each context item ``[batch, n_pairs]``; novel classes get ids
+            ``>= K`` that are unique within the batch.
         item_labels: label id shown after each context item ``[batch, n_pairs]``.
         query_class: class of the query ``[batch]``.
         target: label the network must output ``[batch]``.
@@ -237,7 +240,8 @@ class Batch:
         )
 
     def query_class_mask(self) -> Bool[Tensor, "batch n_pairs"]:
-        """Context items whose class is the query's class: the pairs an induction head should use."""
+        """Context items whose class is the query's class: the pairs an induction head should
+        use."""
         return self.item_classes == self.query_class[:, None]
 
 
@@ -489,7 +493,8 @@ class TaskGenerator:
             )
         if n_pairs // B > self.config.L:
             raise ValueError(
-                f"n_pairs={n_pairs} is invalid: needs {n_pairs // B} distinct labels, L={self.config.L}"
+                f"n_pairs={n_pairs} is invalid: needs {n_pairs // B} distinct labels, "
+                f"L={self.config.L}"
             )
         return B
 

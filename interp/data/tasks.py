@@ -3,10 +3,10 @@
 A task is one :func:`register_task` call, in a module of the package or in a plugin file
 (``--plugin my_task.py``): it names
 
-- ``generator``: ``generator(config, seed)`` -> an object with ``sample(batch_size, torch_generator)``
-  (training batches), ``eval_sets(seed)`` (the evaluation sets, ``{name: batch}``) and, for the
-  per-class IW accuracies, ``per_class_iw(n, torch_generator)``, as
-  :class:`interp.data.task.TaskGenerator` has them;
+- ``generator``: ``generator(config, seed)`` -> an object with
+  ``sample(batch_size, torch_generator)`` (training batches), ``eval_sets(seed)`` (the evaluation
+  sets, ``{name: batch}``) and, for the per-class IW accuracies,
+  ``per_class_iw(n, torch_generator)``, as :class:`interp.data.task.TaskGenerator` has them;
 - ``config``: its config class (default :class:`interp.data.task.TaskConfig`, whose ``task``
   field holds the task's name; ``config.json`` records it, under ``"task"``, for every task but
   ``standard``);

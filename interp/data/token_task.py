@@ -30,9 +30,9 @@ Generator API (the same as :class:`interp.data.task.TaskGenerator`)::
     batch = gen.sample(64, torch.Generator().manual_seed(1))   # TokenTaskBatch
     sets = gen.eval_sets(seed=2)                               # {"ic", "ic2", "iw"}
 
-:func:`interp.experiments.token_bridge.train_token_model` trains any token model (e.g. ``TransformerBridge.boot_native``, see
-:func:`bridge_config`) on it with the toolkit's one training loop, evaluating the registered
-progress measures; docs/transformerlens.md has the worked example.
+:func:`interp.experiments.token_bridge.train_token_model` trains any token model (e.g.
+``TransformerBridge.boot_native``, see :func:`bridge_config`) on it with the toolkit's one training
+loop, evaluating the registered progress measures; docs/transformerlens.md has the worked example.
 
 All randomness flows through explicit ``torch.Generator`` objects; no global RNG is touched.
 """

@@ -5,11 +5,11 @@ sweeps of each tier (``quick``: a minute or less on 2 cores, run in the tests; `
 the analysis that turns its runs into rows, the columns its page shows, the paper's values beside
 them, its deviations from the paper and the tolerances of the quick tier's key numbers.
 
-:func:`reproduce` trains what is missing (through :func:`interp.experiments.sweep.run_sweep`, which skips
-finished runs and resumes interrupted ones), analyses, writes ``NAME.csv`` (one row per run: config,
-seed, the numbers the page reports, and where each row comes from) and renders ``NAME.md`` from that
-CSV alone (:func:`render_page`), so that a page can always be rebuilt from its committed data and
-nothing on it is typed by hand. Rendering is deterministic: the date, commit, wall time and
+:func:`reproduce` trains what is missing (through :func:`interp.experiments.sweep.run_sweep`, which
+skips finished runs and resumes interrupted ones), analyses, writes ``NAME.csv`` (one row per run:
+config, seed, the numbers the page reports, and where each row comes from) and renders ``NAME.md``
+from that CSV alone (:func:`render_page`), so that a page can always be rebuilt from its committed
+data and nothing on it is typed by hand. Rendering is deterministic: the date, commit, wall time and
 machine of a result are fields of its rows, never read at render time.
 
 Every row carries its provenance in the :data:`META` columns: ``source`` (``run``: produced by

@@ -2,11 +2,11 @@
 
 A state dict of :class:`~interp.model.network.InductionNet` (``torch.save(model.state_dict())``
 in any training code that builds the same network, a checkpoint dict holding one under
-``state_dict``, ``model_state_dict`` or ``model``, or a ``.safetensors`` file) becomes a run directory that every command
-reads: ``config.json`` (the task, the model and the training said to have produced it),
-``checkpoints/`` with the weights at ``step``, and ``metrics.csv`` with one evaluation of them
-(accuracy and loss on the run's IC, IC2 and IW sets and every registered progress measure),
-plus ``imported.json`` saying where the weights came from::
+``state_dict``, ``model_state_dict`` or ``model``, or a ``.safetensors`` file) becomes a run
+directory that every command reads: ``config.json`` (the task, the model and the training said
+to have produced it), ``checkpoints/`` with the weights at ``step``, and ``metrics.csv`` with one
+evaluation of them (accuracy and loss on the run's IC, IC2 and IW sets and every registered
+progress measure), plus ``imported.json`` saying where the weights came from::
 
     from interp.experiments.importer import import_weights
     import_weights("trained.pt", "runs/imported", task=get_preset("demo").task)

@@ -234,16 +234,16 @@ def run_sweep(
             the CPUs of the local instance it starts (ignored on an existing cluster).
         threads_per_worker: torch CPU threads of each run (Ray: CPUs reserved per task).
         stack: train up to this many seeds of one config together in one worker
-            (:func:`interp.train.training.train_many`; the run directories are the same). On a 2-core
-            CPU it adds ~5-8% to one-model-per-process workers; on a GPU it is the main lever
+            (:func:`interp.train.training.train_many`; the run directories are the same). On a
+            2-core CPU it adds ~5-8% to one-model-per-process workers; on a GPU it is the main lever
             (``benchmarks/bench_many.py``). Configs that cannot stack train alone.
         ray_address: address of a running Ray cluster (default: the one this process is connected
             to, or a new local instance).
         overwrite: delete what a previous sweep wrote into ``out_dir`` and start again.
         figures: write the phase-diagram figure into ``out_dir/figures``.
         formats: figure formats (static ones fall back to HTML, with a warning, without Chromium).
-        log: where progress lines go (default: the ``interp.experiments.sweep`` logger at INFO, which the
-            command line shows on standard error).
+        log: where progress lines go (default: the ``interp.experiments.sweep`` logger at INFO,
+            which the command line shows on standard error).
 
     Returns:
         The summary (see :func:`summarize_sweep`), also written to ``summary.csv``.

@@ -1,11 +1,11 @@
 """How a sweep's points run: in this process, in a local process pool, or as Ray tasks.
 
 Each backend trains a list of jobs into their run directories with :func:`run_job` (a job is one
-:class:`interp.experiments.sweep.SweepPoint`, or several seeds of one config trained stacked in one process,
-see :func:`stack_jobs`), reports every result through a callback as it comes, and returns whether the
-sweep was interrupted (Ctrl-C). A point that fails is reported as failed and the others go on.
-On Ctrl-C every running point saves its resume state (:func:`interp.train.training.train` does that on
-KeyboardInterrupt) before the backend returns; points not yet started are left alone.
+:class:`interp.experiments.sweep.SweepPoint`, or several seeds of one config trained stacked in one
+process, see :func:`stack_jobs`), reports every result through a callback as it comes, and returns
+whether the sweep was interrupted (Ctrl-C). A point that fails is reported as failed and the others
+go on. On Ctrl-C every running point saves its resume state (:func:`interp.train.training.train`
+does that on KeyboardInterrupt) before the backend returns; points not yet started are left alone.
 """
 
 from __future__ import annotations
@@ -96,7 +96,8 @@ def run_point(point: SweepPoint, run_dir: str | os.PathLike, threads: int = 1) -
 
 def run_job(job: Sequence[SweepPoint], out: str | os.PathLike, threads: int = 1) -> list[dict]:
     """Train (or resume) a job: one point, or several seeds of one config trained together with
-    :func:`interp.train.training.train_many` (see :func:`stack_jobs`); never raises for a failed run.
+    :func:`interp.train.training.train_many` (see :func:`stack_jobs`); never raises for a failed
+    run.
 
     Stacked points that cannot train together (their resume states stand at different steps) are
     trained one after the other instead.
@@ -274,7 +275,8 @@ def run_process(
     threads: int,
     on_result: OnResult,
 ) -> bool:
-    """Train the jobs (lists of points, see :func:`stack_jobs`) in a pool of ``workers`` spawned processes, ``threads`` torch threads each.
+    """Train the jobs (lists of points, see :func:`stack_jobs`) in a pool of ``workers`` spawned
+    processes, ``threads`` torch threads each.
 
     Returns:
         Whether Ctrl-C (in the terminal, or SIGINT to this process) or SIGTERM to this process

@@ -195,7 +195,8 @@ class SweepSpec:
         seeds = tuple(int(s) for s in self.seeds)
         if not seeds or any(s < 0 for s in seeds) or len(set(seeds)) < len(seeds):
             raise ValueError(
-                f"SweepSpec.seeds={list(self.seeds)} is invalid: non-negative, distinct, at least one"
+                f"SweepSpec.seeds={list(self.seeds)} is invalid: "
+                "non-negative, distinct, at least one"
             )
         object.__setattr__(self, "grid", grid)
         object.__setattr__(self, "overrides", overrides)

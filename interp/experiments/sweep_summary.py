@@ -43,10 +43,10 @@ def summarize_sweep(out_dir: str | os.PathLike) -> pd.DataFrame:
     Returns:
         Columns ``point``, the grid fields, ``seed``, ``steps`` (configured), ``steps_done``,
         final ``ic_acc``, ``ic2_acc``, ``iw_acc``, the transition of IC accuracy
-        (:func:`interp.analysis.transition.detect_transition`): ``transition_step``, ``transition_width``,
-        ``plateau_level`` (the logistic's floor), ``plateau_measured`` (median IC accuracy over the
-        last 20% of the plateau), ``plateau_length`` (NaN without a transition) and
-        ``transition_reason`` (why not, else empty), then ``status`` (``done``, ``failed``,
+        (:func:`interp.analysis.transition.detect_transition`): ``transition_step``,
+        ``transition_width``, ``plateau_level`` (the logistic's floor), ``plateau_measured`` (median
+        IC accuracy over the last 20% of the plateau), ``plateau_length`` (NaN without a transition)
+        and ``transition_reason`` (why not, else empty), then ``status`` (``done``, ``failed``,
         ``interrupted``, ``partial`` or ``pending``) and ``error``.
     """
     from interp.analysis.transition import detect_transition

@@ -1,8 +1,8 @@
 """Atomic checkpoint files: weights in safetensors, resume state with torch.save.
 
-Every file goes through the toolkit's one atomic writer (:mod:`interp.io.atomic`), so an interruption
-leaves either the old file or the new one, never half of one. Run directories as a whole are owned
-by :mod:`interp.io.rundir`.
+Every file goes through the toolkit's one atomic writer (:mod:`interp.io.atomic`), so an
+interruption leaves either the old file or the new one, never half of one. Run directories as a
+whole are owned by :mod:`interp.io.rundir`.
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
 """Stopping a long job cleanly: SIGTERM to a parent of worker processes taken as Ctrl-C, so that the
-workers save their state (a sweep's points, ``llc``'s checkpoints) instead of running on orphaned."""
+workers save their state (a sweep's points, ``llc``'s checkpoints) instead of running on
+orphaned."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""Outputs beside a run (``fit.json``, ``llc.csv``, ``checkpoint_measures.csv``, ``length_eval.csv``,
-``quanta.json``, ``report.html``, figures): written under the run's lock, never through a link,
-never as an empty or all-NaN file.
+"""Outputs beside a run (``fit.json``, ``llc.csv``, ``checkpoint_measures.csv``,
+``length_eval.csv``, ``quanta.json``, ``report.html``, figures): written under the run's lock, never
+through a link, never as an empty or all-NaN file.
 
 A command that writes into runs holds them with :func:`writing` from before it reads anything it
 will rewrite until its last write: a second writer (another analysis command, or ``train``) is

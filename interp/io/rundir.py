@@ -109,7 +109,8 @@ _PRE_V3_FORMS = {
     "model": {"readout_init": ("he", "He-initialised readout with a bias")},
     "train": {"weight_decay_form": ("coupled", "torch's coupled (L2) weight decay")},
 }
-# Format 4 made the author's scalar hidden biases the default; runs of formats 1-3 had per-unit ones.
+# Format 4 made the author's scalar hidden biases the default; runs of formats 1-3 had per-unit
+# ones.
 _PRE_V4_HIDDEN_BIAS = "per_unit"
 # Format 5 made the device sampler the default; a run of formats 1-4 without the field (added within
 # format 3) drew its batches on the host.
@@ -608,7 +609,8 @@ class RunWriter:
         write_text_atomic(self.path / METRICS_NAME, text, root=self.path)
 
     def write_per_class_iw(self, rows: list[dict]) -> None:
-        """Replace ``per_class_iw.csv`` with ``rows`` (``step``, ``c0``, ``c1``, ...; atomically)."""
+        """Replace ``per_class_iw.csv`` with ``rows`` (``step``, ``c0``, ``c1``, ...),
+        atomically."""
         text = pd.DataFrame(rows).to_csv(index=False)
         write_text_atomic(self.path / PER_CLASS_IW_NAME, text, root=self.path)
 
@@ -706,7 +708,8 @@ class Run:
         return self.generator().eval_sets(seed, n=n, n_pairs=n_pairs)
 
     def per_class_iw_set(self):
-        """The run's per-class IW set (the one training evaluated; :meth:`TaskGenerator.per_class_iw`)."""
+        """The run's per-class IW set (the one training evaluated;
+        :meth:`TaskGenerator.per_class_iw`)."""
         import torch
 
         n = self.train_config.per_class_iw

@@ -6,8 +6,8 @@ no biases, no ``1/sqrt(d)`` scale, a token may attend to itself, and no separate
 ``W_O`` is kept as a fixed (non-trainable) identity so that weights and hooks have TransformerLens
 shapes (``W_O [n_heads, d_head, d_model]``).
 
-Position-aware attention asks the model's positional encoding (:mod:`interp.model.positional`) through
-its hooks, with no branch for a particular encoding:
+Position-aware attention asks the model's positional encoding (:mod:`interp.model.positional`)
+through its hooks, with no branch for a particular encoding:
 
 - an encoding that overrides ``rotate`` (RoPE) transforms q and k: ``hook_q``/``hook_k`` record
   the unrotated queries and keys, and the extra hook points ``hook_rot_q``/``hook_rot_k`` the
@@ -157,7 +157,8 @@ class Attention(nn.Module):
         scores = einsum(
             q,
             k,
-            "batch query_pos head_index d_head, batch key_pos head_index d_head -> batch head_index query_pos key_pos",
+            "batch query_pos head_index d_head, batch key_pos head_index d_head "
+            "-> batch head_index query_pos key_pos",
         )
         n_pos = resid.shape[1]
         n_keys = torch.arange(1, n_pos + 1, device=resid.device)
@@ -175,7 +176,8 @@ class Attention(nn.Module):
             einsum(
                 pattern,
                 v,
-                "batch head_index query_pos key_pos, batch key_pos head_index d_head -> batch query_pos head_index d_head",
+                "batch head_index query_pos key_pos, batch key_pos head_index d_head "
+                "-> batch query_pos head_index d_head",
             )
         )
         return einsum(

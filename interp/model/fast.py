@@ -1,4 +1,5 @@
-"""A fast training forward pass with exactly the mathematics of :class:`~interp.model.network.InductionNet`.
+"""A fast training forward pass with exactly the mathematics of
+:class:`~interp.model.network.InductionNet`.
 
 Training needs only the logits of the query token, and the hooked model computes more than that.
 :func:`fast_logits` reads the hooked model's own parameters (so the optimiser updates the one model
@@ -107,8 +108,8 @@ def fast_patterns(
     Args:
         last_layer_rows: query positions of the last layer's pattern to compute (default: all).
             The query row is always computed; the other rows of that pattern are returned as
-            zeros. The earlier layers are always complete. The progress measures read only item and query rows of layer 2
-            (:func:`interp.analysis.measures.last_layer_rows_read`).
+            zeros. The earlier layers are always complete. The progress measures read only item and
+            query rows of layer 2 (:func:`interp.analysis.measures.last_layer_rows_read`).
     """
     if len(model.blocks) == 2:
         inp = _Inputs(model, tokens, positions)

@@ -5,7 +5,8 @@ evaluation alike, to test which part of the circuit is necessary and how it move
 
 - ``clamp_prev_token``: layer 1 attends exactly to the previous token (token 0 to itself): the ideal
   previous-token head is given for free; only the rest of the circuit has to be learned.
-- ``uniform_layer1``: layer 1 attends uniformly over its causal prefix: no previous-token head can form.
+- ``uniform_layer1``: layer 1 attends uniformly over its causal prefix: no previous-token head can
+  form.
 - ``uniform_layer2``: layer 2 attends uniformly over its causal prefix: no induction head can form.
 
 The replaced pattern carries no gradient to that layer's ``W_Q`` and ``W_K`` (they stay at their

@@ -61,7 +61,8 @@ HIDDEN_BIASES = ("scalar", "per_unit")
 
 
 # Self-validating: __post_init__ gives the one-line error that names the field; the test run's
-# runtime type checker (jaxtyping's hook) would pre-empt it with a traceback, so it skips this class.
+# runtime type checker (jaxtyping's hook) would pre-empt it with a traceback, so it skips this
+# class.
 @no_type_check
 @dataclass(frozen=True, kw_only=True)
 class ModelConfig:
@@ -75,24 +76,25 @@ class ModelConfig:
             normalised to it.
         n_layers: attention layers (the paper: 2).
         n_heads: heads per layer (the paper: 1).
-        d_head: head width; ``None`` means ``d_model`` (the paper: ``W_Q`` is ``d_model x d_model``).
+        d_head: head width; ``None`` means ``d_model`` (the paper: ``W_Q`` is
+            ``d_model x d_model``).
         d_mlp: width of the classifier's hidden layers (the paper: 128).
         n_mlp_layers: hidden ReLU layers of the classifier (the paper: 3).
         positional: positional encoding, a name registered in
-            :data:`interp.model.positional.POSITIONAL_ENCODINGS`: ``onehot`` (the paper: concatenated
-            one-hot), ``learned`` (learned absolute, added), ``none``, ``rope`` (rotary q/k; needs
-            an even ``d_head``, e.g. 64, since ``d_model = D = 63`` then), ``cope`` (contextual
-            positions, Golovneva et al. 2024), or one added with
+            :data:`interp.model.positional.POSITIONAL_ENCODINGS`: ``onehot`` (the paper:
+            concatenated one-hot), ``learned`` (learned absolute, added), ``none``, ``rope`` (rotary
+            q/k; needs an even ``d_head``, e.g. 64, since ``d_model = D = 63`` then), ``cope``
+            (contextual positions, Golovneva et al. 2024), or one added with
             :func:`interp.model.positional.register_positional`.
         positional_config: the encoding's own parameters, an instance of its config class
-            (:class:`~interp.model.positional.RopeConfig`, :class:`~interp.model.positional.CopeConfig`; a
-            mapping of its fields is converted); ``None`` means its defaults (and stays ``None``
-            for encodings without parameters). The old flat names (``rope_base``, ``cope_p_max``,
-            in general ``{encoding}_{field}``) are accepted by :meth:`from_dict` and
-            :meth:`from_task` and can still be read as attributes (``cfg.rope_base``; ``None`` when
-            another encoding is in use).
-        attn_scale: attention score scale, one of ``none`` (the paper), ``sqrt`` (``1/sqrt(d_head)``),
-            ``log_n`` (entropy-invariant ``log_{n_train}(n_i)/sqrt(d_head)``).
+            (:class:`~interp.model.positional.RopeConfig`,
+            :class:`~interp.model.positional.CopeConfig`; a mapping of its fields is converted);
+            ``None`` means its defaults (and stays ``None`` for encodings without parameters). The
+            old flat names (``rope_base``, ``cope_p_max``, in general ``{encoding}_{field}``) are
+            accepted by :meth:`from_dict` and :meth:`from_task` and can still be read as attributes
+            (``cfg.rope_base``; ``None`` when another encoding is in use).
+        attn_scale: attention score scale, one of ``none`` (the paper), ``sqrt``
+            (``1/sqrt(d_head)``), ``log_n`` (entropy-invariant ``log_{n_train}(n_i)/sqrt(d_head)``).
         attn_init_std: std of attention weight entries; ``None`` means ``1/sqrt(D)`` (the paper).
         qk_bias: trainable biases ``b_Q``, ``b_K`` (``[n_heads, d_head]``, zero-initialised) added
             to queries and keys (the paper: ``False``, no biases).
@@ -162,7 +164,8 @@ class ModelConfig:
             )
         if self.attn_scale not in ATTN_SCALES:
             raise ValueError(
-                f"ModelConfig.attn_scale={self.attn_scale!r} is invalid: allowed values are {ATTN_SCALES}"
+                f"ModelConfig.attn_scale={self.attn_scale!r} is invalid: "
+                f"allowed values are {ATTN_SCALES}"
             )
         if self.attn_scale == "log_n" and self.n_ctx_train < 2:
             raise ValueError("ModelConfig.n_ctx_train must be >= 2 for attn_scale='log_n'")
@@ -275,7 +278,8 @@ def canonical_model_dict(d: Mapping[str, Any] | None) -> Mapping[str, Any] | Non
 
 
 class TransformerBlock(nn.Module):
-    """Residual attention block: ``resid_post = resid_pre + attn(resid_pre)``. No LayerNorm, no MLP."""
+    """Residual attention block: ``resid_post = resid_pre + attn(resid_pre)``. No LayerNorm, no
+    MLP."""
 
     def __init__(self, cfg: ModelConfig, positional) -> None:
         super().__init__()

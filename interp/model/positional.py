@@ -149,8 +149,8 @@ class PositionalEncoding(nn.Module):
     def setup_layer(self, attn: nn.Module) -> None:
         """Add this encoding's per-layer parameters and hook points to attention layer ``attn``.
 
-        Called at the end of :class:`~interp.model.attention.Attention`'s constructor; attributes set
-        here are part of the layer (state-dict key ``blocks.{l}.attn.NAME``, hook name
+        Called at the end of :class:`~interp.model.attention.Attention`'s constructor; attributes
+        set here are part of the layer (state-dict key ``blocks.{l}.attn.NAME``, hook name
         ``blocks.{l}.attn.hook_NAME``).
         """
 
@@ -237,7 +237,8 @@ def register_positional(
         @register_positional("alibi", config=AlibiConfig)
         class Alibi(PositionalEncoding):
             def score_bias(self, attn, *, scores, q, k, positions, causal):
-                return -self.config.slope * (positions[:, :, None] - positions[:, None]).abs()[:, None]
+                distance = (positions[:, :, None] - positions[:, None]).abs()
+                return -self.config.slope * distance[:, None]
     """
 
     def add(cls: type) -> type[PositionalEncoding]:
@@ -446,7 +447,8 @@ ROPE_SCALINGS = ("none", "pi", "ntk", "mixed")
 
 
 # Self-validating: __post_init__ gives the one-line error that names the field; the test run's
-# runtime type checker (jaxtyping's hook) would pre-empt it with a traceback, so it skips this class.
+# runtime type checker (jaxtyping's hook) would pre-empt it with a traceback, so it skips this
+# class.
 @no_type_check
 @dataclass(frozen=True, kw_only=True)
 class RopeConfig:
@@ -711,7 +713,8 @@ def cope_bias(
 
 
 # Self-validating: __post_init__ gives the one-line error that names the field; the test run's
-# runtime type checker (jaxtyping's hook) would pre-empt it with a traceback, so it skips this class.
+# runtime type checker (jaxtyping's hook) would pre-empt it with a traceback, so it skips this
+# class.
 @no_type_check
 @dataclass(frozen=True, kw_only=True)
 class CopeConfig:
@@ -733,17 +736,17 @@ class CopeConfig:
 class ContextualPositions(PositionalEncoding):
     """CoPE: nothing in the residual (``d_model = D``); each attention layer owns a table.
 
-    The table ``W_cope [p_max + 1, d_head]`` lives in each :class:`~interp.model.attention.Attention`
-    (zero-initialised, as in Golovneva et al.'s code), since positions are computed from that
-    layer's own gates: ``g_ij = sigmoid(s_ij)`` of the scaled, causally masked scores ``s_ij``
-    (``hook_cope_gates``, masked causally again after the hook, so a hook that forces them to 1
-    gives ``p_ij = i - j + 1``), contextual positions (``hook_cope_positions``), and
-    ``q_i . e[p_ij]`` added to the scores *unscaled*. Of the two published scalings (the paper's
-    equations use ``sigmoid(q.k)``; its code gates the logits already divided by ``sqrt(d)`` and
-    adds the position term after that division) this is the code's; with ``attn_scale="none"``
-    (the paper's network) the two coincide. Contextual positions never exceed ``p_max``, so no
-    position is untrained in the table sense; a longer sequence can still push more of them to
-    the clip.
+    The table ``W_cope [p_max + 1, d_head]`` lives in each
+    :class:`~interp.model.attention.Attention` (zero-initialised, as in Golovneva et al.'s code),
+    since positions are computed from that layer's own gates: ``g_ij = sigmoid(s_ij)`` of the
+    scaled, causally masked scores ``s_ij`` (``hook_cope_gates``, masked causally again after the
+    hook, so a hook that forces them to 1 gives ``p_ij = i - j + 1``), contextual positions
+    (``hook_cope_positions``), and ``q_i . e[p_ij]`` added to the scores *unscaled*. Of the two
+    published scalings (the paper's equations use ``sigmoid(q.k)``; its code gates the logits
+    already divided by ``sqrt(d)`` and adds the position term after that division) this is the
+    code's; with ``attn_scale="none"`` (the paper's network) the two coincide. Contextual positions
+    never exceed ``p_max``, so no position is untrained in the table sense; a longer sequence can
+    still push more of them to the clip.
     """
 
     def __init__(self, n_positions: int, p_max: int) -> None:

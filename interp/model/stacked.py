@@ -6,11 +6,11 @@ batched matrix products over models, and the fixed cost of each operation (dispa
 thread start) is paid once for all of them. The optimisers (SGD, Adam) are elementwise, so one
 optimiser over the stacked weights is S independent optimisers.
 
-:class:`ModelStack` stacks the parameters of S :class:`~interp.model.network.InductionNet` instances and
-re-points every model's parameters at its slice of the stack, so each model stays a normal hooked
-network (evaluation, probes and checkpoints see the weights the optimiser just updated) while the
-training step runs on the stack. :func:`stacked_logits` is the training forward: the mathematics of
-:func:`interp.model.fast.fast_logits` (and so of the hooked model), with a model axis.
+:class:`ModelStack` stacks the parameters of S :class:`~interp.model.network.InductionNet` instances
+and re-points every model's parameters at its slice of the stack, so each model stays a normal
+hooked network (evaluation, probes and checkpoints see the weights the optimiser just updated) while
+the training step runs on the stack. :func:`stacked_logits` is the training forward: the mathematics
+of :func:`interp.model.fast.fast_logits` (and so of the hooked model), with a model axis.
 
 Supported: the two-layer, one-head networks that the fast path supports with one-hot, learned or
 no positions (any attention scale, with or without ``qk_bias``): :func:`supports_stacking`.
@@ -108,7 +108,8 @@ def stacked_logits(
 ) -> Float[Tensor, "S batch L"]:
     """Query-token logits of every stacked model on its own batch (``tokens[s]`` for model s).
 
-    The same function as :func:`interp.model.fast.fast_logits` of each model (equal to float rounding).
+    The same function as :func:`interp.model.fast.fast_logits` of each model (equal to float
+    rounding).
     """
     p, cfg = stack.params, stack.cfg
     S, b, n, D = tokens.shape

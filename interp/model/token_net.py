@@ -19,12 +19,13 @@ __all__ = ["TokenNet", "token_model_config"]
 
 
 def token_model_config(task, positional: str, **overrides) -> ModelConfig:
-    """A small :class:`~interp.model.network.ModelConfig` for ``task`` (``D`` is the embedding width).
+    """A small :class:`~interp.model.network.ModelConfig` for ``task`` (``D`` is the embedding
+    width).
 
     The positional table covers the training length only (``n_positions = task.seq_len``): longer
     test sequences meet untrained absolute positions, reported by an
-    :class:`~interp.model.positional.UntrainedPositionWarning`. Defaults: ``D = 32``, 2 layers, 1 head,
-    ``d_head = 32``, classifier of width 64 with 1 hidden layer, ``attn_scale = "sqrt"``.
+    :class:`~interp.model.positional.UntrainedPositionWarning`. Defaults: ``D = 32``, 2 layers, 1
+    head, ``d_head = 32``, classifier of width 64 with 1 hidden layer, ``attn_scale = "sqrt"``.
     """
     base = dict(
         D=32,

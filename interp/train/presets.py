@@ -1,9 +1,10 @@
-"""Named settings for the CLI and notebooks (:mod:`interp.experiments.notebook_setting`): the paper's runs, its Fig 2 sweeps and a fast demo.
+"""Named settings for the CLI and notebooks (:mod:`interp.experiments.notebook_setting`): the
+paper's runs, its Fig 2 sweeps and a fast demo.
 
 Each preset is a ``(TaskConfig, model overrides, TrainConfig)`` triple. Deviations from the paper's
 settings are said in the preset's ``note`` and recorded in ``config.json`` through the configs.
-Sweep presets (``fig2-*``, ``quanta-alpha``) add a grid and seeds for ``induction-cliff sweep`` (:mod:`interp.experiments.sweep`);
-their configs are the base that every point of the grid modifies.
+Sweep presets (``fig2-*``, ``quanta-alpha``) add a grid and seeds for ``induction-cliff sweep``
+(:mod:`interp.experiments.sweep`); their configs are the base that every point of the grid modifies.
 """
 
 from __future__ import annotations
@@ -27,7 +28,8 @@ class Preset:
     Attributes:
         name: preset name, as given to ``--preset``.
         task: the task.
-        model: overrides of :class:`~interp.model.network.ModelConfig` fields (the rest from the task).
+        model: overrides of :class:`~interp.model.network.ModelConfig` fields (the rest from the
+            task).
         train: optimiser and schedule.
         note: what the preset reproduces, and how it deviates from the paper.
         grid: for a sweep preset, the grid that ``induction-cliff sweep`` runs: config field
@@ -318,7 +320,8 @@ PRESETS: dict[str, Preset] = {
                 n_log_checkpoints=4,
             ),
             model=dict(d_mlp=32),
-            note="Tiny smoke-test setting (seconds). DEVIATION: much smaller task and network, Adam.",
+            note="Tiny smoke-test setting (seconds). "
+            "DEVIATION: much smaller task and network, Adam.",
         ),
         *_fig2_presets(),
         _quanta_preset(),

@@ -50,7 +50,8 @@ def train_token_task(
         The trained model and a DataFrame with one row per evaluation: ``step, train_loss`` and
         ``{set}_acc, {set}_seq_acc`` for each test set of ``task.test_sets``. Positions past the
         absolute table in the long sets raise an
-        :class:`~interp.model.positional.UntrainedPositionWarning` (callers decide whether to silence it).
+        :class:`~interp.model.positional.UntrainedPositionWarning` (callers decide whether to
+        silence it).
     """
     run = _TokenRun(
         task,

@@ -7,9 +7,10 @@ A run directory holds everything needed to analyse or resume a run::
       metrics.csv          one row per evaluation (accuracies, losses, progress measures)
       per_class_iw.csv     one row per evaluation: IW accuracy of each class (per_class_iw > 0)
       checkpoints/
-        step_00001000.safetensors   weights, on a log-spaced + regular + "where things happen" schedule
-        resume.pt                   model, optimizer, RNG state, step: written atomically at every
-                                    evaluation and on Ctrl-C
+        step_00001000.safetensors   weights, on a log-spaced + regular + "where things
+                                    happen" schedule
+        resume.pt                   model, optimizer, RNG state, step: written atomically at
+                                    every evaluation and on Ctrl-C
 
 ``train`` returns the metrics as a pandas DataFrame; :func:`interp.io.rundir.load_run` reopens a
 finished run. What each evaluation computes is handed in as callbacks (:class:`EvalCallback`):
@@ -145,8 +146,8 @@ def train(
             and the last good checkpoint are kept).
         TrainingInterrupted: SIGINT or SIGTERM stopped the run at a step boundary (state saved;
             a subclass of KeyboardInterrupt).
-        RunDirectoryError: ``out_dir`` cannot take this run (see :class:`interp.io.rundir.RunWriter`):
-            nothing was written then.
+        RunDirectoryError: ``out_dir`` cannot take this run (see
+            :class:`interp.io.rundir.RunWriter`): nothing was written then.
     """
     run = _RunState(
         task,
@@ -615,7 +616,8 @@ def _device_sampler_draws(generator) -> bool:
 def _single_step(run: Any):
     """One optimisation step of one run (any object with the loop's run attributes: ``model``,
     ``cfg``, ``optimizer_state``, ``sample()``, ``batch_loss(batch)``, ``diverged(value)`` and the
-    loss accumulators; :class:`_RunState` is the network's, :mod:`interp.train.token_training` has another)."""
+    loss accumulators; :class:`_RunState` is the network's, :mod:`interp.train.token_training` has
+    another)."""
     model = run.model
     optimizer = run.optimizer = _make_optimizer(
         [p for p in model.parameters() if p.requires_grad], run.cfg

@@ -4,7 +4,8 @@ For run directories written by :func:`interp.train.training.train` (format in ``
 
 - ``training_dynamics``: loss and IC / IC2 / IW accuracy against step, every run faint, mean bold,
   detected transitions dashed (the paper's Fig. 1d); runs of different configs (see
-  :mod:`interp.analysis.compare`) are drawn side by side instead, one colour per config, never averaged;
+  :mod:`interp.analysis.compare`) are drawn side by side instead, one colour per config, never
+  averaged;
 - ``progress_measures``: ILA1, TILA2, TLA2, CLA, IC accuracy and head scores on one step axis;
 - ``attention_maps.html`` and ``attention_maps_average.html``: both layers' attention on one IC
   sequence, and averaged over IC sequences, with a slider across checkpoints (interactive only);

@@ -1,4 +1,5 @@
-"""Figures of the local learning coefficient (:mod:`interp.analysis.llc`) beside the progress measures.
+"""Figures of the local learning coefficient (:mod:`interp.analysis.llc`) beside the progress
+measures.
 
 - :func:`plot_llc`: the LLC (mean over chains, each chain as a dot, +-1 std band) against step, on
   the same step axis as IC accuracy and the progress measures ILA1 / TILA2, with the detected

@@ -79,7 +79,8 @@ def plot_quanta(analysis, *, title: str = "Per-class in-weights learning", note=
     """IW accuracy and its per-class decomposition above the per-class accuracy raster.
 
     Args:
-        analysis: a :class:`interp.analysis.quanta.QuantaAnalysis` (:func:`~interp.analysis.quanta.analyse_run`).
+        analysis: a :class:`interp.analysis.quanta.QuantaAnalysis`
+            (:func:`~interp.analysis.quanta.analyse_run`).
         title: figure title.
         note: deviations from the paper's settings, under the title (the learning rule and the
             two RMS distances are added).

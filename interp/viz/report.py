@@ -1,12 +1,14 @@
 """One self-contained offline HTML page per run or comparison (``induction-cliff report``).
 
-The page holds, for the runs given (grouped by config with :func:`interp.analysis.compare.group_runs`):
+The page holds, for the runs given (grouped by config with
+:func:`interp.analysis.compare.group_runs`):
 
 1. the config and every deviation from the paper's settings (optimiser, schedule, positional
    encoding, ..., the preset's own note when the config is a preset's);
 2. training dynamics and progress measures (seeds of a config aggregated; different configs side
    by side, labelled by the fields that differ);
-3. the transition table (:func:`interp.analysis.transition.transition_report`) and the order of events;
+3. the transition table (:func:`interp.analysis.transition.transition_report`) and the order of
+   events;
 4. the nested-logit fit (the run's ``fit.json`` settings, or a fit on every step) and the
    forecast of the jump from the first 80% of the plateau
    (as :func:`phenomenology.fit.forecast_transition` does);
@@ -302,8 +304,8 @@ def _transition_section(ctx: Context) -> str:
 
 def _calibrated_forecast(run, note, cutoff: float, fraction: float, observed) -> str:
     """The calibrated forecast from the IC loss seen up to ``cutoff`` (progress or template, as
-    ``induction-cliff fit RUN --fraction F`` gives it: :func:`phenomenology.fit.calibrated_forecast`),
-    its figure and its error."""
+    ``induction-cliff fit RUN --fraction F`` gives it:
+    :func:`phenomenology.fit.calibrated_forecast`), its figure and its error."""
     from interp.viz.dynamics_plots import forecast_figure
     from phenomenology.fit import calibrated_forecast, read_run
     from phenomenology.transition_law import law_prior

@@ -100,7 +100,8 @@ def _one_field_too_many(text: str, row: int) -> str:
         (
             "transition-law.csv",
             lambda t: _one_field_too_many(t, 3),
-            "transition-law.csv is not a readable CSV table (C error: Expected 28 fields in line 3, saw 29)",
+            "transition-law.csv is not a readable CSV table "
+            "(C error: Expected 28 fields in line 3, saw 29)",
         ),
     ],
 )

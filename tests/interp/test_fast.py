@@ -131,8 +131,8 @@ def test_output_identity_check_is_cached_per_buffer_version(monkeypatch):
 @pytest.mark.parametrize("n_layers", [2, 3])
 def test_fast_path_at_several_lengths_in_turn_equals_hooked_model(n_layers):
     """The causal mask and key counts are built once per length: sequences of 2, 4, 8 and again
-    2 pairs (5, 9, 17 and 5 tokens), one after another, each equal the hooked model (a mask of the wrong length would fail
-    to broadcast or let a query see later tokens)."""
+    2 pairs (5, 9, 17 and 5 tokens), one after another, each equal the hooked model (a mask of the
+    wrong length would fail to broadcast or let a query see later tokens)."""
     gen = TaskGenerator(TASK, 0)
     model = InductionNet(ModelConfig.from_task(TASK, n_layers=n_layers), seed=0).double()
     for n_pairs in (2, 4, 8, 2):

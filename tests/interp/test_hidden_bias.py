@@ -1,4 +1,5 @@
-"""The classifier's hidden biases: the author's one scalar per layer (the default) and per-unit ones.
+"""The classifier's hidden biases: the author's one scalar per layer (the default) and per-unit
+ones.
 
 The reference is a plain-torch implementation of the author's network written here from the
 paper's equations (docs/science.md section 2), sharing no code with the toolkit: the toolkit's

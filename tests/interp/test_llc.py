@@ -1,4 +1,5 @@
-"""The LLC driver (interp.analysis.llc): a known answer, diagnostics, llc.csv, the CLI and the figure."""
+"""The LLC driver (interp.analysis.llc): a known answer, diagnostics, llc.csv, the CLI and the
+figure."""
 
 import math
 

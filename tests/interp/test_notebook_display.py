@@ -1,4 +1,5 @@
-"""interp.viz.notebook: interactive figures with a PNG beside them, and the fallback without Chromium."""
+"""interp.viz.notebook: interactive figures with a PNG beside them, and the fallback without
+Chromium."""
 
 import logging
 

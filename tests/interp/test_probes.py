@@ -22,9 +22,10 @@ def hand_built_induction_net(
     """An untrained network whose attention weights implement the induction circuit analytically.
 
     Residual = [content (D) | one-hot position (P)].
-    Layer 1: query coordinate p carries ``c * [pos = p]``, key coordinate p + 1 carries ``[pos = p]``,
-    so each token attends to the token one position earlier (the previous-token head); W_V copies the
-    content into the position block, so a label token now holds its item there.
+    Layer 1: query coordinate p carries ``c * [pos = p]``, key coordinate p + 1 carries
+    ``[pos = p]``, so each token attends to the token one position earlier (the previous-token
+    head); W_V copies the content into the position block, so a label token now holds its item
+    there.
     Layer 2: the query's content is matched against (copied-item block - own content): the query
     attends to the labels whose item has its class (the induction head); W_V copies label content.
     """

@@ -144,7 +144,8 @@ def quanta_run(tmp_path_factory):
 
 def test_exact_decomposition_matches_the_iw_set_of_a_trained_network(quanta_run):
     """The premise of the decomposition: the IW set draws its query class from p(k), so
-    sum_k p(k) acc_k equals IW accuracy (here on large fresh sets, where sampling noise is small)."""
+    sum_k p(k) acc_k equals IW accuracy (here on large fresh sets, where sampling noise is
+    small)."""
     from interp.analysis.evaluation import accuracy_and_loss, per_class_accuracy
     from interp.io.rundir import load_run
 

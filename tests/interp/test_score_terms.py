@@ -26,7 +26,8 @@ def _model(**overrides):
 
 
 def _margin(score, n_pairs=TASK.N):
-    """Mean over label rows t = 1, 3, .. of score(t, t-1) - mean of score(t, j), j <= t, j != t-1."""
+    """Mean over label rows t = 1, 3, .. of score(t, t-1) - mean of score(t, j), j <= t,
+    j != t-1."""
     total = 0.0
     for i in range(n_pairs):
         t = 2 * i + 1

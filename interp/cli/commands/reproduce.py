@@ -30,8 +30,8 @@ def add_arguments(p) -> None:
         "--out",
         default=None,
         metavar="PATH",
-        help="folder of EXPERIMENT.csv and EXPERIMENT.md (default docs/results for full, runs/results for "
-        "quick)",
+        help="folder of EXPERIMENT.csv and EXPERIMENT.md "
+        "(default docs/results for full, runs/results for quick)",
     )
     p.add_argument(
         "--runs",

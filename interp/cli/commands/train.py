@@ -121,7 +121,8 @@ def run(args) -> int:
     )
     last = metrics.iloc[-1]
     print(
-        f"done: step {int(last['step'])}  IC acc {last['ic_acc']:.3f}  IC2 acc {last['ic2_acc']:.3f}  "
+        f"done: step {int(last['step'])}  IC acc {last['ic_acc']:.3f}  "
+        f"IC2 acc {last['ic2_acc']:.3f}  "
         f"IW acc {last['iw_acc']:.3f}  -> {out}"
     )
     return 0

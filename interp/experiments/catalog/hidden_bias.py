@@ -66,7 +66,8 @@ def _headline(rows: pd.DataFrame) -> str:
     for lr, g in rows.groupby(pd.to_numeric(rows["lr"]), sort=True):
         jumped = _jumped(g)
         counts = ", ".join(
-            f"{f} {int(jumped[g['hidden_bias'] == f].sum())} of {int((g['hidden_bias'] == f).sum())}"
+            f"{f} {int(jumped[g['hidden_bias'] == f].sum())} "
+            f"of {int((g['hidden_bias'] == f).sum())}"
             for f in FORMS
         )
         diff = _spread(paired(g)["difference"])

@@ -327,7 +327,8 @@ def _law_lines(rows: pd.DataFrame) -> list[str]:
         se_s = math.sqrt((resid**2).sum() / (len(x) - 2) / ((x - x.mean()) ** 2).sum())
         q = float(student.ppf(0.975, len(x) - 2))
         lines.append(
-            f"On the N axis alone (lr 0.1, B=1, N = {', '.join(f'{v:g}' for v in sorted(axis['N'].unique()))}"
+            "On the N axis alone (lr 0.1, B=1, "
+            f"N = {', '.join(f'{v:g}' for v in sorted(axis['N'].unique()))}"
             f", {len(axis)} runs) the slope of log T on log N is {slope:.2f} (95%: "
             f"{slope - q * se_s:.2f} to {slope + q * se_s:.2f})."
         )
