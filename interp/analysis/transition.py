@@ -113,6 +113,88 @@ class TransitionResult:
         return asdict(self)
 
 
+def _clean_curve(steps: Sequence[float], values: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
+    """``steps`` and ``values`` as float arrays sorted by step, rows with a non-finite entry
+    dropped; a ValueError when their shapes differ."""
+    steps = np.asarray(steps, float)
+    values = np.asarray(values, float)
+    if steps.shape != values.shape:
+        raise ValueError(
+            f"steps and values must have the same shape, got {steps.shape} and {values.shape}"
+        )
+    ok = np.isfinite(steps) & np.isfinite(values)
+    order = np.argsort(steps[ok])
+    return steps[ok][order], values[ok][order]
+
+
+def _too_few_points(values: np.ndarray) -> dict:
+    """The fields of a result for a curve of fewer than 5 points: no transition, its two ends."""
+    return dict(
+        transitioned=False,
+        step=None,
+        width=None,
+        plateau_level=float(values[0]) if len(values) else float("nan"),
+        plateau_end=None,
+        plateau_length=None,
+        final_level=float(values[-1]) if len(values) else float("nan"),
+        r2=float("nan"),
+        reason=f"too few points ({len(values)} < 5) to detect a transition",
+    )
+
+
+def _no_transition(smoothed: np.ndarray, reason: str, r2: float = float("nan")) -> TransitionResult:
+    """No transition: the levels are the means of the smoothed curve's first and last tenths."""
+    k = max(1, len(smoothed) // 10)
+    head, tail = float(smoothed[:k].mean()), float(smoothed[-k:].mean())
+    return TransitionResult(False, None, None, head, None, None, tail, r2, reason)
+
+
+def _fit_logistic(
+    steps: np.ndarray, values: np.ndarray, smoothed: np.ndarray, min_rise: float
+) -> tuple[np.ndarray | None, str]:
+    """Least-squares logistic started at the smoothed curve's steepest rise, its levels from the
+    smoothed curve on either side: ``(popt, "")``, or ``(None, reason)`` when the smoothed rise is
+    under ``min_rise`` or the fit fails."""
+    span = steps[-1] - steps[0]
+    grad = np.gradient(smoothed, steps)
+    i_mid = int(np.argmax(grad))
+    low0, high0 = float(np.min(smoothed[: i_mid + 1])), float(np.max(smoothed[i_mid:]))
+    if high0 - low0 < min_rise:
+        return None, f"rise {high0 - low0:.3g} < min_rise {min_rise}"
+    slope = grad[i_mid]
+    scale0 = max((high0 - low0) / (4 * slope) if slope > 0 else span / 10, span / len(steps) / 4)
+    p0 = [low0, high0, steps[i_mid], scale0]
+    lo = [min(values) - 1, min(values) - 1, steps[0] - span, span / len(steps) / 20]
+    hi = [max(values) + 1, max(values) + 1, steps[-1] + span, 10 * span]
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", OptimizeWarning)
+            popt, _ = curve_fit(logistic, steps, values, p0=p0, bounds=(lo, hi), maxfev=20000)
+    except (RuntimeError, ValueError) as err:
+        return None, f"logistic fit failed ({err})"
+    return popt, ""
+
+
+def _logistic_reason(
+    steps: np.ndarray, popt: np.ndarray, r2: float, min_rise, min_r2, max_width_fraction
+) -> str:
+    """Why a fitted logistic does not count as a transition ("" when it does)."""
+    low, high, mid, scale = (float(x) for x in popt)
+    span = steps[-1] - steps[0]
+    if high - low < min_rise:
+        return f"fitted rise {high - low:.3g} < min_rise {min_rise}"
+    if not steps[0] <= mid <= steps[-1]:
+        return f"fitted midpoint {mid:.0f} outside the recorded steps"
+    if r2 < min_r2:
+        return f"logistic R^2 {r2:.2f} < {min_r2}"
+    if 2 * _LN9 * scale > max_width_fraction * span:
+        return (
+            f"gradual rise: 10-90% width {2 * _LN9 * scale:.0f} steps > {max_width_fraction:g} of "
+            f"the recorded span ({span:.0f})"
+        )
+    return ""
+
+
 def detect_transition(
     steps: Sequence[float],
     values: Sequence[float],
@@ -136,73 +218,20 @@ def detect_transition(
     Returns:
         A :class:`TransitionResult`.
     """
-    steps = np.asarray(steps, float)
-    values = np.asarray(values, float)
-    if steps.shape != values.shape:
-        raise ValueError(
-            f"steps and values must have the same shape, got {steps.shape} and {values.shape}"
-        )
-    ok = np.isfinite(steps) & np.isfinite(values)
-    steps, values = steps[ok], values[ok]
+    steps, values = _clean_curve(steps, values)
     if len(steps) < 5:
-        head = float(values[0]) if len(values) else float("nan")
-        tail = float(values[-1]) if len(values) else float("nan")
-        return TransitionResult(
-            False,
-            None,
-            None,
-            head,
-            None,
-            None,
-            tail,
-            float("nan"),
-            f"too few points ({len(steps)} < 5) to detect a transition",
-        )
-    order = np.argsort(steps)
-    steps, values = steps[order], values[order]
-    window = smooth_window or max(3, len(steps) // 20)
-    s = smooth(values, window)
-
-    def no_transition(reason: str, r2: float = float("nan")) -> TransitionResult:
-        head = s[: max(1, len(s) // 10)].mean()
-        tail = s[-max(1, len(s) // 10) :].mean()
-        return TransitionResult(False, None, None, float(head), None, None, float(tail), r2, reason)
-
-    span = steps[-1] - steps[0]
-    # Start: the steepest rise of the smoothed curve, levels from its two ends.
-    grad = np.gradient(s, steps)
-    i_mid = int(np.argmax(grad))
-    low0, high0 = float(np.min(s[: i_mid + 1])), float(np.max(s[i_mid:]))
-    if high0 - low0 < min_rise:
-        return no_transition(f"rise {high0 - low0:.3g} < min_rise {min_rise}")
-    slope = grad[i_mid]
-    scale0 = max((high0 - low0) / (4 * slope) if slope > 0 else span / 10, span / len(steps) / 4)
-    p0 = [low0, high0, steps[i_mid], scale0]
-    lo = [min(values) - 1, min(values) - 1, steps[0] - span, span / len(steps) / 20]
-    hi = [max(values) + 1, max(values) + 1, steps[-1] + span, 10 * span]
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", OptimizeWarning)
-            popt, _ = curve_fit(logistic, steps, values, p0=p0, bounds=(lo, hi), maxfev=20000)
-    except (RuntimeError, ValueError) as err:
-        return no_transition(f"logistic fit failed ({err})")
-    low, high, mid, scale = (float(x) for x in popt)
-    pred = logistic(steps, *popt)
-    ss_res = float(np.sum((values - pred) ** 2))
+        return TransitionResult(**_too_few_points(values))
+    smoothed = smooth(values, smooth_window or max(3, len(steps) // 20))
+    popt, reason = _fit_logistic(steps, values, smoothed, min_rise)
+    if popt is None:
+        return _no_transition(smoothed, reason)
+    ss_res = float(np.sum((values - logistic(steps, *popt)) ** 2))
     ss_tot = float(np.sum((values - values.mean()) ** 2)) or 1e-300
     r2 = 1.0 - ss_res / ss_tot
-    if high - low < min_rise:
-        return no_transition(f"fitted rise {high - low:.3g} < min_rise {min_rise}", r2)
-    if not steps[0] <= mid <= steps[-1]:
-        return no_transition(f"fitted midpoint {mid:.0f} outside the recorded steps", r2)
-    if r2 < min_r2:
-        return no_transition(f"logistic R^2 {r2:.2f} < {min_r2}", r2)
-    if 2 * _LN9 * scale > max_width_fraction * span:
-        return no_transition(
-            f"gradual rise: 10-90% width {2 * _LN9 * scale:.0f} steps > {max_width_fraction:g} of "
-            f"the recorded span ({span:.0f})",
-            r2,
-        )
+    reason = _logistic_reason(steps, popt, r2, min_rise, min_r2, max_width_fraction)
+    if reason:
+        return _no_transition(smoothed, reason, r2)
+    low, high, mid, scale = (float(x) for x in popt)
     plateau_end = mid - _LN9 * scale
     plateau_length = max(0.0, plateau_end - steps[0])
     return TransitionResult(
@@ -316,74 +345,64 @@ def find_transition(
         raise ValueError(f"method must be one of {METHODS} or None, got {method!r}")
     if direction is not None and direction not in ("rising", "falling"):
         raise ValueError(f"direction must be 'rising', 'falling' or None, got {direction!r}")
-    steps = np.asarray(steps, float)
-    values = np.asarray(values, float)
-    if steps.shape != values.shape:
-        raise ValueError(
-            f"steps and values must have the same shape, got {steps.shape} and {values.shape}"
-        )
-    ok = np.isfinite(steps) & np.isfinite(values)
-    order = np.argsort(steps[ok])
-    steps, values = steps[ok][order], values[ok][order]
+    steps, values = _clean_curve(steps, values)
     if direction is None:
         k = max(1, len(values) // 10)
         direction = "falling" if values[-k:].mean() < values[:k].mean() else "rising"
     if method is None:
         method = "cliff" if direction == "falling" else "logistic"
-    first = float(steps[0]) if len(steps) else None
     if method == "logistic":
-        y = values if direction == "rising" else -values
-        r = detect_transition(
-            steps, y, min_rise=0.3 if min_rise is None else min_rise, smooth_window=smooth_window
-        )
-        fields = r.to_dict()
-        if direction == "falling":
-            fields["plateau_level"], fields["final_level"] = -r.plateau_level, -r.final_level
-            fields["plateau_measured"] = -r.plateau_measured
-        return Transition(**fields, method=method, direction=direction, plateau_start=first)
+        return _logistic_transition(steps, values, direction, min_rise, smooth_window)
+    return _cliff_transition(steps, values, direction, min_rise, max_width_ratio, smooth_window)
+
+
+def _logistic_transition(steps, values, direction, min_rise, smooth_window) -> Transition:
+    """:func:`find_transition` by the logistic: :func:`detect_transition` on the curve turned
+    rising, its levels turned back."""
+    y = values if direction == "rising" else -values
+    r = detect_transition(
+        steps, y, min_rise=0.3 if min_rise is None else min_rise, smooth_window=smooth_window
+    )
+    fields = r.to_dict()
+    if direction == "falling":
+        fields["plateau_level"], fields["final_level"] = -r.plateau_level, -r.final_level
+        fields["plateau_measured"] = -r.plateau_measured
+    first = float(steps[0]) if len(steps) else None
+    return Transition(**fields, method="logistic", direction=direction, plateau_start=first)
+
+
+def _cliff_transition(
+    steps, values, direction, min_rise, max_width_ratio, smooth_window
+) -> Transition:
+    """:func:`find_transition` by the cliff: the steepest log-step drop of the curve turned
+    falling, smoothed symmetrically (:func:`interp.analysis.cliff.detect_cliff`)."""
     from interp.analysis.cliff import detect_cliff
 
-    y = values if direction == "falling" else -values
+    labels = dict(method="cliff", direction=direction)
     if len(steps) < 5:
-        head = float(values[0]) if len(values) else float("nan")
-        tail = float(values[-1]) if len(values) else float("nan")
-        return Transition(
-            False,
-            None,
-            None,
-            head,
-            None,
-            None,
-            tail,
-            float("nan"),
-            f"too few points ({len(steps)} < 5) to detect a transition",
-            method=method,
-            direction=direction,
-            plateau_start=first,
-        )
-    y = smooth_symmetric(y, smooth_window or 5)
-    c = detect_cliff(np.maximum(steps, 1e-9), y)
+        first = float(steps[0]) if len(steps) else None
+        return Transition(**_too_few_points(values), **labels, plateau_start=first)
     sign = 1.0 if direction == "falling" else -1.0
+    y = smooth_symmetric(sign * values, smooth_window or 5)
+    c = detect_cliff(np.maximum(steps, 1e-9), y)
     drop = c.plateau_loss - c.floor_loss
     need = (0.3 if min_rise is None else min_rise) * abs(c.plateau_loss)
     reason = _no_cliff_reason(c, drop, need, float(steps[-1]), max_width_ratio)
+    plateau_end, plateau_length = float(c.onset), float(c.onset - c.plateau_start)
     return Transition(
         transitioned=not reason,
         step=float(c.transition),
         width=float(c.width),
         plateau_level=sign * c.plateau_loss,
-        plateau_end=float(c.onset),
-        plateau_length=float(c.onset - c.plateau_start),
+        plateau_end=plateau_end,
+        plateau_length=plateau_length,
         final_level=sign * c.floor_loss,
         r2=float("nan"),
         reason=reason,
         plateau_measured=(
-            _plateau_median(steps, values, float(c.onset), float(c.onset - c.plateau_start))
-            if not reason
-            else float("nan")
+            float("nan") if reason else _plateau_median(steps, values, plateau_end, plateau_length)
         ),
-        method=method,
-        direction=direction,
+        **labels,
         plateau_start=float(c.plateau_start),
     )
 
