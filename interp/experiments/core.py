@@ -573,7 +573,6 @@ def reproduce(
     Returns:
         The rows (as written) and the files written.
     """
-    from interp.experiments.sweep import run_sweep
     from interp.io.atomic import write_text_atomic
 
     if tier not in TIERS:
@@ -594,30 +593,7 @@ def reproduce(
         "machine": _machine(device),
     }
     for sweep in t.sweeps:
-        d = base / f"{tier}-{sweep.name}"
-        log_file = base / f"{tier}-{sweep.name}.runs.csv"  # when, where and how long each trained
-        known = pd.read_csv(log_file) if log_file.exists() else pd.DataFrame(columns=RUN_LOG)
-        log(f"{experiment.name} [{tier}] {sweep.command()} -> {d}")
-        before = _done_points(d)
-        t0 = time.perf_counter()
-        summary = run_sweep(
-            sweep.spec(), d, backend=backend, workers=workers, figures=False, log=log
-        )
-        wall = time.perf_counter() - t0
-        unfinished = summary.loc[summary["status"] != "done", "point"].tolist()
-        if unfinished:
-            raise RuntimeError(
-                f"{d}: points {unfinished} did not finish; nothing was written: rerun the "
-                "same command to resume them"
-            )
-        trained = [p for p in summary["point"] if p not in before]
-        if trained:
-            fresh = pd.DataFrame(
-                [{"point": p, "wall_s": wall / len(trained), **now} for p in trained]
-            )
-            known = pd.concat([known[~known["point"].isin(trained)], fresh], ignore_index=True)
-            base.mkdir(parents=True, exist_ok=True)
-            write_text_atomic(log_file, known.to_csv(index=False))
+        d, known = _train_sweep(experiment, tier, sweep, now, base, backend, workers, log)
         for _, k in known.iterrows():
             trained_by[(sweep.name, k["point"])] = {c: k[c] for c in RUN_LOG if c != "point"}
         dirs.append(d)
@@ -625,20 +601,7 @@ def reproduce(
     rows = experiment.analyse(experiment, tier, dirs).copy()
     analysis_wall = time.perf_counter() - t0
     names = [s.name for s in t.sweeps]
-    if "point" in rows.columns and "sweep" in rows.columns:
-        # a run's provenance is that of its training, which may predate this call
-        unknown = {"wall_s": math.nan, "commit": "not recorded", "date": "", "machine": ""}
-        made = [trained_by.get((s, p), unknown) for s, p in zip(rows["sweep"], rows["point"])]
-        for col in ("wall_s", "commit", "date", "machine"):
-            rows[col] = [m[col] for m in made]
-        rows["format_version"] = [
-            _run_version(dirs[names.index(s)] / p) for s, p in zip(rows["sweep"], rows["point"])
-        ]
-    else:
-        rows["wall_s"] = rows["wall_s"] if "wall_s" in rows else analysis_wall / max(len(rows), 1)
-        for col, value in now.items():
-            rows[col] = value
-        rows["format_version"] = current_format_version()
+    rows = _with_provenance(rows, names, dirs, trained_by, now, analysis_wall)
     rows["source"] = "run"
     rows["tier"] = tier
     rows["command"] = command or f"induction-cliff reproduce {experiment.name} --tier {tier}"
@@ -652,6 +615,56 @@ def reproduce(
     write_text_atomic(csv, rows.to_csv(index=False))
     written = [csv, *render(experiment, out, figures=figures)]
     return read_rows(csv, experiment.meta), written
+
+
+def _train_sweep(experiment, tier, sweep, now, base: Path, backend, workers, log):
+    """Train (or resume) one sweep of ``tier`` into ``base/TIER-SWEEP``; returns that folder and
+    its run log (``TIER-SWEEP.runs.csv``: when, where and how long each point trained), with the
+    points this call trained recorded as ``now``. A point that does not finish is an error."""
+    from interp.experiments.sweep import run_sweep
+    from interp.io.atomic import write_text_atomic
+
+    d = base / f"{tier}-{sweep.name}"
+    log_file = base / f"{tier}-{sweep.name}.runs.csv"
+    known = pd.read_csv(log_file) if log_file.exists() else pd.DataFrame(columns=RUN_LOG)
+    log(f"{experiment.name} [{tier}] {sweep.command()} -> {d}")
+    before = _done_points(d)
+    t0 = time.perf_counter()
+    summary = run_sweep(sweep.spec(), d, backend=backend, workers=workers, figures=False, log=log)
+    wall = time.perf_counter() - t0
+    unfinished = summary.loc[summary["status"] != "done", "point"].tolist()
+    if unfinished:
+        raise RuntimeError(
+            f"{d}: points {unfinished} did not finish; nothing was written: rerun the "
+            "same command to resume them"
+        )
+    trained = [p for p in summary["point"] if p not in before]
+    if trained:
+        fresh = pd.DataFrame([{"point": p, "wall_s": wall / len(trained), **now} for p in trained])
+        known = pd.concat([known[~known["point"].isin(trained)], fresh], ignore_index=True)
+        base.mkdir(parents=True, exist_ok=True)
+        write_text_atomic(log_file, known.to_csv(index=False))
+    return d, known
+
+
+def _with_provenance(rows, names, dirs, trained_by, now, analysis_wall) -> pd.DataFrame:
+    """``rows`` with ``wall_s``, ``commit``, ``date``, ``machine`` and ``format_version``: a run's
+    (by its ``sweep`` and ``point``) are those of its training, which may predate this call; rows
+    of no run get this call's."""
+    if "point" in rows.columns and "sweep" in rows.columns:
+        unknown = {"wall_s": math.nan, "commit": "not recorded", "date": "", "machine": ""}
+        made = [trained_by.get((s, p), unknown) for s, p in zip(rows["sweep"], rows["point"])]
+        for col in ("wall_s", "commit", "date", "machine"):
+            rows[col] = [m[col] for m in made]
+        rows["format_version"] = [
+            _run_version(dirs[names.index(s)] / p) for s, p in zip(rows["sweep"], rows["point"])
+        ]
+    else:
+        rows["wall_s"] = rows["wall_s"] if "wall_s" in rows else analysis_wall / max(len(rows), 1)
+        for col, value in now.items():
+            rows[col] = value
+        rows["format_version"] = current_format_version()
+    return rows
 
 
 def _reproduce_own(experiment, tier, out: Path, runs: Path, workers, figures, command, log):
