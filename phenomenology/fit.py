@@ -280,8 +280,9 @@ def _add_forecast(
     calibration=None,
 ):
     """The forecast fields of :func:`fit_curve`'s result: the calibrated forecast of an IC-loss
-    plateau where it applies, else the fitted model's transition, else why there is none.
-    Returns the problem that stops a forecast (None: there is a forecast)."""
+    plateau where it applies, else the fitted model's transition, else why there is none; and
+    where there is a forecast and ``out["observed"]`` a transition, the forecast's error (forecast
+    minus observed step, and that over the observed step)."""
     calibrated = None
     if problem is None and model == NestedLogitModel.name and target == "ic_loss":
         calibrated = calibrated_forecast(
@@ -337,7 +338,10 @@ def _add_forecast(
         out["forecast"] = f"cannot forecast: {problem}"
         out["forecast_transition_step"] = None
         out["forecast_interval"] = None
-    return problem
+    actual = out["observed"]["transition_step"]
+    if problem is None and actual is not None:
+        out["forecast_error"] = out["forecast_transition_step"] - actual
+        out["forecast_relative_error"] = out["forecast_error"] / actual
 
 
 def fit_curve(
@@ -398,8 +402,6 @@ def fit_curve(
     Raises:
         ValueError: one line naming the field (and ``source``) for every bad input.
     """
-    from interp.analysis.transition import measure_direction
-
     check_curve(
         curve,
         task=task,
@@ -410,42 +412,26 @@ def fit_curve(
         options=options,
         source=source,
     )
-    if until is not None and fraction is not None:
-        raise ValueError("give --until or --fraction, not both")
+    _check_cutoff(until, fraction)
     check_forecast_method(
         curve, method=method, progress_column=progress_column, optimizer=optimizer, source=source
     )
-    if fraction is not None and not 0 < fraction <= 1:
-        raise ValueError(f"--fraction must be in (0, 1], got {fraction!r}")
     target = target or column
     df = _clean(curve, [column, *aux]).rename(columns={column: target})
     observed = observed_transition(df, column=target)
     cutoff, part = _seen_part(df, observed, until, fraction, source)
     kwargs = {"n_boot": n_boot, "random_state": random_state} | dict(estimator_options or {})
-    est = DynamicsFit(
-        model, task=dict(task), target=target, aux=tuple(aux), options=options, **kwargs
-    )
-    est.fit(part["step"].to_numpy(dtype=float), part[[target, *aux]])
-    out = est.summary()
-    steps = part["step"].to_numpy(dtype=float)
-    problem = plateau_problem(
-        steps, part[target].to_numpy(dtype=float), direction=measure_direction(target)
-    )
-    if problem is None and not math.isfinite(est.transition_step_):
-        problem = "the fitted model has no transition within 100 times the fitted span"
+    est, out, problem = _fit_seen_part(part, df, model, task, target, aux, options, kwargs)
     out["column"] = column
     out["options"] = dict(options or {})
-    out["fitted_until"] = float(steps[-1])
     out["until_step"] = None if cutoff is None else float(cutoff)
-    out["n_points_fitted"] = int(len(part))
-    out["r2_all"] = est.score(df["step"].to_numpy(dtype=float), df[target].to_numpy(dtype=float))
     out["observed"] = observed
-    problem = _add_forecast(
+    _add_forecast(
         out,
         curve,
         est,
         problem,
-        until=float(steps[-1]),
+        until=out["fitted_until"],
         task=task,
         model=model,
         target=target,
@@ -456,12 +442,40 @@ def fit_curve(
         prior=prior,
         calibration=calibration,
     )
-    actual = observed["transition_step"]
-    if problem is None and actual is not None:
-        out["forecast_error"] = out["forecast_transition_step"] - actual
-        out["forecast_relative_error"] = out["forecast_error"] / actual
     out["source"] = source
     return _jsonable(out)
+
+
+def _check_cutoff(until, fraction) -> None:
+    """One line for a cut-off asked for twice or a fraction outside (0, 1]."""
+    if until is not None and fraction is not None:
+        raise ValueError("give --until or --fraction, not both")
+    if fraction is not None and not 0 < fraction <= 1:
+        raise ValueError(f"--fraction must be in (0, 1], got {fraction!r}")
+
+
+def _fit_seen_part(part, df, model, task, target, aux, options, kwargs) -> tuple:
+    """Fit ``model`` (a :class:`DynamicsFit` with ``kwargs``) to the part of the curve seen;
+    returns the fitted estimator, its summary (plus ``fitted_until``, ``n_points_fitted`` and
+    ``r2_all``, the R^2 on the whole curve ``df``) and the problem that stops a forecast from it
+    (None when there is none)."""
+    from interp.analysis.transition import measure_direction
+
+    est = DynamicsFit(
+        model, task=dict(task), target=target, aux=tuple(aux), options=options, **kwargs
+    )
+    steps = part["step"].to_numpy(dtype=float)
+    est.fit(steps, part[[target, *aux]])
+    out = est.summary()
+    problem = plateau_problem(
+        steps, part[target].to_numpy(dtype=float), direction=measure_direction(target)
+    )
+    if problem is None and not math.isfinite(est.transition_step_):
+        problem = "the fitted model has no transition within 100 times the fitted span"
+    out["fitted_until"] = float(steps[-1])
+    out["n_points_fitted"] = int(len(part))
+    out["r2_all"] = est.score(df["step"].to_numpy(dtype=float), df[target].to_numpy(dtype=float))
+    return est, out, problem
 
 
 _ESTIMATOR_KEYS = ("aux_weight", "n_starts", "max_nfev", "n_boot", "random_state")
