@@ -239,7 +239,7 @@ def _curve_forecasts(rows: pd.DataFrame, curves: pd.DataFrame, log) -> pd.DataFr
 def _committed(grid, tier: str, out: Path | None, log) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The rows and curves of ``tier`` committed in ``out`` that are still the grid's (their runs
     are not trained again); none when ``out`` has no table yet."""
-    from interp.experiments.catalog.transition_law_page import check_table
+    from interp.experiments.catalog.transition_law_table import check_table
     from interp.experiments.core import META, read_rows, read_table
     from interp.experiments.transition_grid import kept_runs
 

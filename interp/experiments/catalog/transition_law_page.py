@@ -7,7 +7,15 @@ import math
 import numpy as np
 import pandas as pd
 
-NAME = "transition-law"
+from interp.experiments.catalog.transition_law_table import (
+    NAME,
+    SCHEMA,
+    check_table,
+    num_text,
+    safe_ratio,
+    transitioned_mask,
+)
+
 DECLARED_AFTER = (
     (
         "drive",
@@ -111,83 +119,6 @@ LAW_FORM = (
 """What the page says of the law's form and of how it was chosen."""
 
 
-def _num(v, spec: str = "{:.0f}") -> str:
-    try:
-        v = float(v)
-    except (TypeError, ValueError):
-        return "-"
-    return "-" if math.isnan(v) else ("never" if math.isinf(v) else spec.format(v))
-
-
-def _ratio(a: float, b: float) -> float:
-    """``a / b``, NaN where ``b`` is 0 (a floor of seeds that all agree)."""
-    return a / b if b > 0 else math.nan
-
-
-def _jumped(rows: pd.DataFrame) -> pd.Series:
-    return rows["transitioned"].astype(str).str.lower().isin(["true", "1", "1.0"])
-
-
-# What each CSV must hold: columns that must be numbers in every row, columns that may be empty.
-SCHEMA = {
-    f"{NAME}.csv": (
-        ("seed", "K", "L", "N", "B", "eps", "p_C", "lr", "batch_size", "budget", "steps"),
-        ("point", "role", "transitioned"),
-        (),
-    ),
-    f"{NAME}-curves.csv": (("seed", "step"), ("point",), ()),
-    f"{NAME}-loo.csv": (
-        ("seed", "observed", "predicted", "low", "high", "abs_log_error"),
-        ("model", "point", "covered"),
-        (),
-    ),
-    f"{NAME}-combined.csv": (
-        ("seed", "fraction", "seen", "observed", "law", "law_error", "combined"),
-        ("point", "law_covered", "combined_covered"),
-        ("curve", "curve_error", "combined_error"),
-    ),
-    f"{NAME}-warning.csv": (
-        ("at", "value", "positives", "negatives"),
-        ("signal", "measure"),
-        ("low", "high"),
-    ),
-}
-"""File -> (numeric columns, filled text columns, numeric columns that may be empty)."""
-
-
-def check_table(name: str, table: pd.DataFrame) -> None:
-    """Refuse a damaged table in one line naming the file, the column and the row (a missing
-    column, a cell that is not a number, an empty cell where a value must be, a transitioned
-    run without its step)."""
-    if table.empty and name != f"{NAME}.csv":
-        return  # too little data to score: the page says so
-    numeric, filled, optional = SCHEMA[name]
-    for col in (*numeric, *filled, *optional):
-        if col not in table.columns:
-            raise ValueError(f"{name}: column {col!r} is missing")
-    for col in (*numeric, *optional):
-        values = pd.to_numeric(table[col], errors="coerce")
-        bad = values.isna() & (table[col].notna() if col in optional else True)
-        if bad.any():
-            i = int(bad[bad].index[0])
-            cell = table[col][i]
-            what = "is empty" if pd.isna(cell) else f"={str(cell)!r} is not a number"
-            raise ValueError(f"{name} row {i + 2} field {col} {what}")
-    for col in filled:
-        if table[col].isna().any():
-            i = int(table.index[table[col].isna()][0])
-            raise ValueError(f"{name} row {i + 2} field {col} is empty")
-    if name == f"{NAME}.csv":
-        step = pd.to_numeric(table["transition_step"], errors="coerce")
-        bad = _jumped(table) & ~(step > 0)
-        if bad.any():
-            i = int(bad[bad].index[0])
-            raise ValueError(
-                f"{name} row {i + 2} field transition_step is missing or not a "
-                "positive number for a run that transitioned"
-            )
-
-
 def _labels() -> dict[str, str]:
     from phenomenology.transition_law import all_models
 
@@ -227,7 +158,7 @@ def headline(rows: pd.DataFrame) -> str:
     from phenomenology.transition_law import FREE_POWER_LAW, LAW, leave_one_out
 
     check_table(f"{NAME}.csv", rows)
-    jumped = _jumped(rows)
+    jumped = transitioned_mask(rows)
     fl = floor_median(rows)
     counts = (
         f"{int(jumped.sum())} of {len(rows)} runs transitioned over "
@@ -254,7 +185,7 @@ def _grid_table(rows: pd.DataFrame) -> list[str]:
     ]
     for point, g in rows.groupby("point", sort=False):
         r = g.iloc[0]
-        j = _jumped(g)
+        j = transitioned_mask(g)
         t = pd.to_numeric(g["transition_step"], errors="coerce")[j]
         spread = f"{t.median():.0f} ({t.min():.0f}-{t.max():.0f})" if len(t) else "none"
         cells = [
@@ -264,7 +195,7 @@ def _grid_table(rows: pd.DataFrame) -> list[str]:
             f"{int(r['budget'])}",
             f"{int(j.sum())} of {len(g)}",
             spread,
-            _num(fl["floor"].get(point, math.nan), "{:.3f}"),
+            num_text(fl["floor"].get(point, math.nan), "{:.3f}"),
         ]
         lines.append("| " + " | ".join(str(c) for c in cells) + " |")
     return lines
@@ -276,7 +207,7 @@ def _law_lines(rows: pd.DataFrame) -> list[str]:
     fitted = LAW.fit(rows)
     base = fitted.base
     coef, se = base.coefficients(), base.stderr()
-    ok = rows[_jumped(rows)]
+    ok = rows[transitioned_mask(rows)]
     y = np.log(ok["transition_step"].astype(float))
     dev = np.exp(y - y.groupby(ok["point"]).transform("median"))
     lines = [
@@ -317,7 +248,7 @@ def _law_lines(rows: pd.DataFrame) -> list[str]:
         f"configurations, {n_exp['n_boot']} resamples).",
     ]
     n_axis = ["N4", "N6", "centre", "N10", "N12", "N16", "N24"]
-    axis = rows[rows["point"].isin(n_axis) & _jumped(rows)]
+    axis = rows[rows["point"].isin(n_axis) & transitioned_mask(rows)]
     if axis["N"].nunique() >= 3:
         x, y = np.log(axis["N"].astype(float)), np.log(axis["transition_step"].astype(float))
         slope, icpt = np.polyfit(x, y, 1)
@@ -424,11 +355,11 @@ def _later_lines(rows: pd.DataFrame, later: tuple[str, ...], subject: str) -> li
             r["role"],
             len(g),
             f"{int(j.sum())} of {len(g)}",
-            _num(obs),
-            _num(fl.get(point, math.nan), "{:.3f}"),
-            f"{_num(first['predicted'])} ({_num(first['low'])}-{_num(first['high'])})",
+            num_text(obs),
+            num_text(fl.get(point, math.nan), "{:.3f}"),
+            f"{num_text(first['predicted'])} ({num_text(first['low'])}-{num_text(first['high'])})",
             f"{first['p_within']:.2f}",
-            _num(g.loc[j, "abs_log_error"].median(), "{:.3f}"),
+            num_text(g.loc[j, "abs_log_error"].median(), "{:.3f}"),
             f"{int(g.loc[j, 'covered'].sum())} of {int(j.sum())}",
         ]
         lines.append("| " + " | ".join(str(c) for c in cells) + " |")
@@ -446,8 +377,8 @@ def _later_lines(rows: pd.DataFrame, later: tuple[str, ...], subject: str) -> li
         wrong = int((g.loc[~j, "p_within"] >= 0.5).sum())
         mark = " (form chosen after these points: not a forecast)" if m in later_forms else ""
         lines.append(
-            f"| {labels[m]}{mark} | {int(j.sum())} | {_num(e.median(), '{:.3f}')} | "
-            f"{_num(_ratio(e.median(), fl_later), '{:.2f}')} | "
+            f"| {labels[m]}{mark} | {int(j.sum())} | {num_text(e.median(), '{:.3f}')} | "
+            f"{num_text(safe_ratio(e.median(), fl_later), '{:.2f}')} | "
             f"{(e <= math.log(1.25)).mean():.0%} | "
             f"{g.loc[j, 'covered'].astype(bool).mean():.0%} | "
             f"{wrong} of {int((~j).sum())} |"
@@ -466,7 +397,7 @@ def _later_lines(rows: pd.DataFrame, later: tuple[str, ...], subject: str) -> li
         f"- These points' seed-scatter floor (median over them): **{fl_later:.3f}**. "
         f"The median error of {name} on them is "
         f"{law.loc[lj, 'abs_log_error'].median():.3f}, "
-        f"{_num(_ratio(law.loc[lj, 'abs_log_error'].median(), fl_later), '{:.2f}')} x "
+        f"{num_text(safe_ratio(law.loc[lj, 'abs_log_error'].median(), fl_later), '{:.2f}')} x "
         "that floor, with "
         f"{law.loc[lj, 'covered'].astype(bool).mean():.0%} of their runs inside its 80% "
         "interval."
@@ -497,7 +428,7 @@ def pairs(rows: pd.DataFrame) -> list[tuple[str, str, str]]:
     next smaller L) or ``N at fixed n`` (the same ``n = N / B``, L and other fields; the
     reference at the next smaller N)."""
     others = ("K", "eps", "p_C", "lr", "batch_size")
-    cfg = rows[_jumped(rows)].groupby("point", sort=False).first()
+    cfg = rows[transitioned_mask(rows)].groupby("point", sort=False).first()
     v = {
         p: {k: float(r[k]) for k in ("K", "L", "N", "B", "eps", "p_C", "lr", "batch_size")}
         for p, r in cfg.iterrows()
@@ -532,7 +463,7 @@ def _pair_lines(rows: pd.DataFrame) -> list[str]:
     if not found:
         return []
     fitted = LAW.fit(rows)
-    med = rows[_jumped(rows)].groupby("point")["transition_step"].median()
+    med = rows[transitioned_mask(rows)].groupby("point")["transition_step"].median()
     cfg = rows.groupby("point").first()
     lines = [
         "Pairs of configurations that differ only in L, or only in N at the same number of "
@@ -554,7 +485,7 @@ def _negative_lines(rows: pd.DataFrame) -> list[str]:
     model fitted without them (the held-out table above leaves them out: they have no step)."""
     from phenomenology.transition_law import FIELDS, all_models
 
-    neg = rows[~_jumped(rows)]
+    neg = rows[~transitioned_mask(rows)]
     if neg.empty:
         return []
     models = all_models()
@@ -618,9 +549,9 @@ def _combined_lines(combined: pd.DataFrame) -> list[str]:
     for _, r in s.iterrows():
         lines.append(
             f"| {r['fraction']:.0%} | {int(r['runs'])} | {r['law']:.3f} | "
-            f"{r['law_coverage']:.0%} | {_num(r['curve'], '{:.3f}')} "
+            f"{r['law_coverage']:.0%} | {num_text(r['curve'], '{:.3f}')} "
             f"({int(r['curve_runs'])}) | {r['combined']:.3f} | "
-            f"{_num(r['combined_on_curve_runs'], '{:.3f}')} | "
+            f"{num_text(r['combined_on_curve_runs'], '{:.3f}')} | "
             f"{r['combined_coverage']:.0%} |"
         )
     gaps = combined_gaps(combined)
@@ -706,13 +637,13 @@ def _warning_lines(warning: pd.DataFrame, rows: pd.DataFrame) -> list[str]:
         for a in ats:
             r = au[(au["signal"] == s) & (au["at"] == a)].iloc[0]
             cells.append(
-                f"{_num(r['value'], '{:.2f}')} [{_num(r['low'], '{:.2f}')}, "
-                f"{_num(r['high'], '{:.2f}')}] ({r['positives']}+/{r['negatives']}-)"
+                f"{num_text(r['value'], '{:.2f}')} [{num_text(r['low'], '{:.2f}')}, "
+                f"{num_text(r['high'], '{:.2f}')}] ({r['positives']}+/{r['negatives']}-)"
             )
         lines.append(f"| {s} | " + " | ".join(cells) + " |")
     from phenomenology.transition_law import FIELDS, LAW
 
-    neg = rows[~_jumped(rows)]
+    neg = rows[~transitioned_mask(rows)]
     said = []
     for p, g in neg.groupby("point"):
         r = g.iloc[0]
@@ -750,7 +681,7 @@ def render_page(experiment, rows: pd.DataFrame, companions: dict) -> str:
     from interp.experiments.core import _provenance
 
     check_table(f"{NAME}.csv", rows)
-    enough = rows.loc[_jumped(rows), "point"].nunique() >= 8  # as the scoring asks
+    enough = rows.loc[transitioned_mask(rows), "point"].nunique() >= 8  # as the scoring asks
     for name, table in companions.items():
         if name in SCHEMA:
             if enough and table.empty:
