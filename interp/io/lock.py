@@ -20,6 +20,7 @@ import json
 import logging
 import os
 import socket
+import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -96,17 +97,52 @@ class RunLock:
                 return info
             time.sleep(0.01)
 
-    def acquire(self) -> RunLock:
+    def _open(self) -> int:
+        """Open ``.lock`` for reading and writing, never truncating it, and only if it is a regular
+        file with one link: a hard link to a file elsewhere, a FIFO, a directory or a device is
+        refused naming it, so that nothing outside the run is ever emptied or overwritten."""
+        flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
         try:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666)
+            fd = os.open(self.path, flags, 0o666)
         except OSError as err:
             if err.errno == errno.ELOOP:
                 raise UnsafePathError(
                     f"{self.path} is a symbolic link; refusing to lock through it (remove it)"
                 ) from None
+            if err.errno in (errno.EISDIR, errno.ENXIO, errno.ENODEV, errno.ETXTBSY):
+                raise UnsafePathError(
+                    f"{self.path} is not a regular file; refusing to lock with it (remove it)"
+                ) from None
             raise WriteError(
                 err.errno or errno.EIO, f"cannot create the lock {self.path}: {err.strerror}"
             ) from None
+        st = os.fstat(fd)
+        problem = None
+        if not stat.S_ISREG(st.st_mode):
+            problem = "is not a regular file"
+        elif st.st_nlink != 1:
+            problem = f"has {st.st_nlink} hard links (a file elsewhere shares it)"
+        if problem is not None:
+            os.close(fd)
+            raise UnsafePathError(f"{self.path} {problem}; refusing to lock with it (remove it)")
+        os.set_blocking(fd, True)
+        return fd
+
+    def _write_record(self, fd: int, record: dict) -> None:
+        try:
+            os.ftruncate(fd, 0)
+            os.lseek(fd, 0, os.SEEK_SET)
+            os.write(fd, (json.dumps(record) + "\n").encode())
+            os.fsync(fd)
+        except OSError as err:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            os.close(fd)
+            raise WriteError(
+                err.errno or errno.EIO, f"cannot write the lock {self.path}: {err.strerror}"
+            ) from None
+
+    def acquire(self) -> RunLock:
+        fd = self._open()
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -134,10 +170,7 @@ class RunLock:
             "host": socket.gethostname(),
             "since": datetime.datetime.now().isoformat(timespec="seconds"),
         }
-        os.ftruncate(fd, 0)
-        os.lseek(fd, 0, os.SEEK_SET)
-        os.write(fd, (json.dumps(me) + "\n").encode())
-        os.fsync(fd)
+        self._write_record(fd, me)
         self._fd = fd
         _HELD[_key(self.directory)] = self
         return self

@@ -79,9 +79,18 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def _configs(args):
     """(task, model, train config, preset note) for the run ``args`` asks for."""
+    from interp.io.errors import RunDirectoryError
     from interp.io.rundir import classify, refuse_broken
     from interp.train.overrides import build_configs, parse_overrides, resumed_configs
 
+    for flag, value in (("--preset", args.preset), ("--out", args.out)):
+        if value is not None and not value.strip():
+            raise ValueError(f"{flag} is empty: give a {flag[2:]} name (or leave the flag out)")
+    if args.resume and args.out and classify(args.out) in ("absent", "empty"):
+        raise RunDirectoryError(
+            f"nothing to resume in {args.out}: it holds no run (no config.json); start it "
+            "without --resume"
+        )
     if args.resume and args.overwrite:
         raise ValueError("--resume and --overwrite contradict each other: give one of them")
     if args.resume and not args.out:

@@ -1,0 +1,139 @@
+"""Refusals replayed on a tiny run: lock files that are not the run's own regular file (a hard
+link to a file elsewhere, a FIFO, a directory), a lock record that cannot be written, a resume
+with nothing to resume, empty flags, counts and fields out of range, and damaged run files. Each
+test asserts the one ``error:`` line the user sees, its exit code (docs/run-format.md, "Exit
+codes") and that nothing outside the run was touched."""
+
+import errno
+import os
+import shutil
+import types
+from pathlib import Path
+
+import pytest
+import torch
+
+from interp.cli import main
+from interp.config.train_config import TrainConfig
+from interp.data.task import TaskConfig
+from interp.experiments.standard import train
+from interp.io import lock
+from interp.model.network import ModelConfig
+
+pytestmark = pytest.mark.faults
+
+TASK = TaskConfig(D=15, K=16, L=8, N=4, N_max=4, B=1, p_C=0.5, n_eval=64)
+MODEL = ModelConfig.from_task(TASK, d_mlp=32)
+# 9 evaluations (a fit needs 8 points), checkpoints at 0, 40 and 80.
+CFG = TrainConfig(
+    optimizer="adam",
+    lr=3e-3,
+    batch_size=32,
+    steps=80,
+    eval_every=10,
+    checkpoint_every=40,
+    n_log_checkpoints=0,
+    seed=0,
+)
+TINY = ["--preset", "tiny", "--set", "steps=20", "--set", "eval_every=10", "--quiet"]
+
+
+def one_error_line(capsys) -> str:
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    lines = [line for line in err.splitlines() if line.startswith("error:")]
+    assert len(lines) == 1, err
+    return lines[0]
+
+
+@pytest.fixture(scope="module")
+def base_run(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("runs") / "run"
+    threads = torch.get_num_threads()
+    try:
+        train(TASK, MODEL, CFG, out, progress=False)
+    finally:
+        torch.set_num_threads(threads)
+    return out
+
+
+@pytest.fixture
+def run(base_run, tmp_path) -> Path:
+    return Path(shutil.copytree(base_run, tmp_path / "run"))
+
+
+# A lock file must be the run's own regular file: a hard link would empty the file it shares.
+@pytest.mark.parametrize(
+    "argv",
+    [["fit", "{run}", "--n-boot", "0"], ["train", "--resume", "--out", "{run}", "--quiet"]],
+    ids=["fit", "train-resume"],
+)
+def test_a_hard_linked_lock_is_refused_and_its_victim_kept(run, tmp_path, capsys, argv):
+    victim = tmp_path / "victim.txt"
+    victim.write_text("data outside the run\n")
+    (run / ".lock").unlink(missing_ok=True)  # the empty lock file a finished writer leaves
+    os.link(victim, run / ".lock")
+    before = sorted(p.name for p in run.rglob("*"))
+    assert main([a.format(run=run) for a in argv]) == 3
+    line = one_error_line(capsys)
+    assert str(run / ".lock") in line and "hard links" in line
+    assert victim.read_text() == "data outside the run\n"
+    assert sorted(p.name for p in run.rglob("*")) == before
+
+
+@pytest.mark.parametrize("kind", ["fifo", "directory"])
+def test_a_lock_that_is_not_a_regular_file_is_refused_naming_it(run, capsys, kind):
+    (run / ".lock").unlink(missing_ok=True)
+    if kind == "fifo":
+        os.mkfifo(run / ".lock")
+    else:
+        (run / ".lock").mkdir()
+    assert main(["fit", str(run), "--n-boot", "0"]) == 3
+    line = one_error_line(capsys)
+    assert line == (
+        f"error: {run / '.lock'} is not a regular file; refusing to lock with it (remove it)"
+    )
+    assert not (run / "fit.json").exists()
+
+
+def test_a_lock_record_that_cannot_be_written_names_the_lock(run, capsys, monkeypatch):
+    def write(fd, data):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    fake = types.SimpleNamespace(**{k: getattr(os, k) for k in dir(os)})
+    fake.write = write
+    monkeypatch.setattr(lock, "os", fake)
+    assert main(["fit", str(run), "--n-boot", "0"]) == 5
+    assert one_error_line(capsys) == (
+        f"error: cannot write the lock {run / '.lock'}: No space left on device"
+    )
+    assert not (run / "fit.json").exists()
+    assert not lock.held(run)
+
+
+# --resume resumes or refuses; an empty flag is refused naming it.
+@pytest.mark.parametrize("state", ["absent", "only-a-lock"])
+def test_resume_with_nothing_to_resume_is_refused(tmp_path, capsys, state):
+    out = tmp_path / "run"
+    if state == "only-a-lock":  # a train killed before its config.json existed
+        out.mkdir()
+        (out / ".lock").write_text("")
+    assert main(["train", "--resume", "--out", str(out), "--quiet"]) == 3
+    assert one_error_line(capsys) == (
+        f"error: nothing to resume in {out}: it holds no run (no config.json); start it "
+        "without --resume"
+    )
+    assert not (out / "config.json").exists() and not (out / "metrics.csv").exists()
+
+
+@pytest.mark.parametrize("flag", ["--preset", "--out"])
+def test_an_empty_preset_or_out_is_refused_naming_the_flag(tmp_path, capsys, monkeypatch, flag):
+    monkeypatch.chdir(tmp_path)
+    argv = ["train", "--quiet", flag, ""]
+    if flag == "--preset":
+        argv += ["--out", str(tmp_path / "run")]
+    assert main(argv) == 2
+    assert one_error_line(capsys) == (
+        f"error: {flag} is empty: give a {flag[2:]} name (or leave the flag out)"
+    )
+    assert list(tmp_path.iterdir()) == []
