@@ -11,18 +11,50 @@
   TransformerLens, so it is not imported here).
 """
 
-from phenomenology.fit import DynamicsFit, NestedLogitFit, fit_curve, fit_run, forecast_transition
-from phenomenology.landscape import (
-    detect_cliff,
-    gradient,
-    gradient_descent,
-    gradient_flow,
-    landscape_grid,
-    loss,
-    quantities,
-)
-from phenomenology.models import DynamicsModel, get_model, model_names, register_model
-from phenomenology.predictions import origin_stuck, plateau_length, plateau_lengths
+from __future__ import annotations
+
+import importlib
+import importlib.util
+
+# name -> module that defines it; imported on first use, so that importing one submodule (the
+# training loop's live forecast) does not load scipy.optimize and scikit-learn with the fitters.
+_LAZY = {
+    **dict.fromkeys(
+        ("DynamicsFit", "NestedLogitFit", "fit_curve", "fit_run", "forecast_transition"),
+        "phenomenology.fit",
+    ),
+    **dict.fromkeys(
+        (
+            "detect_cliff",
+            "gradient",
+            "gradient_descent",
+            "gradient_flow",
+            "landscape_grid",
+            "loss",
+            "quantities",
+        ),
+        "phenomenology.landscape",
+    ),
+    **dict.fromkeys(
+        ("DynamicsModel", "get_model", "model_names", "register_model"), "phenomenology.models"
+    ),
+    **dict.fromkeys(
+        ("origin_stuck", "plateau_length", "plateau_lengths"), "phenomenology.predictions"
+    ),
+}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    if importlib.util.find_spec(f"phenomenology.{name}") is not None:  # a submodule
+        return importlib.import_module(f"phenomenology.{name}")
+    raise AttributeError(f"module 'phenomenology' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_LAZY])
+
 
 __all__ = [
     "DynamicsFit",

@@ -28,7 +28,6 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 import pandas as pd
-from scipy.optimize import OptimizeWarning, curve_fit
 
 __all__ = [
     "detect_run_transition",
@@ -166,6 +165,8 @@ def _fit_logistic(
     p0 = [low0, high0, steps[i_mid], scale0]
     lo = [min(values) - 1, min(values) - 1, steps[0] - span, span / len(steps) / 20]
     hi = [max(values) + 1, max(values) + 1, steps[-1] + span, 10 * span]
+    from scipy.optimize import OptimizeWarning, curve_fit  # here: 0.3 s to import
+
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", OptimizeWarning)

@@ -34,7 +34,7 @@ from torch import Tensor
 
 from interp.model.attention import attention_scale
 from interp.model.network import InductionNet
-from interp.model.positional import OneHotConcat
+from interp.model.positional import OneHotConcat, positions_trusted
 
 __all__ = [
     "fast_logits",
@@ -135,6 +135,8 @@ def check_positions(
     """One-hot positions as the fast path reads them: ``(index into the table, in-range mask)``,
     the mask ``None`` when every position is in the table (the usual case). Warns for positions
     past the table (:class:`~interp.model.positional.UntrainedPositionWarning`)."""
+    if positions_trusted():  # in the table by construction: no host read of the positions
+        return positions, None
     positions = model.positional._check_range(positions)
     P = model.cfg.n_positions
     in_range = positions < P
@@ -386,7 +388,8 @@ def _forward(model: InductionNet, tokens: Tensor, positions: Tensor, keep_patter
         positions = model.positional._check_range(positions)  # warns past the table
         P = cfg.n_positions
         in_range = positions < P
-        all_in_range = bool(in_range.all())  # the usual case: skip the masking multiplies
+        # the usual case: skip the masking multiplies
+        all_in_range = positions_trusted() or bool(in_range.all())
         pos_idx = positions.clamp(max=P - 1)
         resid = torch.cat(
             [tokens, F.one_hot(pos_idx, P).to(tokens.dtype) * in_range[..., None]]

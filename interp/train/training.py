@@ -51,6 +51,7 @@ from interp.model.backends import stacks, training_loss
 from interp.model.interventions import intervention_hooks
 from interp.model.network import InductionNet, ModelConfig
 from interp.train.allocator import retain_freed_memory
+from interp.train.step_reads import add_loss, add_stacked_losses, positions_in_range_of
 from interp.train.threads import apply_thread_policy
 
 __all__ = [
@@ -508,7 +509,7 @@ class _RunState:
                 "stream": self.stream.get_state(),
                 "novel_counter": self.generator._novel_counter,
                 "step": self.step,
-                "loss_sum": self.loss_sum,
+                "loss_sum": float(self.loss_sum),  # a device sum between evaluations
                 "loss_count": self.loss_count,
                 "last_ic_acc": self.last_ic_acc,
                 "last_eval_step": self.last_eval_step,
@@ -626,16 +627,15 @@ def _single_step(run: Any):
         optimizer.load_state_dict(run.optimizer_state)
     run.optimizer_state_fn = optimizer.state_dict
 
+    in_range = positions_in_range_of(run)
+
     def step() -> None:
-        loss = run.batch_loss(run.sample())
-        value = loss.item()  # the one read of the loss per step
-        if not math.isfinite(value):
-            raise run.diverged(value)
+        with in_range():
+            loss = run.batch_loss(run.sample())
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         _update(optimizer, run.cfg)
-        run.loss_sum += value
-        run.loss_count += 1
+        add_loss(run, loss)  # summed on the device, read before each evaluation
 
     return step
 
@@ -667,7 +667,11 @@ def _stacked_step(runs: list[_RunState], stack, optimizer):
     S = len(runs)
     joint = _joint_sampler(runs)
 
+    total = None  # each run's losses since the last evaluation, summed on the device
+    in_range = positions_in_range_of(runs[0])  # one task and model config for all
+
     def step() -> None:
+        nonlocal total
         if joint is not None:  # every run's batch drawn on the device in one go
             tokens, positions, target = joint.next_stacked()
         else:
@@ -675,19 +679,14 @@ def _stacked_step(runs: list[_RunState], stack, optimizer):
             tokens = torch.stack([b.tokens for b in batches])
             positions = torch.stack([b.positions for b in batches])
             target = torch.stack([b.target for b in batches])
-        logits = stacked_logits(stack, tokens, positions)
+        with in_range():
+            logits = stacked_logits(stack, tokens, positions)
         losses = F.cross_entropy(logits.flatten(0, 1), target.flatten(), reduction="none")
         losses = losses.view(S, -1).mean(1)  # each run's own mean loss: its own gradient
-        values = losses.tolist()
-        for run, value in zip(runs, values):
-            if not math.isfinite(value):
-                raise run.diverged(value)
         optimizer.zero_grad(set_to_none=True)
         losses.sum().backward()
         _update(optimizer, runs[0].cfg)
-        for run, value in zip(runs, values):
-            run.loss_sum += value
-            run.loss_count += 1
+        total = add_stacked_losses(total, losses, runs)
 
     return step
 

@@ -191,3 +191,31 @@ def test_the_contributing_guide_command_is_one_module(tmp_path, monkeypatch, cap
     assert out[0] == str(run) and 0 <= float(out[1]) <= 1
     assert "summary" in _subparsers(make_parser())
     assert "(default: ic_acc)" in _subparsers(make_parser())["summary"].format_help()
+
+
+def test_train_help_reads_the_set_keys_without_the_model_stack():
+    """``train --help`` lists the keys from the configs' source: no torch, no TransformerLens are
+    imported (they cost seconds), and the keys it reads agree with the imported classes."""
+    import subprocess
+    import sys
+
+    from interp.train.static_fields import static_settable_fields
+
+    assert static_settable_fields() == settable_fields()
+    code = (
+        "import sys, contextlib, io\n"
+        "from interp.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()) as out:\n"
+        "    try:\n"
+        "        main(['train', '--help'])\n"
+        "    except SystemExit:\n"
+        "        pass\n"
+        "assert 'rope_base' in out.getvalue() and 'sample_on' in out.getvalue()\n"
+        "heavy = {'torch', 'transformer_lens', 'pandas', 'numpy'} & set(sys.modules)\n"
+        "print(sorted(heavy))\n"
+    )
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=root, check=True
+    )
+    assert done.stdout.strip() == "[]", done.stdout + done.stderr

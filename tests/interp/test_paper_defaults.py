@@ -30,6 +30,7 @@ def _zero_gradient_step(cfg: TrainConfig, model: InductionNet) -> None:
         diverged=lambda value: AssertionError(value),
         loss_sum=0.0,
         loss_count=0,
+        step=0,
     )
     _single_step(run)()
 

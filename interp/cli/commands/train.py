@@ -21,12 +21,19 @@ examples:
 
 
 def set_keys_text(width: int | None = None) -> str:
-    """The ``--set`` keys with type, default and meaning, from the config dataclasses."""
+    """The ``--set`` keys with type, default and meaning, from the config dataclasses (read from
+    their source when the model stack is not imported, so that ``--help`` is immediate)."""
     from interp.cli._base import plain
-    from interp.train.overrides import settable_fields
 
+    if "interp.model.positional" in sys.modules:  # a plugin may have registered an encoding
+        from interp.train.overrides import settable_fields
+
+        fields = settable_fields()
+    else:  # the built-in configs, read without importing torch and TransformerLens
+        from interp.train.static_fields import static_settable_fields
+
+        fields = static_settable_fields()
     width = width or min(shutil.get_terminal_size((100, 24)).columns, 100)
-    fields = settable_fields()
     key_w = max(len(f.key) for f in fields)
     lines = [
         "--set keys (KEY=VALUE, repeatable; a key may be prefixed task., model. or train.; the",
