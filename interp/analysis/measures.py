@@ -145,6 +145,9 @@ class Measure:
         panel: the row of the progress-measure figure it is drawn in (a row of that name is
             added after the others when none has it; measures on a 0-1 scale), or ``""`` for
             none (the explorer shows every measure with a panel).
+        optional: a measure of a part the model may lack (a hidden layer of the classifier
+            beyond the model's ``n_mlp_layers``): where the model has no hook it reads, it is left
+            out (no column) instead of refused.
         source: the module that registered it (filled in by :func:`register_measure`).
     """
 
@@ -159,6 +162,7 @@ class Measure:
     fit_quantity: str | None = None
     fit_map: str | None = None
     panel: str = OTHER_PANEL
+    optional: bool = False
     source: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
@@ -222,6 +226,7 @@ def register_measure(
     fit_quantity: str | None = None,
     fit_map: str | None = None,
     panel: str | None = None,
+    optional: bool = False,
     replace: bool = False,
 ) -> Measure:
     """Register a progress measure (see :class:`Measure` for the fields).
@@ -252,6 +257,7 @@ def register_measure(
         fit_quantity=fit_quantity,
         fit_map=fit_map,
         panel=OTHER_PANEL if panel is None else panel,
+        optional=bool(optional),
         source=_source(compute),
     )
     if name in MEASURES and not replace:
@@ -366,7 +372,7 @@ def check_reads(model, names: Iterable[str] | None = None) -> None:
     pm = probed(model)
     for m in measures:
         missing = pm.missing_hooks(m.reads)
-        if missing:
+        if missing and not m.optional:
             raise ModelContractError(
                 f"measure {m.name!r} (from {m.source or '?'}) reads {missing}, which this model "
                 f"({pm.name}, {pm.n_layers} layers) has no hook for"
@@ -418,8 +424,8 @@ def compute_measures(
     from interp.analysis.hooked import probed
     from interp.analysis.probes import cache_patterns
 
-    measures = _selected(names)
     pm = probed(model)
+    measures = [m for m in _selected(names) if not (m.optional and pm.missing_hooks(m.reads))]
     check_reads(pm, [m.name for m in measures])
     pm.check((), batch)
     n_layers = pm.n_layers
@@ -616,3 +622,6 @@ register_measure(
 
 BUILTIN_MEASURES = measure_names()
 """Names of the measures this module registers itself (docs/science.md section 3)."""
+
+# The classifier's active units (the dead-unit measure), registered by their own module.
+from interp.analysis import dead_units as _dead_units  # noqa: E402, F401

@@ -110,6 +110,9 @@ class TrainConfig:
             ``device`` run is not bit-identical to the ``host`` run of its seed; stacked runs
             (``train_many``) draw what each would draw alone. A ``config.json`` of format 4 or
             earlier without the field reads as ``host``, which is what such a run did.
+        stop_on_collapse: stop the run at the evaluation where its classifier is judged dead
+            (:mod:`interp.analysis.collapse`; the judgement is reported whatever this says). A
+            ``config.json`` without the field reads as ``False``, which is what such a run did.
     """
 
     optimizer: str = "sgd"
@@ -131,6 +134,7 @@ class TrainConfig:
     live_forecast: bool = True
     per_class_iw: int = 0
     sample_on: str = "device"
+    stop_on_collapse: bool = False
 
     def __post_init__(self) -> None:
         for name in ("lr", "weight_decay", "momentum"):
@@ -206,6 +210,10 @@ class TrainConfig:
         ):
             raise ValueError(
                 f"TrainConfig.num_threads={self.num_threads!r} is invalid: >= 1 or None"
+            )
+        if not isinstance(self.stop_on_collapse, bool):
+            raise ValueError(
+                f"TrainConfig.stop_on_collapse={self.stop_on_collapse!r} is invalid: true or false"
             )
         if not isinstance(self.live_forecast, bool):
             raise ValueError(

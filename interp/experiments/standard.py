@@ -1,7 +1,8 @@
 """The standard run: the one training loop (:mod:`interp.train.training`) with what every run of
 the toolkit evaluates handed in as callbacks: accuracy and loss on the IC / IC2 / IW sets with the
-registered progress measures, the per-class IW accuracies, and (``TrainConfig.live_forecast``)
-the live forecast of the transition. What ``induction-cliff train`` runs."""
+registered progress measures, the per-class IW accuracies, (``TrainConfig.live_forecast``)
+the live forecast of the transition, and the collapse watch (:mod:`interp.analysis.collapse`).
+What ``induction-cliff train`` runs."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from collections.abc import Sequence
 
 import pandas as pd
 
+from interp.analysis.collapse import CollapseWatch
 from interp.analysis.evaluation import EvaluateSets, PerClassIW
 from interp.config.train_config import TrainConfig
 from interp.data.task import TaskConfig
@@ -23,7 +25,8 @@ __all__ = ["standard_callbacks", "train", "train_many"]
 def standard_callbacks(train_config: TrainConfig | None = None) -> list[EvalCallback]:
     """What a standard run evaluates, in order (the columns of ``metrics.csv`` follow it)."""
     cfg = train_config or TrainConfig()
-    return [EvaluateSets(), PerClassIW()] + ([LiveForecast()] if cfg.live_forecast else [])
+    live = [LiveForecast()] if cfg.live_forecast else []
+    return [EvaluateSets(), PerClassIW(), *live, CollapseWatch()]
 
 
 def train(

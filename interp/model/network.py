@@ -56,8 +56,10 @@ __all__ = [
 
 READOUT_INITS = ("author", "he")
 # "scalar": one bias per hidden layer, broadcast over its units (the author's code);
-# "per_unit": one bias per unit (runs before format version 4).
-HIDDEN_BIASES = ("scalar", "per_unit")
+# "per_unit": one bias per unit (runs before format version 4);
+# "tied": the scalar form with the last two hidden layers' biases equal at initialisation, as the
+# author's code's key indexing gives them (see Classifier).
+HIDDEN_BIASES = ("scalar", "per_unit", "tied")
 
 
 # Self-validating: __post_init__ gives the one-line error that names the field; the test run's
@@ -103,7 +105,8 @@ class ModelConfig:
             (He-normal readout with a trainable bias, zero hidden biases: runs before format 3).
         hidden_bias: the classifier's hidden biases, ``scalar`` (the author's code: one trainable
             scalar per hidden layer, broadcast over its units; the parameter has shape ``[1]``)
-            or ``per_unit`` (one per unit, shape ``[d_mlp]``: runs before format 4).
+            or ``per_unit`` (one per unit, shape ``[d_mlp]``: runs before format 4) or ``tied``
+            (the scalar form, the last two hidden layers' biases equal at initialisation).
     """
 
     D: int = 63
@@ -313,13 +316,22 @@ class Classifier(nn.Module):
     ``[1]`` parameter broadcast over the units; with ``per_unit`` it is ``[d_mlp]``, every entry
     starting at the layer's scalar. Both forms draw the same numbers: a seed gives the same initial
     network in either.
+
+    ``tied`` is the scalar form with one change at initialisation, after the same draws: the last
+    hidden layer's bias is set to the one before it. The author's JAX code splits its key into
+    ``n_mlp_layers + 1`` keys and reads layer ``k``'s weight and bias keys at indices ``2k`` and
+    ``2k + 1``; JAX clamps the out-of-range indices, so with three hidden layers the second
+    layer's bias and the third layer's weight and bias share one key, and the two biases (same
+    shape, same ``1/sqrt(d_in)`` scale) start equal. Only that equality is reproduced: the third
+    layer's weight is an independent draw here (JAX's draws of different shapes from one key have
+    no counterpart in torch's generator). The biases are trained separately afterwards.
     """
 
     def __init__(self, cfg: ModelConfig) -> None:
         super().__init__()
         widths = [cfg.d_model] + [cfg.d_mlp] * cfg.n_mlp_layers
         self.hidden = nn.ModuleList(nn.Linear(a, b) for a, b in zip(widths[:-1], widths[1:]))
-        if cfg.hidden_bias == "scalar":
+        if cfg.hidden_bias in ("scalar", "tied"):
             for layer in self.hidden:  # nn.Linear adds a [1] bias to every unit (broadcast)
                 layer.bias = nn.Parameter(torch.zeros(1))
         author = cfg.readout_init == "author"
@@ -334,6 +346,8 @@ class Classifier(nn.Module):
                     layer.bias.fill_(torch.randn(()).item() / math.sqrt(layer.in_features))
                 else:
                     layer.bias.zero_()
+            if cfg.hidden_bias == "tied" and len(self.hidden) >= 2:
+                self.hidden[-1].bias.copy_(self.hidden[-2].bias)
             if author:
                 nn.init.normal_(self.readout.weight, std=1.0 / math.sqrt(widths[-1]))
             else:

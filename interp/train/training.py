@@ -769,6 +769,8 @@ def _loop(runs: list[_RunState], step_fn, progress: bool, stop_after: int | None
                         bar.set_postfix(post)
                 if first.step >= cfg.steps:
                     break
+                if all(getattr(run, "stop_reason", None) for run in runs):
+                    break  # every run asked to stop (a callback set its stop_reason)
                 if stop_after is not None and first.step >= stop_after:
                     for run in runs:
                         run.save_resume()

@@ -168,7 +168,10 @@ def test_a_measure_of_another_activation_runs_the_hooked_model_on_that_hook(regi
 
     monkeypatch.setattr(model, "run_with_cache", spy)
     logits, values = compute_measures(model, ic, chunk=40)
-    assert seen == [[pattern_hook(0), pattern_hook(1), hook]] * 2  # 64 sequences in chunks of 40
+    # The dead-unit measures read the classifier's hidden layers: the hooked run caches them too.
+    hidden = [f"classifier.hook_hidden_{i}" for i in range(3)]
+    expected = sorted([pattern_hook(0), pattern_hook(1), hook, *hidden])
+    assert seen == [expected] * 2  # 64 sequences in chunks of 40
     _, cache = run_with_cache(ic.tokens, ic.positions)
     assert values["resid_mean"] == pytest.approx(float(cache[hook].mean()), rel=1e-12)
     assert values["ila1"] == pytest.approx(
