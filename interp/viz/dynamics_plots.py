@@ -18,11 +18,13 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from interp.viz.plots import METRIC_COLORS, METRIC_LABELS, OKABE_ITO, SEQUENTIAL_SCALE
+from interp.viz.vocabulary import FITTED, FORECAST, OBSERVED
 from phenomenology.forecast import continuations, forecast_curve
 from phenomenology.progress import THRESHOLD, progress_forecast
 
-# Transition lines of the fit overlay: the forecast in vermillion (no fitted curve uses it), the
-# observed step in dark grey, like the detected transitions of the other figures.
+# Transition lines of the fit overlay and the forecast: the fit's or forecast's step in vermillion
+# (no fitted curve uses it), the step seen on the data in dark grey, like the detected transitions
+# of the other figures.
 FORECAST_COLOR = OKABE_ITO[4]
 OBSERVED_COLOR = "#333333"
 
@@ -132,20 +134,16 @@ def plot_landscape(
     return fig
 
 
-def _mark_forecast_and_observed(fig, forecast_step, observed_step, n_panels: int) -> None:
-    """Vertical lines at the forecast and the observed transition, on every panel of a fit
-    overlay, each named in the legend and labelled on the outer side."""
-    # The forecast and the observed step are often close: distinct colours and dashes, the step in
-    # the legend, and a label on the outer side of each line, so neither hides the other.
-    marks = [
-        (step, label, dash, color)
-        for step, label, dash, color in (
-            (forecast_step, "forecast", "dash", FORECAST_COLOR),
-            (observed_step, "observed", "dot", OBSERVED_COLOR),
-        )
-        if step is not None and np.isfinite(step)
-    ]
-    marks.sort(key=lambda m: m[0])
+def _mark_fit_transitions(fig, marks, n_panels: int) -> None:
+    """Vertical lines at the fit's transition and the one seen on the data, on every panel of a
+    fit overlay, each named in the legend (with its step) and labelled on the outer side.
+
+    Args:
+        marks: ``(step, label, dash, color)`` per line; lines without a finite step are skipped.
+    """
+    # The two are often close: distinct colours and dashes, the step in the legend, and a label
+    # on the outer side of each line, so neither hides the other.
+    marks = sorted((m for m in marks if m[0] is not None and np.isfinite(m[0])), key=lambda m: m[0])
     for k, (step, label, dash, color) in enumerate(marks):
         before = len(fig.layout.shapes)
         fig.add_vline(
@@ -155,7 +153,7 @@ def _mark_forecast_and_observed(fig, forecast_step, observed_step, n_panels: int
             row="all",
             col="all",
         )
-        name = f"{label} transition (step {step:.0f})"
+        name = f"{label} (step {step:.0f})"
         for j, shape in enumerate(fig.layout.shapes[before:]):
             shape.update(name=name, legendgroup=label, showlegend=j == 0)
         left = k == 0 and len(marks) == 2  # the earlier of two: its label to the left
@@ -164,7 +162,7 @@ def _mark_forecast_and_observed(fig, forecast_step, observed_step, n_panels: int
             y=0.02,  # near the bottom: curves are mid-way there at a transition
             xref=f"x{n_panels}" if n_panels > 1 else "x",
             yref=f"y{n_panels} domain" if n_panels > 1 else "y domain",
-            text=f"{label}<br>{step:.0f}",
+            text=f"{step:.0f}",
             showarrow=False,
             xanchor="right" if left else "left",
             yanchor="bottom",
@@ -174,37 +172,7 @@ def _mark_forecast_and_observed(fig, forecast_step, observed_step, n_panels: int
         )
 
 
-def plot_fit_overlay(
-    metrics: pd.DataFrame,
-    predicted: pd.DataFrame,
-    forecast_step: Real | None = None,
-    *,
-    observed_step: Real | None = None,
-    cutoff_step: Real | None = None,
-    columns: Sequence[str] | None = None,
-    title: str = "Nested-logit fit",
-    note: str | None = None,
-) -> go.Figure:
-    """A run's curves (markers) with the fitted phenomenological curves (lines) and the forecast.
-
-    Args:
-        metrics: the run's ``metrics.csv``.
-        predicted: fitted curves in the run's units, with a ``step`` column and columns named like
-            the metrics (as :meth:`~phenomenology.fit.NestedLogitFit.predict_curves` returns).
-        forecast_step: transition step predicted by the fit (dashed line).
-        observed_step: transition step detected on the data (dotted line).
-        cutoff_step: last step the fit saw; later steps are shaded as "forecast region".
-        columns: curves to show (default: those of ``ic_loss, ic_acc, cla, ila1, tila2`` present
-            in both tables).
-        title: figure title.
-        note: deviations from the paper's settings, printed under the title.
-
-    Returns:
-        Loss on the left and [0, 1] quantities on the right, one colour per curve.
-    """
-    for name, df in (("metrics", metrics), ("predicted", predicted)):
-        if "step" not in df.columns:
-            raise ValueError(f"{name} has no 'step' column")
+def _fit_columns(metrics, predicted, columns) -> list[str]:
     if columns is None:
         candidates = (*FIT_LOSS_COLUMNS, *FIT_UNIT_COLUMNS)
         columns = [c for c in candidates if c in metrics.columns and c in predicted.columns]
@@ -214,44 +182,77 @@ def plot_fit_overlay(
             raise ValueError(f"columns {missing} are not in both metrics and predicted")
     if not columns:
         raise ValueError("metrics and predicted share none of the curves a fit can overlay")
+    return list(columns)
+
+
+def plot_fit_overlay(
+    metrics: pd.DataFrame,
+    predicted: pd.DataFrame,
+    fitted_step: Real | None = None,
+    *,
+    observed_step: Real | None = None,
+    observed_label: str = OBSERVED,
+    cutoff_step: Real | None = None,
+    columns: Sequence[str] | None = None,
+    title: str = "Nested-logit fit",
+    note: str | None = None,
+) -> go.Figure:
+    """A run's curves (markers) with the fitted phenomenological curves (lines), the fit's
+    transition and the one seen on the data.
+
+    Args:
+        metrics: the run's ``metrics.csv``.
+        predicted: fitted curves in the run's units, with a ``step`` column and columns named like
+            the metrics (as :meth:`~phenomenology.fit.NestedLogitFit.predict_curves` returns).
+        fitted_step: the fit's transition step (dashed line): the *fitted transition* of a fit to
+            the whole curve, a *forecast* when ``cutoff_step`` says the fit saw only part of it
+            (:mod:`interp.viz.vocabulary`).
+        observed_step: transition step detected on the data (dotted line).
+        observed_label: its name (:func:`interp.viz.vocabulary.observed_name` of the curve it was
+            detected on; the IC-loss cliff on ``ic_loss``).
+        cutoff_step: last step the fit saw; later steps are shaded as "not seen by the fit".
+        columns: curves to show (default: those of ``ic_loss, ic_acc, cla, ila1, tila2`` present
+            in both tables). Pass the fitted ones: a model quantity the fit never compared with
+            the data (e.g. the nested-logit model's soft ``cla`` beside the network's argmax CLA)
+            is not a fit of that curve.
+        title: figure title.
+        note: deviations from the paper's settings, printed under the title.
+
+    Returns:
+        Loss on the left and [0, 1] quantities on the right, one colour per curve, both panels on
+        one step range.
+    """
+    for name, df in (("metrics", metrics), ("predicted", predicted)):
+        if "step" not in df.columns:
+            raise ValueError(f"{name} has no 'step' column")
+    columns = _fit_columns(metrics, predicted, columns)
     loss_cols = [c for c in columns if c.endswith("loss")]
     unit_cols = [c for c in columns if not c.endswith("loss")]
     panels = [p for p in ((loss_cols, "loss"), (unit_cols, "accuracy / attention")) if p[0]]
-    fig = make_subplots(rows=1, cols=len(panels), subplot_titles=[name for _, name in panels])
+    fig = make_subplots(
+        rows=1,
+        cols=len(panels),
+        subplot_titles=[name for _, name in panels],
+        shared_xaxes=True,
+        horizontal_spacing=0.16,
+    )
     for col, (cols, _) in enumerate(panels, start=1):
         for column in cols:
-            color = METRIC_COLORS.get(column, OKABE_ITO[col])
-            label = METRIC_LABELS.get(column, column)
-            fig.add_trace(
-                go.Scatter(
-                    x=metrics["step"],
-                    y=metrics[column],
-                    mode="markers",
-                    name=f"{label} (run)",
-                    legendgroup=column,
-                    marker={"color": color, "size": 4, "opacity": 0.6},
-                ),
-                row=1,
-                col=col,
-            )
-            fig.add_trace(
-                go.Scatter(
-                    x=predicted["step"],
-                    y=predicted[column],
-                    mode="lines",
-                    name=f"{label} (fit)",
-                    legendgroup=column,
-                    line={"color": color, "width": 2.5},
-                ),
-                row=1,
-                col=col,
-            )
-    _mark_forecast_and_observed(fig, forecast_step, observed_step, len(panels))
+            _add_fit_pair(fig, metrics, predicted, column, col)
+    fitted_label = (
+        FITTED if cutoff_step is None else f"{FORECAST} (fit on steps <= {cutoff_step:.0f})"
+    )
+    marks = [
+        (fitted_step, fitted_label, "dash", FORECAST_COLOR),
+        (observed_step, observed_label, "dot", OBSERVED_COLOR),
+    ]
+    _mark_fit_transitions(fig, marks, len(panels))
+    last = float(max(metrics["step"].max(), predicted["step"].max()))
     if cutoff_step is not None:
         before = len(fig.layout.shapes)
         fig.add_vrect(
             x0=cutoff_step,
-            x1=float(max(metrics["step"].max(), predicted["step"].max())),
+            x1=last,
             fillcolor="#999999",
             opacity=0.15,
             line_width=0,
@@ -260,13 +261,44 @@ def plot_fit_overlay(
         )
         for j, shape in enumerate(fig.layout.shapes[before:]):
             shape.update(name="not seen by the fit", legendgroup="cutoff", showlegend=j == 0)
-    fig.update_xaxes(title_text="training step", tickformat="~s")
+    first = float(min(metrics["step"].min(), predicted["step"].min()))
+    fig.update_xaxes(title_text="training step", tickformat="~s", range=[first, last])
     if loss_cols:
         fig.update_yaxes(title_text="loss", row=1, col=1)
     if unit_cols:
         fig.update_yaxes(title_text="value", range=[-0.02, 1.02], row=1, col=len(panels))
     fig.update_layout(title=_title(title, note), width=420 * len(panels) + 220, height=420)
     return fig
+
+
+def _add_fit_pair(fig, metrics, predicted, column: str, col: int) -> None:
+    """A run's curve (markers) and its fit (a line) in one colour, one legend group."""
+    color = METRIC_COLORS.get(column, OKABE_ITO[col])
+    label = METRIC_LABELS.get(column, column)
+    fig.add_trace(
+        go.Scatter(
+            x=metrics["step"],
+            y=metrics[column],
+            mode="markers",
+            name=f"{label} (run)",
+            legendgroup=column,
+            marker={"color": color, "size": 4, "opacity": 0.6},
+        ),
+        row=1,
+        col=col,
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=predicted["step"],
+            y=predicted[column],
+            mode="lines",
+            name=f"{label} (fit)",
+            legendgroup=column,
+            line={"color": color, "width": 2.5},
+        ),
+        row=1,
+        col=col,
+    )
 
 
 def plot_forecast(

@@ -6,8 +6,9 @@ one browser start, not one per file. Nothing is fetched from the network: plotly
 the installed plotly package, MathJax is off, and Chromium is pointed at a dead proxy so that a
 stray request fails instead of leaving the machine.
 
-Every export writes, beside the figure, a CSV of the data the figure plots (one row per point,
-or per cell for heatmaps), so that numbers in a paper can be checked without the plotting code.
+Every export writes, beside the figure, a tidy CSV of the data the figure plots (a row per step
+and a column per plotted quantity, or a row per heatmap cell), so that numbers in a paper can be
+checked without the plotting code.
 """
 
 from __future__ import annotations
@@ -209,6 +210,7 @@ def apply_paper_style(fig: go.Figure, style: str | PaperStyle) -> go.Figure:
         out.layout.title.text = title
     # Subplot titles are annotations; make them print-sized too.
     out.update_annotations(font_size=font_px)
+    _widen_panel_gaps(out, font_px)
     _raise_small_fonts(out, style.min_font_pt * _PX_PER_PT)
     _thin_crowded_ticks(out, style.min_font_pt * _PX_PER_PT)
     return out
@@ -307,8 +309,81 @@ def _thin_crowded_ticks(fig: go.Figure, min_px: float) -> None:
         length = (plot_w if key.startswith("xaxis") else plot_h) * (domain[1] - domain[0])
         size = max(axis.tickfont.size or fig.layout.font.size or 12.0, min_px)
         every = max(1, math.ceil(len(axis.ticktext) * size * 1.15 / max(length, 1.0)))
-        if every > 1:
-            axis.ticktext = [t if i % every == 0 else "" for i, t in enumerate(axis.ticktext)]
+        if every > 1:  # counted from the last (the query, xq, is always labelled)
+            last = len(axis.ticktext) - 1
+            axis.ticktext = [
+                t if (last - i) % every == 0 else "" for i, t in enumerate(axis.ticktext)
+            ]
+
+
+# Room a y axis needs left of its panel, in font sizes: tick labels of up to ~4 characters
+# ("0.25", "1.5k"), the title's line and the gaps between them.
+_Y_AXIS_EMS = 4 * 0.6 + 1.3 + 1.0
+
+
+def _widen_panel_gaps(fig: go.Figure, font_px: float) -> None:
+    """Panels side by side moved apart where the gap left of a panel is too narrow for its y
+    axis's tick labels and title, which would otherwise be drawn inside the panel to its left.
+
+    Panel widths shrink in proportion; panel titles (annotations centred on a panel) move with
+    their panel.
+    """
+    width = fig.layout.width or 700
+    margin = fig.layout.margin
+    plot_w = width - (margin.l if margin.l is not None else 80)
+    plot_w -= margin.r if margin.r is not None else 80
+    columns = sorted(
+        {tuple(fig.layout[k].domain or (0.0, 1.0)) for k in fig.layout if k.startswith("xaxis")}
+    )
+    if len(columns) < 2 or plot_w <= 0:
+        return
+    need = _Y_AXIS_EMS * font_px / plot_w
+    labelled = _labelled_columns(fig)
+    gaps = [
+        max(b[0] - a[1], need) if b in labelled else b[0] - a[1]
+        for a, b in zip(columns, columns[1:], strict=False)
+    ]
+    free = columns[-1][1] - columns[0][0] - sum(gaps)
+    total = sum(c[1] - c[0] for c in columns)
+    if (
+        free <= 0
+        or total <= 0
+        or all(b[0] - a[1] >= g - 1e-9 for a, b, g in zip(columns, columns[1:], gaps, strict=False))
+    ):
+        return
+    moved, x = {}, columns[0][0]
+    for i, (lo, hi) in enumerate(columns):
+        width_i = (hi - lo) * free / total
+        moved[(lo, hi)] = (x, x + width_i)
+        x += width_i + (gaps[i] if i < len(gaps) else 0.0)
+    for key in fig.layout:
+        if key.startswith("xaxis"):
+            axis = fig.layout[key]
+            old = tuple(axis.domain or (0.0, 1.0))
+            axis.domain = moved.get(old, old)
+    for note in fig.layout.annotations:
+        if note.xref != "paper" or note.x is None:
+            continue
+        for (lo, hi), (new_lo, new_hi) in moved.items():
+            if abs(note.x - (lo + hi) / 2) < 1e-6:
+                note.x = (new_lo + new_hi) / 2
+                break
+
+
+def _labelled_columns(fig: go.Figure) -> set[tuple[float, float]]:
+    """x domains of the panels whose y axis shows tick labels or a title."""
+    out = set()
+    for key in fig.layout:
+        if not key.startswith("yaxis"):
+            continue
+        y = fig.layout[key]
+        if y.anchor is None or y.anchor == "free" or y.visible is False:
+            continue
+        if y.showticklabels is False and not y.title.text:
+            continue
+        x = fig.layout[y.anchor.replace("x", "xaxis", 1)]
+        out.add(tuple(x.domain or (0.0, 1.0)))
+    return out
 
 
 def _wrap_title(text: str | None, width_px: float, size_px: float) -> str | None:
@@ -487,49 +562,89 @@ def _close_at_exit() -> None:
 
 
 def figure_data(fig: go.Figure) -> pd.DataFrame:
-    """The data a figure plots, in tidy form: one row per point (or per heatmap/contour cell).
+    """The data a figure plots, as a tidy table.
 
-    Columns: ``trace`` (index in ``fig.data``), ``name``, ``type``, ``x``, ``y`` and, for
-    heatmaps and contours, ``z``. Traces hidden behind a slider are included; their names say
-    which checkpoint they belong to.
+    Line and marker traces: one row per x value (per training step, on a step axis), one column
+    per plotted quantity, named by its legend entry (``IC``, ``IC loss (fit)``, ...; a trace
+    without a name takes its panel's y title); the first column is the x axis's title
+    (``training step``). Heatmaps and contours: one row per cell, with the panel (the trace's
+    name, e.g. ``layer 1, step 500``), the cell's row and column by their tick labels (token roles
+    ``x1``, ``l1``, ..., ``xq``, not hover text) and its value. A figure with both stacks the two
+    tables. Traces hidden behind a slider are included; their names say which checkpoint they
+    belong to.
 
     Args:
         fig: the figure.
 
     Returns:
-        The tidy table (empty, with those columns, if the figure has no data).
+        The table (empty if the figure has no data).
     """
-    frames = []
+    lines, cells = [], []
     for i, trace in enumerate(fig.data):
-        name = trace.name if trace.name is not None else f"trace {i}"
-        z = getattr(trace, "z", None)
-        if z is not None:
-            z = np.asarray(z, dtype=float)
-            n_y, n_x = z.shape
-            xs = np.asarray(trace.x) if trace.x is not None else np.arange(n_x)
-            ys = np.asarray(trace.y) if trace.y is not None else np.arange(n_y)
-            yy, xx = np.meshgrid(ys, xs, indexing="ij")
-            frame = pd.DataFrame({"x": xx.ravel(), "y": yy.ravel(), "z": z.ravel()})
-        else:
-            x = np.asarray(trace.x) if trace.x is not None else None
-            y = np.asarray(trace.y) if trace.y is not None else None
-            if x is None and y is None:
-                continue
-            if x is None:
-                x = np.arange(len(y))
-            if y is None:
-                y = np.arange(len(x))
-            frame = pd.DataFrame({"x": x, "y": y})
-        frame.insert(0, "type", trace.type)
-        frame.insert(0, "name", name)
-        frame.insert(0, "trace", i)
-        frames.append(frame)
-    if not frames:
-        return pd.DataFrame(columns=["trace", "name", "type", "x", "y", "z"])
-    data = pd.concat(frames, ignore_index=True)
-    if "z" not in data.columns:
-        data["z"] = np.nan
-    return data
+        if getattr(trace, "z", None) is not None:
+            cells.append(_cell_rows(fig, trace, i))
+        elif getattr(trace, "x", None) is not None or getattr(trace, "y", None) is not None:
+            lines.append((i, trace))
+    parts = [_line_table(fig, lines)] if lines else []
+    parts += cells
+    if not parts:
+        return pd.DataFrame()
+    return pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
+
+
+def _axis_of(fig: go.Figure, trace, letter: str):
+    ref = getattr(trace, f"{letter}axis", None) or letter
+    return fig.layout[ref.replace(letter, f"{letter}axis", 1)]
+
+
+def _line_table(fig: go.Figure, traces) -> pd.DataFrame:
+    """One row per x value, one column per line or marker trace (see :func:`figure_data`)."""
+    x_title = _axis_of(fig, traces[0][1], "x").title.text or "x"
+    table = None
+    seen: dict[str, int] = {}
+    for i, trace in traces:
+        y = np.asarray(trace.y) if trace.y is not None else None
+        x = np.asarray(trace.x) if trace.x is not None else np.arange(len(y))
+        y = y if y is not None else np.arange(len(x))
+        if x.dtype.kind in "iub":  # steps: one numeric key for every trace
+            x = x.astype(float)
+        name = trace.name or _axis_of(fig, trace, "y").title.text or f"trace {i}"
+        seen[name] = seen.get(name, 0) + 1
+        if seen[name] > 1:  # the same legend entry on another panel
+            name = f"{name} [{seen[name]}]"
+        column = pd.DataFrame({x_title: x, name: y}).drop_duplicates(x_title, keep="last")
+        table = column if table is None else table.merge(column, on=x_title, how="outer")
+    return table.sort_values(x_title, kind="stable").reset_index(drop=True)
+
+
+def _cell_rows(fig: go.Figure, trace, index: int) -> pd.DataFrame:
+    """One row per heatmap or contour cell, named by the axes' tick labels."""
+    z = np.asarray(trace.z, dtype=float)
+    n_y, n_x = z.shape
+    xs = np.asarray(trace.x) if trace.x is not None else np.arange(n_x)
+    ys = np.asarray(trace.y) if trace.y is not None else np.arange(n_y)
+    x_axis, y_axis = _axis_of(fig, trace, "x"), _axis_of(fig, trace, "y")
+    xs, ys = _tick_names(x_axis, xs), _tick_names(y_axis, ys)
+    yy, xx = np.meshgrid(ys, xs, indexing="ij")
+    value = getattr(getattr(trace, "colorbar", None), "title", None)
+    value = (value.text if value is not None else None) or "value"
+    return pd.DataFrame(
+        {
+            "panel": trace.name if trace.name is not None else f"trace {index}",
+            y_axis.title.text or "y": yy.ravel(),
+            x_axis.title.text or "x": xx.ravel(),
+            value: z.ravel(),
+        }
+    )
+
+
+def _tick_names(axis, values: np.ndarray) -> np.ndarray:
+    """Category values by the axis's full tick labels where it sets them (``tickvals`` ->
+    ``ticktext``); print styling may blank crowded labels, the table keeps them all."""
+    if axis.tickmode != "array" or not axis.tickvals or not axis.ticktext:
+        return values
+    names = dict(zip(axis.tickvals, axis.ticktext, strict=False))
+    return np.array([names.get(v, v) for v in values], dtype=object)
 
 
 def png_with_dpi(png: bytes, dpi: Real) -> bytes:

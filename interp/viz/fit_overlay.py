@@ -9,6 +9,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from interp.viz.dynamics_plots import plot_fit_overlay
+from interp.viz.vocabulary import FORECAST, observed_name
 from phenomenology.fit import DynamicsFit, read_run
 from phenomenology.models import model_names
 
@@ -57,7 +58,13 @@ def fit_overlay(
     note: str | None = None,
 ) -> tuple[DynamicsFit, go.Figure]:
     """Fit ``model`` to the run's ``column`` (as ``target``; steps <= ``until``) and draw the fitted
-    curves over the run's, with the fit's transition, the observed one and the cut-off marked.
+    curves over the run's, with the fit's transition (the *fitted transition* of a whole-curve
+    fit, a *forecast* with ``until``), the one seen on the data (``observed_step``: the IC-loss
+    cliff of an ``ic_loss`` column, :func:`interp.viz.vocabulary.observed_name`) and the cut-off.
+
+    Only the curves the fit compared with the data are drawn (``target`` and ``aux``): the
+    model's other quantities (the nested-logit model's soft CLA, say, which sits far below the
+    network's argmax CLA) are not fits of the run's curves.
 
     Returns:
         The fitted estimator and the figure.
@@ -72,19 +79,18 @@ def fit_overlay(
         model, task=task, target=target, aux=tuple(aux), options=options, n_boot=0
     ).fit(seen["step"].to_numpy(dtype=float), seen[[target, *aux]])
     grid = np.linspace(0.0, float(metrics["step"].max()), 400)
-    forecast = est.transition_step_
-    if np.isfinite(forecast):
-        said = f"fitted transition: step {forecast:.0f} ± {est.transition_step_stderr_:.0f}"
-    else:
-        said = "the fit has no transition"
-    seen_text = "all steps" if until is None else f"steps <= {until:.0f}"
+    fitted = est.transition_step_
+    # the steps and names go in the legend; the subtitle stays one line at a column's width
+    seen_text = None if until is None else f"{FORECAST} from steps <= {until:.0f}"
     fig = plot_fit_overlay(
-        metrics,
+        metrics.rename(columns={column: target}),
         est.predict_curves(grid),
-        forecast_step=forecast,
+        fitted_step=fitted,
         observed_step=observed_step,
+        observed_label=observed_name(column),
         cutoff_step=until,
+        columns=[target, *aux],
         title=title or f"{model_title(model)}: {Path(run.path).name}",
-        note="; ".join(n for n in (f"fit on {seen_text}, {said}", note) if n),
+        note="; ".join(n for n in (seen_text, note) if n) or None,
     )
     return est, fig

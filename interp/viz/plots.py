@@ -22,6 +22,7 @@ from jaxtyping import Float
 from plotly.subplots import make_subplots
 
 from interp.analysis.measures import MEASURES, MeasureTable
+from interp.viz.vocabulary import OBSERVED
 
 # Okabe & Ito (2008), "Color universal design": distinguishable under the common colour-vision
 # deficiencies. Their black comes last here, so that it goes to the train loss and to marks.
@@ -35,6 +36,10 @@ OKABE_ITO = (
     "#F0E442",  # yellow (weak on white: used last)
     "#000000",  # black
 )
+
+# IW accuracy and loss: a mid grey, apart from every Okabe-Ito hue that the registered measures
+# take (vermillion is the previous-token score's, drawn beside IW in the explorer).
+IW_COLOR = "#7F7F7F"
 
 # A perceptually uniform, colour-blind-safe sequential scale for attention weights and losses.
 SEQUENTIAL_SCALE = "Viridis"
@@ -60,12 +65,16 @@ METRIC_COLORS = MeasureTable(
         "train_loss": OKABE_ITO[7],
         "ic_loss": OKABE_ITO[3],
         "ic2_loss": OKABE_ITO[2],
-        "iw_loss": OKABE_ITO[4],
+        "iw_loss": IW_COLOR,
         "ic_acc": OKABE_ITO[3],
         "ic2_acc": OKABE_ITO[2],
-        "iw_acc": OKABE_ITO[4],
+        "iw_acc": IW_COLOR,
     },
 )
+
+
+# Dashes of curves that run close to another of their panel (IC2 accuracy tracks IC accuracy).
+METRIC_DASHES = {"ic2_acc": "dash", "ic2_loss": "dash"}
 
 
 def progress_panels() -> tuple[tuple[str, tuple[str, ...]], ...]:
@@ -198,8 +207,9 @@ def _as_steps(transition_step: Real | Steps | None) -> list[float]:
     return [float(s) for s in transition_step if s is not None and np.isfinite(s)]
 
 
-def _mark_transitions(fig: go.Figure, steps: Steps, *, label: str = "transition") -> None:
-    """Dashed vertical line at each detected transition on every panel, with one legend entry.
+def _mark_transitions(fig: go.Figure, steps: Steps, *, label: str = OBSERVED) -> None:
+    """Dashed vertical line at each detected transition on every panel, with one legend entry
+    (``"observed transition (step 2598)"`` for one; :mod:`interp.viz.vocabulary`).
 
     The label goes in the legend, not in a text annotation: plotly widens a data axis to fit
     annotation text, which stretches narrow print figures.
@@ -217,7 +227,7 @@ def _mark_transitions(fig: go.Figure, steps: Steps, *, label: str = "transition"
     # add_vline copies the line to every panel: give the legend one entry for all of them.
     for j, shape in enumerate(fig.layout.shapes[before:]):
         shape.update(
-            name=label if len(steps) == 1 else f"{label}s",
+            name=f"{label} (step {steps[0]:.0f})" if len(steps) == 1 else f"{label}s",
             legendgroup="transition",
             showlegend=j == 0,
         )
@@ -231,10 +241,15 @@ def _add_seed_curves(
     row: int,
     col: int,
     showlegend: bool = True,
+    dash: str | None = None,
+    label: str | None = None,
 ) -> None:
-    """One faint line per run and the bold mean (the mean alone when there is one run)."""
+    """One faint line per run and the bold mean (the mean alone when there is one run), in
+    ``dash`` (another where it coincides with a curve drawn before) under ``label`` (default:
+    the column's display name)."""
     color = METRIC_COLORS.get(column, OKABE_ITO[len(column) % 6])
-    label = METRIC_LABELS.get(column, column)
+    label = label or METRIC_LABELS.get(column, column)
+    dash = dash or METRIC_DASHES.get(column, "solid")
     present = {name: m for name, m in runs.items() if column in m.columns}
     if not present:
         return
@@ -264,7 +279,7 @@ def _add_seed_curves(
             name=label,
             legendgroup=column,
             showlegend=showlegend,
-            line={"color": color, "width": 2.5},
+            line={"color": color, "width": 2.5, "dash": dash},
             hovertemplate=f"{label} (mean)<br>step %{{x}}<br>%{{y:.3f}}<extra></extra>",
         ),
         row=row,
@@ -427,9 +442,10 @@ def plot_progress_measures(
     The default panels are the attention measures (ILA1: layer-1 previous-token head, TILA2 and
     TLA2: layer-2 query attention), context-label accuracy next to IC accuracy (the intrinsic
     curriculum), and the head scores. Columns a run lacks are skipped, and so are empty panels.
-    A column equal to one already drawn (to 1e-6 in every run) is not drawn again; its panel
-    title says so. With ``B = 1`` the induction score equals TILA2 (only the query row has an
-    induction target), so the head-scores panel then shows the previous-token score alone.
+    A column equal to one already drawn (to 1e-6 in every run) is drawn all the same, its legend
+    entry saying so (and dashed when the two share a panel): with ``B = 1`` the induction score
+    equals TILA2 (only the query row has an induction target), and the head-scores panel shows it
+    as "induction score (= TILA2)".
 
     Args:
         metrics: one DataFrame, a list (seeds: faint lines, bold mean) or a name -> DataFrame map.
@@ -444,26 +460,7 @@ def plot_progress_measures(
     """
     runs = _as_runs(metrics)
     panels = progress_panels() if panels is None else panels
-    columns = set().union(*(m.columns for m in runs.values()))
-    rows, drawn = [], []
-    for name, cols in panels:
-        kept, repeats = [], []
-        for column in (c for c in cols if c in columns):
-            twin = next((d for d in drawn if _same_curve(runs, column, d)), None)
-            if twin is None:
-                kept.append(column)
-                drawn.append(column)
-            else:
-                repeats.append(
-                    f"{METRIC_LABELS.get(column, column)} = {METRIC_LABELS.get(twin, twin)}"
-                )
-        if kept:
-            # (subplot title, columns, panel name)
-            title_i = f"{name} ({'; '.join(repeats)})" if repeats else name
-            rows.append((title_i, kept, name))
-    if not rows:
-        wanted = sorted({c for _, cols in panels for c in cols})
-        raise ValueError(f"metrics have none of the progress-measure columns {wanted}")
+    rows = _progress_rows(runs, panels)
     fig = make_subplots(
         rows=len(rows),
         cols=1,
@@ -472,8 +469,8 @@ def plot_progress_measures(
         subplot_titles=[title for title, _, _ in rows],
     )
     for i, (_, cols, name) in enumerate(rows, start=1):
-        for column in cols:
-            _add_seed_curves(fig, runs, column, row=i, col=1)
+        for column, label, dash in cols:
+            _add_seed_curves(fig, runs, column, row=i, col=1, label=label, dash=dash)
         y_title = PANEL_Y_TITLES.get(name, "value")
         fig.update_yaxes(title_text=y_title, range=[-0.02, 1.02], row=i, col=1)
     _mark_transitions(fig, _as_steps(transition_step))
@@ -483,6 +480,39 @@ def plot_progress_measures(
         title=_title(title, _seeds_note(runs, note)), width=700, height=220 * len(rows) + 140
     )
     return fig
+
+
+# Dashes of a curve equal to one drawn before it on the same panel (the first keeps its line).
+_TWIN_DASHES = ("dash", "dot", "dashdot")
+
+
+def _progress_rows(runs, panels) -> list[tuple[str, list[tuple[str, str, str]], str]]:
+    """``(panel title, [(column, legend label, dash)], panel name)`` of the non-empty panels.
+
+    A column equal to one drawn before it (to 1e-6 in every run) is still drawn, with a legend
+    label that says so (``"induction score (= TILA2)"``) and, on the same panel, a dash, so
+    that both curves stay visible and each has its legend entry.
+    """
+    columns = set().union(*(m.columns for m in runs.values()))
+    rows, drawn = [], []  # drawn: (column, panel name)
+    for name, cols in panels:
+        kept = []
+        for column in (c for c in cols if c in columns):
+            label, dash = METRIC_LABELS.get(column, column), None
+            twins = [(d, p) for d, p in drawn if _same_curve(runs, column, d)]
+            if twins:
+                label += f" (= {METRIC_LABELS.get(twins[0][0], twins[0][0])})"
+                same_panel = sum(p == name for _, p in twins)
+                if same_panel:
+                    dash = _TWIN_DASHES[(same_panel - 1) % len(_TWIN_DASHES)]
+            kept.append((column, label, dash))
+            drawn.append((column, name))
+        if kept:
+            rows.append((name, kept, name))
+    if not rows:
+        wanted = sorted({c for _, cols in panels for c in cols})
+        raise ValueError(f"metrics have none of the progress-measure columns {wanted}")
+    return rows
 
 
 def _same_curve(runs: Mapping[str, pd.DataFrame], a: str, b: str) -> bool:
@@ -533,7 +563,13 @@ def _heatmap(pattern: np.ndarray, categories: Sequence[str], name: str, **kwargs
         zmin=0.0,
         zmax=1.0,
         colorscale=SEQUENTIAL_SCALE,
-        colorbar={"title": {"text": "attention"}, "len": 0.9},
+        # slim: a thin bar, three ticks and its title along it, not beside it
+        colorbar={
+            "title": {"text": "attention", "side": "right"},
+            "len": 0.9,
+            "thickness": 8,
+            "tickvals": [0, 0.5, 1],
+        },
         hovertemplate=(f"query %{{y}}<br>key %{{x}}<br>attention %{{z:.3f}}<extra>{name}</extra>"),
         **kwargs,
     )

@@ -38,6 +38,14 @@ from interp.io.errors import RunDirectoryError
 from interp.viz.explorer import EXPLORER_JS, ExplorerConfig, explorer_data, explorer_html
 from interp.viz.figures import run_context, run_note
 from interp.viz.sections import Context, register_section, sections
+from interp.viz.vocabulary import (
+    CLIFF,
+    FITTED,
+    FORECAST,
+    OBSERVED,
+    OBSERVED_DEFINITION,
+    observed_name,
+)
 
 __all__ = [
     "ReportConfig",
@@ -279,15 +287,18 @@ def _transition_section(ctx: Context) -> str:
     report = transition_report([r.path for r in runs])
     cols = [
         c
-        for c in ("run", "config", "transitioned", "step", "width", "plateau_level")
-        + ("plateau_measured",)
-        + ("plateau_length", "final_level", "r2", "reason")
+        for c in ("run", "config", "transitioned", "step", "cliff_step", "width")
+        + ("plateau_level", "plateau_measured", "plateau_length", "final_level", "r2", "reason")
         if c in report.columns
     ]
-    parts.append(_table(report[cols]))
+    # one name per number (interp.viz.vocabulary): the table's headers say which jump it is
+    names = {"step": f"{OBSERVED} ({OBSERVED_DEFINITION})", "cliff_step": CLIFF}
+    parts.append(_table(report[cols].rename(columns=names)))
     parts.append(
-        '<p class="muted">step: logistic midpoint; width: 10-90% rise; mean and std over the '
-        "seeds of each config that transitioned.</p>"
+        f'<p class="muted">{OBSERVED}: the midpoint of the logistic fitted to the IC accuracy; '
+        f"{CLIFF}: the steepest drop of the IC loss in log-step (what forecasts are scored "
+        "against); width: 10-90% rise; mean and std over the seeds of each config that "
+        "transitioned.</p>"
     )
     for g in groups:
         run = g.runs[0]
@@ -329,11 +340,11 @@ def _calibrated_forecast(run, note, cutoff: float, fraction: float, observed) ->
     how = fc.detail.get("method", "template")
     error = (fc.step - observed) / observed if observed else float("nan")
     text = (
-        f"<p>{head}, by the calibrated {how} forecaster: IC-loss cliff step "
+        f"<p>{head}, by the calibrated {how} forecaster: {FORECAST} of the {CLIFF} "
         f"{_num(fc.step, '.0f')}, interval [{_num(fc.low, '.0f')}, {_num(fc.high, '.0f')}] "
         f"({html.escape(str(fc.detail.get('interval', '')))}, which "
         f"{html.escape(str(fc.detail.get('held_out', 'was not measured on held-out runs')))}); "
-        f"observed {_num(observed, '.0f')}; relative error {_num(error, '+.1%')}.</p>"
+        f"{CLIFF} {_num(observed, '.0f')}; relative error {_num(error, '+.1%')}.</p>"
     )
     fig = forecast_figure(
         run.metrics,
@@ -382,8 +393,8 @@ def _fit_section(ctx: Context) -> str:
             )
             parts.append(
                 f"<p>Fit ({html.escape(origin)}): R<sup>2</sup> = {_num(est.r2_, '.4f')}, "
-                f"fitted transition step {_num(est.transition_step_, '.0f')}, observed on the "
-                f"{html.escape(target)} curve "
+                f"{FITTED} step {_num(est.transition_step_, '.0f')} (a fit to the whole curve, "
+                f"not a forecast); {html.escape(observed_name(saved['column']))} "
                 f"{_num(observed, '.0f')}.</p>" + _fig_html(fig)
             )
             start, onset = obs["plateau_start_step"], obs["onset_step"]
@@ -408,9 +419,10 @@ def _fit_section(ctx: Context) -> str:
             )
             error = (fc.transition_step_ - observed) / observed if observed else float("nan")
             parts.append(
-                f"<p>Forecast (fit on steps &le; {cutoff:.0f}): step "
-                f"{_num(fc.transition_step_, '.0f')} &plusmn; "
-                f"{_num(fc.transition_step_stderr_, '.0f')}; observed {_num(observed, '.0f')}; "
+                f"<p>{FORECAST.capitalize()} (the {html.escape(model)} model fitted to steps "
+                f"&le; {cutoff:.0f}, uncalibrated): step {_num(fc.transition_step_, '.0f')} "
+                f"&plusmn; {_num(fc.transition_step_stderr_, '.0f')}; "
+                f"{html.escape(observed_name(saved['column']))} {_num(observed, '.0f')}; "
                 f"relative error {_num(error, '+.1%')}.</p>" + _fig_html(fig)
             )
         except (ValueError, RuntimeError, ArithmeticError) as err:

@@ -106,6 +106,8 @@ def _fmt(value) -> str:
 
 
 def _print_fit(result: dict, src) -> None:
+    from interp.viz.vocabulary import CLIFF, FITTED, FORECAST, observed_name
+
     task = " ".join(f"{k}={v:g}" for k, v in result["task"].items())
     print(
         f"{src.source}: model {result['model']}, column {result['column']}, task {task} "
@@ -122,19 +124,21 @@ def _print_fit(result: dict, src) -> None:
         f"  R^2 {_fmt(result['r2'])} on {result['n_points_fitted']} points up to step "
         f"{result['fitted_until']:g} (whole curve: R^2 {_fmt(result['r2_all'])})"
     )
+    # one name per number (interp.viz.vocabulary): a fit to the whole curve is not a forecast
     if result["forecast"] == "ok":
         low, high = result["forecast_interval"]
-        what = " (the IC-loss cliff step)" if result["column"] == "ic_loss" else ""
-        print(
-            f"  forecast_transition_step {_fmt(result['forecast_transition_step'])}{what}, "
-            f"interval [{_fmt(low)}, {_fmt(high)}] ({result['forecast_method']})"
-        )
+        step = _fmt(result["forecast_transition_step"])
+        if result.get("until_step") is None and result.get("forecast_from") == "fitted model":
+            head = f"{FITTED} step {step} (the model fitted to the whole curve, not a forecast)"
+        else:
+            of = f" of the {CLIFF}" if result["column"] == "ic_loss" else ""
+            head = f"{FORECAST}{of}: step {step}"
+        print(f"  {head}, interval [{_fmt(low)}, {_fmt(high)}] ({result['forecast_method']})")
     else:
-        print(f"  forecast: {result['forecast']}")
+        print(f"  {FORECAST}: {result['forecast']}")
     obs = result["observed"]
     seen = _fmt(obs["transition_step"]) if obs["transitioned"] else f"none ({obs['reason']})"
-    what = "IC-loss cliff step" if result["column"] == "ic_loss" else "transition"
-    print(f"  observed {what} ({obs['method']}, whole curve): {seen}")
+    print(f"  {observed_name(result['column'])} ({obs['method']}, whole curve): {seen}")
 
 
 def _check_arguments(args):

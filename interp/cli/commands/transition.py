@@ -27,6 +27,7 @@ def run(args) -> int:
 
     report = transition_report(args.run_dirs, measure=args.measure)  # errors: one line, by main
     print(report.to_string(index=False))
+    print(_key(args.measure, "cliff_step" in report.columns))
     if args.out:
         from interp.io.atomic import write_text_atomic
         from interp.io.outputs import writing_into
@@ -35,3 +36,18 @@ def run(args) -> int:
             write_text_atomic(args.out, report.to_csv(index=False))
         print(f"wrote {args.out}")
     return 0
+
+
+def _key(measure: str, cliff: bool) -> str:
+    """What the step columns are, in the toolkit's one vocabulary (:mod:`interp.viz.vocabulary`)."""
+    from interp.viz.vocabulary import CLIFF, OBSERVED, OBSERVED_DEFINITION
+
+    what = (
+        f"the {OBSERVED} ({OBSERVED_DEFINITION})"
+        if measure == "ic_acc"
+        else f"the {measure} midpoint"
+    )
+    key = f"step: {what}"
+    if cliff:
+        key += f"; cliff_step: the {CLIFF} (steepest drop of the IC loss in log-step)"
+    return key
