@@ -192,11 +192,12 @@ class SweepSpec:
         overrides = {str(k): str(v) for k, v in dict(self.overrides).items()}
         for key in overrides:
             _check_field(key, "overrides")
-        seeds = tuple(int(s) for s in self.seeds)
+        whole = all(_is_whole(s) for s in self.seeds)  # 1.5 is refused, never read as 1
+        seeds = tuple(int(s) for s in self.seeds) if whole else ()
         if not seeds or any(s < 0 for s in seeds) or len(set(seeds)) < len(seeds):
             raise ValueError(
                 f"SweepSpec.seeds={list(self.seeds)} is invalid: "
-                "non-negative, distinct, at least one"
+                "non-negative integers, distinct, at least one"
             )
         object.__setattr__(self, "grid", grid)
         object.__setattr__(self, "overrides", overrides)
@@ -370,6 +371,13 @@ def parse_grid(pairs: Sequence[str]) -> dict[str, list[str]]:
             raise ValueError(f"--grid {pair!r} is invalid: a value is repeated")
         grid[key.strip()] = items
     return grid
+
+
+def _is_whole(value) -> bool:
+    """Whether ``value`` is an integer or a float with no fractional part (not a bool, not text)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        return False
+    return float(value).is_integer()
 
 
 def parse_seeds(text: str) -> tuple[int, ...]:

@@ -106,10 +106,11 @@ def check_no_links(root: str | os.PathLike, relative: str | os.PathLike) -> Path
     """Refuse ``root/relative`` if any component below ``root`` (the last one included) is a
     symbolic link; nothing needs to exist. Returns the path."""
     root = Path(root)
+    parts = Path(relative).parts
+    if any(part in ("", ".", "..") or os.sep in part for part in parts):
+        raise UnsafePathError(f"{root / relative} leaves {root}; refused")
     where = root
-    for part in Path(relative).parts:
-        if part in ("", ".", "..") or os.sep in part:
-            raise UnsafePathError(f"{root / relative} leaves {root}; refused")
+    for part in parts:  # every component checked above, including those past a missing one
         where = where / part
         if where.is_symlink():
             raise _link_error(where)

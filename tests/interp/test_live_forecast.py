@@ -109,4 +109,10 @@ def test_the_progress_bar_text():
     assert LiveForecast.progress(dict.fromkeys(FORECAST_COLUMNS, math.nan)) == {}
     row = {"forecast_step": 30200.0, "forecast_low": 29100.0, "forecast_high": 31300.0}
     assert LiveForecast.progress(row) == {"cliff ~": "30.2k ± 1.1k"}
-    assert np.isfinite(row["forecast_step"])
+    # the ± is half the interval, also when the interval is not centred on the forecast
+    row = {"forecast_step": 850.0, "forecast_low": 500.0, "forecast_high": 1300.0}
+    assert LiveForecast.progress(row) == {"cliff ~": "850 ± 400"}
+    row = {"forecast_step": 12345.0, "forecast_low": 11000.0, "forecast_high": 15000.0}
+    assert LiveForecast.progress(row) == {"cliff ~": "12.3k ± 2.0k"}
+    row = {"forecast_step": math.inf, "forecast_low": 1.0, "forecast_high": 2.0}
+    assert LiveForecast.progress(row) == {}

@@ -297,3 +297,59 @@ def test_report_fit_section_finds_a_clean_cliff(tmp_path):
     assert section.count('class="report-figure"') >= 1
     assert "Forecast from 80% of the plateau (steps &le; " in section
     assert not (d / "fit.json").exists()  # the page's fit is not saved into the run
+
+
+def _html_table_rows(html_table: str) -> list[dict[str, str]]:
+    """The rows of a pandas ``to_html`` table as ``{header: cell text}``."""
+    import re
+
+    heads = re.findall(r"<th>(.*?)</th>", html_table)
+    body = html_table.split("<tbody>", 1)[1]
+    rows = re.findall(r"<tr>(.*?)</tr>", body, flags=re.S)
+    return [dict(zip(heads, re.findall(r"<td>(.*?)</td>", r, flags=re.S))) for r in rows]
+
+
+def test_report_prints_the_plateau_length_from_the_first_step_to_the_10_percent_point(tmp_path):
+    """IC accuracy a clean logistic from step 1000, midpoint 30000, scale 1500: the plateau lasts
+    from step 1000 to the 10% point, 30000 - 1500 ln 9 = 26704, so the table prints 2.57e+04
+    (and the transition step 3e+04)."""
+    import pandas as pd
+
+    from interp.analysis.transition import logistic
+    from interp.viz.report import _transition_section
+
+    d = tiny_run(tmp_path / "run", steps=10)
+    steps = np.linspace(1000, 60000, 400)
+    acc = logistic(steps, 0.125, 0.975, 30000, 1500)
+    loss = np.log(8) * (1.1 - acc)
+    pd.DataFrame({"step": steps, "train_loss": loss, "ic_loss": loss, "ic_acc": acc}).to_csv(
+        d / "metrics.csv", index=False
+    )
+    section = _transition_section(run_context([load_run(d)], {}))
+    row = next(r for r in _html_table_rows(section) if r["run"].endswith("run"))
+    assert row["transitioned"] == "True"
+    assert row["step"] == "3e+04"
+    assert row["plateau_length"] == "2.57e+04"
+
+
+def test_report_forecast_error_is_forecast_minus_observed(tmp_path, monkeypatch):
+    """The report's calibrated-forecast paragraph (the forecaster stubbed to a known answer, the
+    paragraph's own arithmetic not): a forecast at 2500 of a jump observed at 2000 is 25% late,
+    printed ``+25.0%``; one at 1500 is ``-25.0%``."""
+    import plotly.graph_objects as go
+
+    import interp.viz.dynamics_plots
+    import phenomenology.fit
+    from interp.viz.report import _calibrated_forecast
+    from phenomenology.forecast import Forecast
+
+    d = tiny_run(tmp_path / "run", steps=10)
+    run = load_run(d)
+    for step, printed in ((2500.0, "+25.0%"), (1500.0, "-25.0%")):
+        fc = Forecast(step=step, low=step - 100, high=step + 100, last_step=900.0)
+        monkeypatch.setattr(phenomenology.fit, "calibrated_forecast", lambda *a, _f=fc, **k: _f)
+        monkeypatch.setattr(
+            interp.viz.dynamics_plots, "forecast_figure", lambda *a, **k: go.Figure()
+        )
+        text = _calibrated_forecast(run, "note", cutoff=900.0, fraction=0.8, observed=2000.0)
+        assert f"observed 2000; relative error {printed}." in text, text

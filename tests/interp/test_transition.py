@@ -106,3 +106,28 @@ def test_measured_plateau_level_is_the_median_of_the_plateau_s_last_fifth():
     assert r.plateau_measured == pytest.approx(0.14, abs=0.01)
     assert r.plateau_level < r.plateau_measured - 0.03  # the fit's floor is not the level
     assert np.isnan(detect_transition(steps, np.full_like(steps, 0.1)).plateau_measured)
+
+
+@pytest.mark.parametrize("first, mid, scale", [(1000, 30000, 1500), (5000, 12000, 400)])
+def test_plateau_ends_at_the_curves_10_percent_point_and_is_counted_from_the_first_step(
+    first, mid, scale
+):
+    """On a clean logistic recorded from step ``first`` (not 0, so that the plateau's length and
+    its end differ), the plateau ends where the curve itself first reaches 10% of its rise (read
+    off a dense grid, independently of the ``mid - ln 9 scale`` formula) and lasts from the first
+    recorded step to there."""
+    low, high = 0.1, 0.98
+    steps = np.linspace(first, 60000, 400)
+    fine = np.linspace(first, 60000, 590001)
+    t10 = fine[np.argmax(logistic(fine, low, high, mid, scale) >= low + 0.1 * (high - low))]
+    r = detect_transition(steps, logistic(steps, low, high, mid, scale))
+    assert r.transitioned
+    assert r.plateau_end == pytest.approx(t10, abs=2)
+    assert r.plateau_length == pytest.approx(t10 - first, abs=2)
+    # the falling form (a loss) through the one detector keeps the same plateau
+    from interp.analysis.transition import find_transition
+
+    f = find_transition(steps, -logistic(steps, low, high, mid, scale), method="logistic")
+    assert f.plateau_start == first
+    assert f.plateau_end == pytest.approx(t10, abs=2)
+    assert f.plateau_length == pytest.approx(t10 - first, abs=2)
