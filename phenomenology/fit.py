@@ -37,11 +37,18 @@ from phenomenology.curves import (
     MIN_POINTS,
     PAPER_TASK,
     _clean,
+    check_values,
     observed_transition,
     plateau_problem,
     read_run,
 )
-from phenomenology.estimator import INTERVAL_LEVEL, DynamicsFit, NestedLogitFit, _jsonable
+from phenomenology.estimator import (
+    INTERVAL_LEVEL,
+    DynamicsFit,
+    FitDidNotConverge,
+    NestedLogitFit,
+    _jsonable,
+)
 from phenomenology.models import get_model
 from phenomenology.nested_logit import (
     AUX_QUANTITIES,
@@ -239,6 +246,7 @@ def check_curve(
         )
     if np.any(df["step"].to_numpy(dtype=float) < 0):
         raise ValueError(f"{source}: column 'step' has negative steps")
+    check_values(df, [column, *aux], target, source)
     DynamicsFit(model, task=dict(task), target=target, aux=tuple(aux), options=options)._build()
 
 
@@ -424,7 +432,10 @@ def fit_curve(
     est = DynamicsFit(
         model, task=dict(task), target=target, aux=tuple(aux), options=options, **kwargs
     )
-    est.fit(part["step"].to_numpy(dtype=float), part[[target, *aux]])
+    try:
+        est.fit(part["step"].to_numpy(dtype=float), part[[target, *aux]])
+    except FitDidNotConverge as err:
+        raise FitDidNotConverge(f"{source}: column {column!r}: {err}") from None
     out = est.summary()
     steps = part["step"].to_numpy(dtype=float)
     problem = plateau_problem(
