@@ -246,7 +246,6 @@ def check_curve(
         )
     if np.any(df["step"].to_numpy(dtype=float) < 0):
         raise ValueError(f"{source}: column 'step' has negative steps")
-    check_values(df, [column, *aux], target, source)
     DynamicsFit(model, task=dict(task), target=target, aux=tuple(aux), options=options)._build()
 
 
@@ -428,6 +427,7 @@ def fit_curve(
     df = _clean(curve, [column, *aux]).rename(columns={column: target})
     observed = observed_transition(df, column=target)
     cutoff, part = _seen_part(df, observed, until, fraction, source)
+    check_values(df.rename(columns={target: column}), [column, *aux], target, source)
     kwargs = {"n_boot": n_boot, "random_state": random_state} | dict(estimator_options or {})
     est = DynamicsFit(
         model, task=dict(task), target=target, aux=tuple(aux), options=options, **kwargs
