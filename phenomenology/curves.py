@@ -10,10 +10,22 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["MIN_POINTS", "PAPER_TASK", "read_run", "observed_transition", "plateau_problem"]
+__all__ = [
+    "MAX_CURVE_VALUE",
+    "MIN_POINTS",
+    "PAPER_TASK",
+    "check_values",
+    "read_run",
+    "observed_transition",
+    "plateau_problem",
+]
 
 MIN_POINTS = 8
 """Fewest evaluations a fit accepts (fewer is an error, not a fit)."""
+
+MAX_CURVE_VALUE = 1e6
+"""Largest magnitude a fitted curve may hold: losses, accuracies and progress measures are of
+order one, so a value beyond it is a damaged or mislabelled column that would only overflow."""
 
 PAPER_TASK = {"L": 32, "N": 8, "B": 2}
 """The paper's task (Fig. 1d / Fig. 3 evaluation sets), the default for a plain curve."""
@@ -35,6 +47,36 @@ def read_run(run_dir) -> tuple[pd.DataFrame, dict]:
     run = run_dir if isinstance(run_dir, Run) else load_run(run_dir)
     t = run.task
     return run.metrics, {"L": t.L, "N": t.N, "B": int(t.B_eval_effective)}
+
+
+def check_values(df: pd.DataFrame, columns: Sequence[str], target: str, source: str) -> None:
+    """Refuses, before any fit, a clean curve the models cannot describe: a value beyond
+    :data:`MAX_CURVE_VALUE`, a fitted column (the first) that does not change, or a loss mostly below 0 (noise may
+    take a loss near 0 a little below it).
+
+    Raises:
+        ValueError: one line naming ``source``, the column and the step.
+    """
+    steps = df["step"].to_numpy(dtype=float)
+    for c in columns:
+        v = df[c].to_numpy(dtype=float)
+        big = np.flatnonzero(np.abs(v) > MAX_CURVE_VALUE)
+        if big.size:
+            raise ValueError(
+                f"{source}: column {c!r} holds {v[big[0]]:g} at step {steps[big[0]]:g}; a curve "
+                f"to fit stays within +-{MAX_CURVE_VALUE:g}"
+            )
+    column, v = columns[0], df[columns[0]].to_numpy(dtype=float)
+    if v.size and np.ptp(v) == 0:
+        raise ValueError(
+            f"{source}: column {column!r} does not change (every value is {v[0]:g}): a flat "
+            "curve has no transition to fit"
+        )
+    if target.endswith("_loss") and v.size and np.median(v) < 0:
+        raise ValueError(
+            f"{source}: column {column!r} is mostly below 0 (median {np.median(v):g}); a loss "
+            "is >= 0"
+        )
 
 
 def _clean(metrics: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:

@@ -16,15 +16,24 @@ from scipy.optimize import least_squares
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
-from phenomenology.landscape import LossFn
+from interp.io.errors import DidNotConverge
+from phenomenology import landscape
+from phenomenology.landscape import FlowDidNotConverge, LossFn
 from phenomenology.models import DynamicsModel, get_model
 from phenomenology.nested_logit import _DIFF_STEP, NestedLogitModel, _steps
 
-__all__ = ["INTERVAL_LEVEL", "DynamicsFit", "NestedLogitFit"]
+__all__ = ["INTERVAL_LEVEL", "DynamicsFit", "FitDidNotConverge", "NestedLogitFit"]
 
 logger = logging.getLogger(__name__)
 
 INTERVAL_LEVEL = 0.8
+# A fit in which this many trial integrations ran past their evaluation budget stops with "did
+# not converge" (a fit of a curve with a cliff has none: see landscape.MAX_FLOW_EVALS).
+MAX_STALLED_FLOWS = 3
+
+
+class FitDidNotConverge(DidNotConverge):
+    """The fit's gradient flows kept running past their budget of evaluations."""
 
 
 # ---- the estimator -----------------------------------------------------------------------------
@@ -162,6 +171,14 @@ class DynamicsFit(RegressorMixin, BaseEstimator):
         try:
             traj = self.model_.trajectory(steps, theta)
             preds = self.model_.curves(traj, theta, ys)
+        except FlowDidNotConverge:
+            self._stalled += 1
+            if self._stalled >= MAX_STALLED_FLOWS:
+                raise FitDidNotConverge(
+                    f"the {self._model_name()} fit did not converge: {self._stalled} of its "
+                    f"gradient flows needed over {landscape.MAX_FLOW_EVALS} evaluations"
+                ) from None
+            return np.full(sum(len(v) for v in ys.values()), 1e3)
         except (RuntimeError, FloatingPointError, OverflowError):
             return np.full(sum(len(v) for v in ys.values()), 1e3)
         return np.concatenate([(preds[k] - y) / scales[k] for k, y in ys.items()])
@@ -175,7 +192,20 @@ class DynamicsFit(RegressorMixin, BaseEstimator):
 
         Returns:
             self.
+
+        Raises:
+            FitDidNotConverge: the model's gradient flows kept exceeding their budget of
+                evaluations (a curve the model cannot describe).
         """
+        self._stalled = 0
+        try:
+            return self._fit(X, y)
+        except FlowDidNotConverge as err:
+            raise FitDidNotConverge(
+                f"the {self._model_name()} fit did not converge: {err}"
+            ) from None
+
+    def _fit(self, X, y) -> DynamicsFit:
         self._check_common()
         model = self._build()
         self.model_ = model

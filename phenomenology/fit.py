@@ -37,11 +37,18 @@ from phenomenology.curves import (
     MIN_POINTS,
     PAPER_TASK,
     _clean,
+    check_values,
     observed_transition,
     plateau_problem,
     read_run,
 )
-from phenomenology.estimator import INTERVAL_LEVEL, DynamicsFit, NestedLogitFit, _jsonable
+from phenomenology.estimator import (
+    INTERVAL_LEVEL,
+    DynamicsFit,
+    FitDidNotConverge,
+    NestedLogitFit,
+    _jsonable,
+)
 from phenomenology.models import get_model
 from phenomenology.nested_logit import (
     AUX_QUANTITIES,
@@ -420,8 +427,12 @@ def fit_curve(
     df = _clean(curve, [column, *aux]).rename(columns={column: target})
     observed = observed_transition(df, column=target)
     cutoff, part = _seen_part(df, observed, until, fraction, source)
+    check_values(df.rename(columns={target: column}), [column, *aux], target, source)
     kwargs = {"n_boot": n_boot, "random_state": random_state} | dict(estimator_options or {})
-    est, out, problem = _fit_seen_part(part, df, model, task, target, aux, options, kwargs)
+    try:
+        est, out, problem = _fit_seen_part(part, df, model, task, target, aux, options, kwargs)
+    except FitDidNotConverge as err:
+        raise FitDidNotConverge(f"{source}: column {column!r}: {err}") from None
     out["column"] = column
     out["options"] = dict(options or {})
     out["until_step"] = None if cutoff is None else float(cutoff)

@@ -41,9 +41,12 @@ import numpy as np
 import pandas as pd
 
 from interp.analysis.cliff import Cliff, cliff_window_drop, detect_cliff
+from interp.io.errors import DidNotConverge
 
 __all__ = [
+    "MAX_FLOW_EVALS",
     "PARAM_NAMES",
+    "FlowDidNotConverge",
     "Cliff",
     "LossFn",
     "check_task",
@@ -67,6 +70,14 @@ LossFn = Callable[[float, float, float, float, int, int], float]
 # Central finite-difference step for user loss forms: ~ cube root of float64 eps, the step that
 # balances truncation and rounding error for a central difference.
 _FD_STEP = 6e-6
+# The most gradient evaluations one integration may take. The fits of real curves take at most
+# about 1,200 (a 100-point cliff curve, its bootstrap and the forecast bank); a flat or
+# meaningless curve drives the solver into stiff regions where it never finishes.
+MAX_FLOW_EVALS = 20_000
+
+
+class FlowDidNotConverge(DidNotConverge):
+    """:func:`gradient_flow` took more than its budget of gradient evaluations."""
 
 
 def check_task(L: float, N: int, B: int) -> int:
@@ -317,6 +328,7 @@ def gradient_flow(
     rtol: float = 1e-7,
     atol: float = 1e-9,
     loss_fn: LossFn | None = None,
+    max_evals: int | None = None,
 ) -> pd.DataFrame:
     """Gradient flow ``d theta / dt = -grad loss`` integrated with ``scipy.integrate.solve_ivp``.
 
@@ -330,9 +342,14 @@ def gradient_flow(
         method: any ``solve_ivp`` method; LSODA copes with the stiff cliff.
         rtol, atol: solver tolerances.
         loss_fn: optional user loss form (finite-difference gradients).
+        max_evals: the most gradient evaluations the solver may take (default
+            :data:`MAX_FLOW_EVALS`).
 
     Returns:
         DataFrame with columns ``t, beta1, alpha, xi, s1, p, loss, acc, cla``.
+
+    Raises:
+        FlowDidNotConverge: the solver needed more than ``max_evals`` evaluations.
     """
     n = check_task(L, N, B)
     y0 = np.array(_start(start))
@@ -344,16 +361,19 @@ def gradient_flow(
     if t_eval.ndim != 1 or t_eval.size == 0 or t_eval[0] < 0 or np.any(np.diff(t_eval) < 0):
         raise ValueError("t_eval must be a non-empty, non-decreasing 1-D array of times >= 0")
     N, B = int(N), int(B)
-    if loss_fn is None:
+    evals, max_evals = [0], MAX_FLOW_EVALS if max_evals is None else int(max_evals)
 
-        def rhs(_t, y):
+    def rhs(_t, y):
+        evals[0] += 1
+        if evals[0] > max_evals:
+            raise FlowDidNotConverge(
+                f"gradient_flow did not converge within {max_evals} gradient evaluations"
+            )
+        if loss_fn is None:
             g = _grad_scalar(y[0], y[1], y[2], L, N, B, n)
-            return [-g[0], -g[1], -g[2]]
-    else:
-
-        def rhs(_t, y):
+        else:
             g = _grad_fd(y[0], y[1], y[2], L, N, B, loss_fn)
-            return [-g[0], -g[1], -g[2]]
+        return [-g[0], -g[1], -g[2]]
 
     t_end = float(t_eval[-1])
     if t_end == 0.0:

@@ -11,6 +11,7 @@ does that on KeyboardInterrupt) before the backend returns; points not yet start
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import dataclasses
 import io
 import json
@@ -18,6 +19,7 @@ import multiprocessing
 import os
 import queue
 import signal
+import sys
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import CancelledError, ProcessPoolExecutor, as_completed
@@ -231,23 +233,52 @@ def run_serial(
 # Process-pool workers ignore Ctrl-C while idle and turn the first one into KeyboardInterrupt
 # while training (train() then saves its state); the parent stops them through a shared event
 # and SIGINT, so that a Ctrl-C in the terminal and a SIGINT to the parent alone both work.
+# A worker also dies with its parent, even one killed with SIGKILL that stops nothing: the kernel
+# sends it SIGINT (Linux), its running point saves its state, and it exits instead of training
+# the points still queued; it checks its parent before starting each point too.
 _STOP = None
+_PARENT: int | None = None
+_PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
 
-def _init_pool_worker(stop, pids, plugins=()) -> None:
+def _orphaned() -> bool:
+    """Whether the sweep process that started this worker has died."""
+    return _PARENT is not None and os.getppid() != _PARENT
+
+
+def _idle_sigint(signum, frame) -> None:
+    if _orphaned():
+        os._exit(1)  # the sweep died: nothing runs here, nobody waits for a result
+
+
+def _die_with_parent(parent: int) -> None:
+    global _PARENT
+    _PARENT = parent
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, int(signal.SIGINT), 0, 0, 0)
+    if _orphaned():  # the parent died before the request above
+        os._exit(1)
+
+
+def _init_pool_worker(stop, pids, plugins=(), parent: int | None = None) -> None:
     global _STOP
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGINT, _idle_sigint)
+    if parent is not None:
+        _die_with_parent(parent)
     load_plugins(plugins)  # the parent's --plugin modules: their encodings and configs unpickle
     _STOP = stop
     pids.put(os.getpid())
 
 
 def _interrupt_once(signum, frame):
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second one does not cut the saving short
     raise KeyboardInterrupt
 
 
 def _pool_run_job(job: list[SweepPoint], out: str, threads: int) -> list[dict]:
+    if _orphaned():
+        os._exit(1)  # never start a point of a sweep that died
     signal.signal(signal.SIGINT, _interrupt_once)
     try:
         if _STOP is not None and _STOP.is_set():
@@ -256,7 +287,9 @@ def _pool_run_job(job: list[SweepPoint], out: str, threads: int) -> list[dict]:
     except KeyboardInterrupt:
         return [_interrupted(p, Path(out) / p.name) for p in job]
     finally:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGINT, _idle_sigint)
+        if _orphaned():
+            os._exit(1)  # its state is saved; the points still queued are not started
 
 
 def _future_results(future, job: list[SweepPoint], out: Path) -> list[dict]:
@@ -293,7 +326,7 @@ def _run_pool(todo, out: Path, workers: int, threads: int, on_result: OnResult) 
         max_workers=workers,
         mp_context=ctx,
         initializer=_init_pool_worker,
-        initargs=(stop, pids, tuple(loaded_plugins())),
+        initargs=(stop, pids, tuple(loaded_plugins()), os.getpid()),
     )
     futures = {executor.submit(_pool_run_job, list(j), str(out), threads): j for j in todo}
     reported = set()

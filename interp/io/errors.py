@@ -21,6 +21,7 @@ __all__ = [
     "DamagedFileError",
     "WriteError",
     "ResourceError",
+    "DidNotConverge",
     "exit_code",
 ]
 
@@ -66,13 +67,18 @@ class ResourceError(ValueError):
     allocation; the message names the field and the estimate."""
 
 
+class DidNotConverge(RuntimeError):
+    """A numerical fit or integration ran out of its budget of evaluations: the answer is "did not
+    converge" (the message names the curve), not a result."""
+
+
 def exit_code(err: BaseException) -> int:
     """The exit code of a failure (see the module docstring); 1 for anything unexpected."""
     if isinstance(err, RunLockedError):
         return EXIT_BUSY
     if isinstance(err, (ResourceError, WriteError)):
         return EXIT_RESOURCES
-    if isinstance(err, (RunDirectoryError, CheckpointError)):
+    if isinstance(err, (RunDirectoryError, CheckpointError, DidNotConverge)):
         return EXIT_UNUSABLE
     if isinstance(err, (ValueError, OverflowError)):
         return EXIT_INVALID

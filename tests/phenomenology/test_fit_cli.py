@@ -320,3 +320,48 @@ def test_usage_errors_are_one_line_too(capsys):
         assert exit_info.value.code == 2
         _, err = capsys.readouterr()
         _one_line_error(1, err, f"induction-cliff {argv[0]}", argv[-1])
+
+
+# A curve the model cannot describe is refused up front, never fitted for ever or overflowed.
+FLAT_STEPS = np.arange(0, 1000, 10)
+
+
+@pytest.mark.parametrize(
+    "values, words",
+    [
+        (np.full(FLAT_STEPS.size, 1.5), "column 'ic_loss' does not change (every value is 1.5)"),
+        (
+            -1 - FLAT_STEPS / 1000,
+            "column 'ic_loss' is mostly below 0 (median -1.495); a loss is >= 0",
+        ),
+        (np.full(FLAT_STEPS.size, 1e308), "column 'ic_loss' holds 1e+308 at step 0"),
+    ],
+    ids=["flat", "negative", "1e308"],
+)
+def test_a_flat_negative_or_absurd_curve_is_refused_before_fitting(tmp_path, capsys, values, words):
+    csv = tmp_path / "c.csv"
+    pd.DataFrame({"step": FLAT_STEPS, "ic_loss": values}).to_csv(csv, index=False)
+    rc, out, err = _fit(capsys, csv, "--n-boot", "0")
+    assert rc == 2
+    _one_line_error(rc, err, f"{csv}: {words}")
+    assert "forecast" not in out and not (tmp_path / "c.fit.json").exists()
+
+
+def test_a_gradient_flow_past_its_budget_did_not_converge():
+    from phenomenology.landscape import FlowDidNotConverge, gradient_flow
+
+    start = {"beta1": -4.0, "alpha": 0.0, "xi": 0.0}
+    assert len(gradient_flow(start, L=32, N=8, B=2, t_max=1e3, n_points=5)) == 5
+    with pytest.raises(FlowDidNotConverge, match="within 10 gradient evaluations"):
+        gradient_flow(start, L=32, N=8, B=2, t_max=1e3, n_points=5, max_evals=10)
+
+
+def test_a_fit_whose_flows_never_finish_stops_and_says_did_not_converge(monkeypatch):
+    # The negative curve on which the fit used to integrate for ever (check_curve refuses it
+    # before; the estimator itself must still stop): a budget of 2,000 evaluations a flow.
+    from phenomenology import landscape
+    from phenomenology.estimator import FitDidNotConverge, NestedLogitFit
+
+    monkeypatch.setattr(landscape, "MAX_FLOW_EVALS", 2000)
+    with pytest.raises(FitDidNotConverge, match="did not converge"):
+        NestedLogitFit(n_boot=0).fit(FLAT_STEPS, -1 - FLAT_STEPS / 1000)
