@@ -35,7 +35,7 @@ OPTIMIZERS = ("sgd", "adam")
 # so the shrink per SGD step is lr * weight_decay: 100x weaker at lr 0.01); the form of runs
 # written before format version 3.
 WEIGHT_DECAY_FORMS = ("multiplicative", "coupled")
-BACKENDS = ("fast", "hooked", "compiled")
+BACKENDS = ("auto", "fast", "hooked", "compiled")
 # Where training batches are drawn: "host", the CPU sampler of interp.data.task (the stream of
 # every run written before the field existed); "device", interp.data.device_sampler on the
 # training device (another stream: runs are not bit-identical to host-sampled ones).
@@ -87,8 +87,10 @@ class TrainConfig:
             uses the hooked forward; ``compiled`` is ``fast`` with its loss compiled by
             ``torch.compile`` (:mod:`interp.model.compiled`: a faster step on the CPU after
             10-60 s of compiling at the first step; equal to float rounding, not
-            bit-identical to ``fast``; needs a C++ compiler on the CPU; the paper presets' choice).
-            Evaluation and probes always use the hooked model.
+            bit-identical to ``fast``; needs a C++ compiler on the CPU); ``auto`` (the default)
+            takes ``compiled`` when the run's steps repay the compile, else ``fast``
+            (:mod:`interp.train.backend_choice`; it says which on stderr, and a resumed run
+            chooses again for its steps left). Evaluation and probes always use the hooked model.
         live_forecast: at each evaluation on the plateau, forecast the transition step from the IC
             loss so far (:func:`phenomenology.live.live_forecast`) into the ``forecast_step``,
             ``forecast_low`` and ``forecast_high`` columns of ``metrics.csv`` and the progress bar.
@@ -130,7 +132,7 @@ class TrainConfig:
     device: str = "cpu"
     num_threads: int | None = 1
     intervention: str | None = None
-    backend: str = "fast"
+    backend: str = "auto"
     live_forecast: bool = True
     per_class_iw: int = 0
     sample_on: str = "device"

@@ -4,7 +4,9 @@
   encoding that does not act inside attention), else the hooked forward;
 - ``compiled``: the fast path's loss compiled (:class:`interp.model.compiled.CompiledLoss`) where
   it applies (the two-layer one-hot network, on the CPU), else as ``fast``;
-- ``hooked``: always the hooked forward.
+- ``hooked``: always the hooked forward;
+- ``auto``: ``fast`` or ``compiled``, chosen by the training loop for the run's steps
+  (:mod:`interp.train.backend_choice`); here, as ``fast``.
 
 All three compute the same function, equal to float rounding.
 """
@@ -24,11 +26,11 @@ __all__ = ["training_loss", "stacks"]
 
 def stacks(backend: str, device: str | torch.device) -> bool:
     """Whether runs of ``backend`` on ``device`` can train stacked (:mod:`interp.model.stacked`,
-    the fast path with a model axis): ``fast``, and ``compiled`` where it does not compile (off
-    the CPU, :func:`interp.model.compiled.compiles_on`)."""
+    the fast path with a model axis): ``fast``, ``auto`` (stacked, it trains as ``fast``), and
+    ``compiled`` where it does not compile (off the CPU, :func:`interp.model.compiled.compiles_on`)."""
     from interp.model.compiled import compiles_on
 
-    return backend == "fast" or (backend == "compiled" and not compiles_on(device))
+    return backend in ("fast", "auto") or (backend == "compiled" and not compiles_on(device))
 
 
 def training_loss(
@@ -37,7 +39,7 @@ def training_loss(
     """``loss(tokens, positions, target)``: the cross-entropy of the query's label under
     ``model``, computed as ``backend`` says (``hooked``: hooks are active on the model, so only
     the hooked forward sees them)."""
-    fast = backend in ("fast", "compiled") and not hooked and supports_fast_path(model)
+    fast = backend in ("fast", "compiled", "auto") and not hooked and supports_fast_path(model)
     if fast and backend == "compiled":
         from interp.model.compiled import CompiledLoss, supports_compile
 

@@ -15,19 +15,25 @@ traced function has no graph break. Only the two-layer one-hot network of the fa
 and only on the CPU (the device it is tested on); any other model or device takes the uncompiled
 fast path (or the hooked one) as ``backend="fast"`` would.
 
-Compiling takes 10-60 s on 2 cores, once per process, at the first step. The compiler writes its
-files to a temporary folder removed when the process ends, unless ``TORCHINDUCTOR_CACHE_DIR``
-names a folder (which is then reused across processes). On the CPU it needs a C++ compiler:
-:func:`check_compiler` refuses up front without one.
+Compiling takes 10-60 s of CPU at the first step. The compiler's artefacts are kept in a per-user
+cache folder, so that the next process (another run, a sweep's next worker) with the same shapes
+loads them in a few seconds instead (:func:`compile_cache_dir`): ``$XDG_CACHE_HOME/induction-cliff``
+(``~/.cache/induction-cliff`` when ``XDG_CACHE_HOME`` is unset), moved by
+``INDUCTION_CLIFF_CACHE=DIR``, turned off by ``INDUCTION_CLIFF_CACHE=off`` (then a temporary folder
+removed when the process ends); a ``TORCHINDUCTOR_CACHE_DIR`` the user set is used as it is. On the
+CPU it needs a C++ compiler: :func:`check_compiler` refuses up front without one.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import multiprocessing.util
 import os
 import shutil
 import tempfile
+import time
+from pathlib import Path
 
 import torch
 import torch.nn.functional as F
@@ -44,9 +50,20 @@ from interp.model.fast import (
 from interp.model.network import InductionNet
 from interp.model.positional import OneHotConcat
 
-__all__ = ["CompiledLoss", "supports_compile", "check_compiler", "compiles_on"]
+__all__ = [
+    "CompiledLoss",
+    "supports_compile",
+    "check_compiler",
+    "compiles_on",
+    "compile_cache_dir",
+    "compile_key",
+    "record_compile_cost",
+    "recorded_compile_costs",
+    "CACHE_ENV",
+]
 
-_CACHE_ENV = "TORCHINDUCTOR_CACHE_DIR"
+_INDUCTOR_ENV = "TORCHINDUCTOR_CACHE_DIR"
+CACHE_ENV = "INDUCTION_CLIFF_CACHE"  # a folder for the compile cache, or "off"
 
 
 def compiles_on(device: str | torch.device) -> bool:
@@ -87,13 +104,45 @@ def check_compiler(device: str | torch.device) -> None:
         )
 
 
+def _user_inductor_dir() -> str:
+    """``TORCHINDUCTOR_CACHE_DIR`` when the user set it ('' else): torch sets it to its own
+    temporary default when parts of it are imported, which is not a choice of the user's."""
+    value = os.environ.get(_INDUCTOR_ENV, "")
+    if value:
+        from torch._inductor.runtime.cache_dir_utils import default_cache_dir
+
+        if os.path.normpath(value) == os.path.normpath(default_cache_dir()):
+            return ""
+    return value
+
+
+def compile_cache_dir() -> Path | None:
+    """The folder the compiler's artefacts are kept in across processes, or ``None`` when the
+    cache is off (``INDUCTION_CLIFF_CACHE=off``). Never inside a run directory."""
+    named = os.environ.get(CACHE_ENV, "").strip()
+    if named.lower() in ("off", "0", "false", "no", "none"):
+        return None
+    if named:
+        return Path(named).expanduser() / "inductor"
+    if _user_inductor_dir():
+        return Path(_user_inductor_dir())
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "induction-cliff" / "inductor"
+
+
 def _own_cache_dir() -> None:
-    """Point the compiler's cache at a temporary folder of this process (removed at exit),
-    unless the user named one."""
-    if os.environ.get(_CACHE_ENV):
+    """Point the compiler's cache at :func:`compile_cache_dir` (created if needed), or, with the
+    cache off or not writable, at a temporary folder of this process removed at exit."""
+    if _user_inductor_dir() and not os.environ.get(CACHE_ENV):
         return
+    path = compile_cache_dir()
+    if path is not None:
+        with contextlib.suppress(OSError):
+            path.mkdir(parents=True, exist_ok=True)
+            os.environ[_INDUCTOR_ENV] = str(path)
+            return
     path = tempfile.mkdtemp(prefix="induction-cliff-compile-")
-    os.environ[_CACHE_ENV] = path
+    os.environ[_INDUCTOR_ENV] = path
     # multiprocessing's exit hook runs in a pool's worker processes too (they skip atexit), and
     # in the main process at exit.
     multiprocessing.util.Finalize(None, shutil.rmtree, (path,), {"ignore_errors": True}, 0)
@@ -139,6 +188,7 @@ class CompiledLoss:
         _own_cache_dir()
         self.model = model
         self._fn = torch.compile(_loss, dynamic=False, fullgraph=True)
+        self._timed = False  # the first call's CPU time (the compile) is recorded once
 
     def __call__(
         self,
@@ -152,4 +202,45 @@ class CompiledLoss:
         identity = tuple(output_is_identity(block.attn.W_O) for block in model.blocks)
         masks = causal_masks(tokens.shape[1], tokens.device)
         with _shape_checks_off():
-            return self._fn(model, inp, target, identity, masks)
+            if self._timed:
+                return self._fn(model, inp, target, identity, masks)
+            start = time.process_time()
+            out = self._fn(model, inp, target, identity, masks)
+            self._timed = True
+            record_compile_cost(compile_key(model, tokens.shape), time.process_time() - start)
+            return out
+
+
+_COSTS = "compile-costs.json"
+
+
+def compile_key(model: InductionNet, shape) -> str:
+    """What one compile is for: torch's version, the model's config and the batch's shape."""
+    config = json.dumps(model.cfg.to_dict(), sort_keys=True, default=str)
+    return f"torch {torch.__version__} | {config} | {tuple(shape)}"
+
+
+def record_compile_cost(key: str, seconds: float) -> None:
+    """Keep the CPU seconds of a first compiled call in the cache folder: ``cold`` (the first
+    process to compile these shapes) and ``warm`` (a later one, loading the cached artefacts).
+    Nothing is kept with the cache off; a cache folder that cannot be written is left alone."""
+    folder = compile_cache_dir()
+    if folder is None:
+        return
+    costs = recorded_compile_costs()
+    entry = costs.setdefault(key, {})
+    entry["warm" if "cold" in entry else "cold"] = round(seconds, 2)
+    with contextlib.suppress(OSError):
+        tmp = folder / f"{_COSTS}.{os.getpid()}"
+        tmp.write_text(json.dumps(costs, indent=1))
+        os.replace(tmp, folder / _COSTS)
+
+
+def recorded_compile_costs() -> dict:
+    """``key -> {"cold": s, "warm": s}`` as kept by :func:`record_compile_cost` ({} if none)."""
+    folder = compile_cache_dir()
+    try:
+        costs = json.loads((folder / _COSTS).read_text()) if folder is not None else {}
+    except (OSError, ValueError):
+        return {}
+    return costs if isinstance(costs, dict) else {}

@@ -51,6 +51,7 @@ from interp.model.backends import stacks, training_loss
 from interp.model.interventions import intervention_hooks
 from interp.model.network import InductionNet, ModelConfig
 from interp.train.allocator import retain_freed_memory
+from interp.train.backend_choice import choose_backend
 from interp.train.step_reads import add_loss, add_stacked_losses, positions_in_range_of
 from interp.train.threads import apply_thread_policy
 
@@ -582,7 +583,8 @@ class _RunState:
         """Cross-entropy of the query's label, by the forward the backend names
         (:func:`interp.model.backends.training_loss`)."""
         if self._loss_fn is None:
-            self._loss_fn = training_loss(self.model, self.cfg.backend, hooked=bool(self.hooks))
+            backend = choose_backend(self)  # the named one, or auto's choice (one line on stderr)
+            self._loss_fn = training_loss(self.model, backend, hooked=bool(self.hooks))
         return self._loss_fn(batch.tokens, batch.positions, batch.target)
 
     def diverged(self, value: float, what: str = "training loss", at: int | None = None):

@@ -181,22 +181,51 @@ def test_compiled_points_do_not_stack_on_the_cpu_and_a_stacked_sweep_of_them_is_
     assert not (tmp_path / "sweep").exists()  # refused before anything is written
 
 
-def test_the_compilers_files_go_to_a_folder_of_the_process_removed_at_its_end(tmp_path):
-    env = {k: v for k, v in os.environ.items() if k != "TORCHINDUCTOR_CACHE_DIR"}
-    env["TMPDIR"] = str(tmp_path)  # where tempfile makes the folder
+def test_the_compilers_files_are_kept_in_the_users_cache_folder(tmp_path):
+    """Kept across processes (the next run loads them instead of compiling again) in the
+    per-user cache folder, never a temporary one removed at exit; movable and off by choice."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("TORCHINDUCTOR_CACHE_DIR", "INDUCTION_CLIFF_CACHE", "XDG_CACHE_HOME")
+    }
+    env["TMPDIR"] = str(tmp_path / "tmp")  # where tempfile makes a folder
+    (tmp_path / "tmp").mkdir()
     code = (
         "import os; from interp.model.compiled import check_compiler; check_compiler('cpu'); "
         "print(os.environ['TORCHINDUCTOR_CACHE_DIR'])"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
-    assert done.returncode == 0, done.stderr
-    folder = done.stdout.strip().splitlines()[-1]
-    # the compiler check alone would have set torch's default folder (/tmp/torchinductor_USER)
-    assert os.path.dirname(folder) == str(tmp_path)
-    assert os.path.basename(folder).startswith("induction-cliff-compile-")
-    assert not os.path.exists(folder) and os.listdir(tmp_path) == []  # removed at exit
-    # A folder the user names is used as it is.
-    mine = tmp_path / "mine"
-    env["TORCHINDUCTOR_CACHE_DIR"] = str(mine)
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
-    assert done.stdout.strip().splitlines()[-1] == str(mine)
+
+    def folder(**extra) -> str:
+        done = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, env={**env, **extra}
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stdout.strip().splitlines()[-1]
+
+    home = tmp_path / "home"
+    kept = folder(HOME=str(home))
+    assert kept == str(home / ".cache" / "induction-cliff" / "inductor")
+    assert os.path.isdir(kept)  # still there after the process ended
+    # Off: a folder of the process, removed at its end.
+    off = folder(INDUCTION_CLIFF_CACHE="off", HOME=str(home))
+    assert os.path.dirname(off) == str(tmp_path / "tmp")
+    assert os.path.basename(off).startswith("induction-cliff-compile-")
+    assert not os.path.exists(off) and os.listdir(tmp_path / "tmp") == []
+
+
+def test_the_compile_cache_folder_follows_the_environment(monkeypatch, tmp_path):
+    from interp.model.compiled import compile_cache_dir
+
+    for name in ("TORCHINDUCTOR_CACHE_DIR", "INDUCTION_CLIFF_CACHE", "XDG_CACHE_HOME"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert compile_cache_dir() == tmp_path / "home" / ".cache" / "induction-cliff" / "inductor"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert compile_cache_dir() == tmp_path / "xdg" / "induction-cliff" / "inductor"
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "mine"))  # the user's, as it is
+    assert compile_cache_dir() == tmp_path / "mine"
+    monkeypatch.setenv("INDUCTION_CLIFF_CACHE", str(tmp_path / "moved"))
+    assert compile_cache_dir() == tmp_path / "moved" / "inductor"
+    monkeypatch.setenv("INDUCTION_CLIFF_CACHE", "off")
+    assert compile_cache_dir() is None

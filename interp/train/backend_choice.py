@@ -1,0 +1,78 @@
+"""``backend="auto"``: the fastest training loss for the run in front of it.
+
+``compiled`` (:mod:`interp.model.compiled`) makes each step faster, but its first step compiles:
+about 48 s of CPU with an empty compile cache, about 5 s when the cache already holds these shapes
+(``train --preset paper-fig3 --set steps=1``, 1 thread: 58.0 s CPU compiled with the cache empty,
+14.2 s with it warm, 9.7 s with ``backend=fast``). It pays for itself only past a break-even
+number of steps, ``compile cost / per-step gain``; below it, ``fast`` finishes first. ``auto``
+takes ``compiled`` when the steps left exceed the break-even and the compiled loss applies (the
+two-layer one-hot network on the CPU, no training hooks, a C++ compiler), else ``fast``; and says
+which, and why, in one line on stderr. The compile cost is the one measured for these shapes on
+this machine when the cache folder records it (:func:`interp.model.compiled.recorded_compile_costs`),
+else the figures above.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from typing import Any
+
+__all__ = ["choose_backend", "break_even_steps", "STEP_GAIN_S", "COLD_COMPILE_S", "WARM_COMPILE_S"]
+
+log = logging.getLogger(__name__)
+
+# Per-step gain of compiled over fast on the paper's network, batch 128, one thread: 7.80 ->
+# 6.59 ms (benchmarks/bench_train.py, "compiled/fast"); scaled by batch size for other batches.
+STEP_GAIN_S = 1.2e-3
+COLD_COMPILE_S = 48.0  # CPU seconds of the first compiled step, compile cache empty (see above)
+WARM_COMPILE_S = 4.6  # the same with the cache holding these shapes
+
+
+def break_even_steps(compile_s: float, batch_size: int) -> int:
+    """Steps after which a compile of ``compile_s`` CPU seconds has paid for itself."""
+    return math.ceil(compile_s / (STEP_GAIN_S * batch_size / 128))
+
+
+def _compile_cost(run: Any) -> tuple[float, str]:
+    """The expected CPU cost of compiling this run's loss, and where the figure comes from."""
+    from interp.model.compiled import compile_cache_dir, compile_key, recorded_compile_costs
+
+    if compile_cache_dir() is None:
+        return COLD_COMPILE_S, "compile cache off"
+    task, cfg = run.task, run.cfg
+    key = compile_key(run.model, (cfg.batch_size, task.seq_len, task.D))
+    entry = recorded_compile_costs().get(key, {})
+    if "warm" in entry:
+        return float(entry["warm"]), "measured with the cache warm"
+    if "cold" in entry:
+        return WARM_COMPILE_S, "cache warm"
+    return COLD_COMPILE_S, "cache empty"
+
+
+def choose_backend(run: Any) -> str:
+    """The backend ``run`` trains with: ``run.cfg.backend`` when the user named one, else the
+    faster of ``fast`` and ``compiled`` for the steps left (logged in one line)."""
+    cfg = run.cfg
+    if cfg.backend != "auto":
+        return cfg.backend
+    from interp.model.compiled import check_compiler, supports_compile
+
+    steps_left = cfg.steps - run.step
+    if run.hooks or getattr(run, "task", None) is None or not supports_compile(run.model):
+        choice, why = "fast", "the compiled loss does not apply to this model or device"
+    else:
+        try:
+            check_compiler(cfg.device)
+        except ValueError:
+            choice, why = "fast", "no C++ compiler for torch.compile"
+        else:
+            cost, source = _compile_cost(run)
+            even = break_even_steps(cost, cfg.batch_size)
+            choice = "compiled" if steps_left > even else "fast"
+            why = (
+                f"{steps_left} steps {'>' if choice == 'compiled' else '<='} break-even {even} "
+                f"({cost:.0f} s compile, {source})"
+            )
+    log.info("backend: %s (auto: %s)", choice, why)
+    return choice
