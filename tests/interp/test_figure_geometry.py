@@ -219,3 +219,27 @@ def test_the_observed_transition_is_one_number_under_one_name(run_dir, svgs, cap
     )
     svg = (svgs["single"] / "fit_overlay_run.svg").read_text()
     assert f"IC-loss cliff (step {cliff})" in svg
+
+
+def test_the_fit_overlay_draws_only_the_curves_the_fit_compared(run_dir, monkeypatch):
+    """The nested-logit model's trajectory carries its own soft ``cla`` (near 0.3 on the demo run,
+    where the network's argmax CLA is near 0.95); a fit of the IC loss alone never compared it with
+    the run's CLA, so the overlay draws no "CLA (fit)" line."""
+    import interp.viz.fit_overlay as overlay
+    from interp.io.rundir import load_run
+
+    class Fitted:  # what a nested-logit fit of ic_loss returns (predict_curves' columns)
+        transition_step_, transition_step_stderr_ = 2000.0, 10.0
+
+        def __init__(self, *args, **kwargs):
+            pass
+
+        def fit(self, X, y):
+            return self
+
+        def predict_curves(self, steps):
+            return pd.DataFrame({"step": steps, "ic_loss": 1.0, "loss": 1.0, "cla": 0.3})
+
+    monkeypatch.setattr(overlay, "DynamicsFit", Fitted)
+    _, fig = overlay.fit_overlay(load_run(run_dir), model="nested-logit", target="ic_loss")
+    assert [t.name for t in fig.data] == ["IC loss (run)", "IC loss (fit)"]
