@@ -267,7 +267,9 @@ def plot_fit_overlay(
         fig.update_yaxes(title_text="loss", row=1, col=1)
     if unit_cols:
         fig.update_yaxes(title_text="value", range=[-0.02, 1.02], row=1, col=len(panels))
-    fig.update_layout(title=_title(title, note), width=420 * len(panels) + 220, height=420)
+    # one panel: taller, so that it keeps its height under the title and the legend in a column
+    height = 420 if len(panels) > 1 else 500
+    fig.update_layout(title=_title(title, note), width=420 * len(panels) + 220, height=height)
     return fig
 
 

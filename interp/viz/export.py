@@ -310,6 +310,8 @@ def _thin_crowded_ticks(fig: go.Figure, min_px: float) -> None:
         size = max(axis.tickfont.size or fig.layout.font.size or 12.0, min_px)
         every = max(1, math.ceil(len(axis.ticktext) * size * 1.15 / max(length, 1.0)))
         if every > 1:  # counted from the last (the query, xq, is always labelled)
+            # an even step keeps one role (items x1, x2, ... and xq; their labels l_i not)
+            every += every % 2
             last = len(axis.ticktext) - 1
             axis.ticktext = [
                 t if (last - i) % every == 0 else "" for i, t in enumerate(axis.ticktext)
