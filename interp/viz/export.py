@@ -604,7 +604,9 @@ def _axis_of(fig: go.Figure, trace, letter: str):
 
 def _line_table(fig: go.Figure, traces) -> pd.DataFrame:
     """One row per x value, one column per line or marker trace (see :func:`figure_data`)."""
-    x_title = _axis_of(fig, traces[0][1], "x").title.text or "x"
+    # the step axis is titled once, under the bottom panel of a stack sharing it
+    titles = (_axis_of(fig, trace, "x").title.text for _, trace in traces)
+    x_title = next((t for t in titles if t), "x")
     table = None
     seen: dict[str, int] = {}
     for i, trace in traces:
