@@ -57,8 +57,8 @@ steps = np.linspace(0, metrics["step"].max(), 400)
 plot_fit_overlay(
     metrics,
     full.predict_curves(steps),
-    forecast_step=full.transition_step_,
-    observed_step=summary["observed"]["transition_step"],
+    fitted_step=full.transition_step_,  # the fitted transition: a fit to the whole curve
+    observed_step=summary["observed"]["transition_step"],  # the IC-loss cliff
     title="Nested-logit fit to the whole run",
     note=note,
 )
@@ -77,7 +77,7 @@ early = NestedLogitFit(**task, aux=AUX).fit(seen["step"], seen[["ic_loss", *AUX]
 plot_fit_overlay(
     metrics,
     early.predict_curves(steps),
-    forecast_step=early.transition_step_,
+    fitted_step=early.transition_step_,  # saw steps <= cutoff_step only: a forecast
     observed_step=forecast["actual_step"],
     cutoff_step=forecast["cutoff_step"],
     title="Forecast from the plateau",

@@ -18,7 +18,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from interp.viz.plots import METRIC_COLORS, METRIC_LABELS, OKABE_ITO, SEQUENTIAL_SCALE
-from interp.viz.vocabulary import FITTED, FORECAST, OBSERVED
+from interp.viz.vocabulary import FITTED, FORECAST, OBSERVED, observed_name
 from phenomenology.forecast import continuations, forecast_curve
 from phenomenology.progress import THRESHOLD, progress_forecast
 
@@ -267,7 +267,9 @@ def plot_fit_overlay(
         fig.update_yaxes(title_text="loss", row=1, col=1)
     if unit_cols:
         fig.update_yaxes(title_text="value", range=[-0.02, 1.02], row=1, col=len(panels))
-    fig.update_layout(title=_title(title, note), width=420 * len(panels) + 220, height=420)
+    # one panel: taller, so that it keeps its height under the title and the legend in a column
+    height = 420 if len(panels) > 1 else 500
+    fig.update_layout(title=_title(title, note), width=420 * len(panels) + 220, height=height)
     return fig
 
 
@@ -310,7 +312,7 @@ def plot_forecast(
     later: pd.DataFrame | None = None,
     observed_step: Real | None = None,
     column: str = "ic_loss",
-    title: str = "Forecast of the transition",
+    title: str = "Forecast of the IC-loss cliff",
     note: str | None = None,
     progress: Mapping | None = None,
 ) -> go.Figure:
@@ -324,7 +326,8 @@ def plot_forecast(
             (:func:`phenomenology.forecast.continuations`; may be empty).
         later: the rows after the cut-off, when the run went on (drawn as the observed
             continuation).
-        observed_step: the transition seen on the whole curve.
+        observed_step: the transition seen on the whole curve (on ``ic_loss``: the IC-loss cliff,
+            named so in the legend, :func:`interp.viz.vocabulary.observed_name`).
         column: the curve's column.
         title, note: figure title and a note under it.
         progress: for a forecast from a progress measure, a second panel below:
@@ -344,6 +347,20 @@ def plot_forecast(
         row_heights=[0.6, 0.4][:rows] if rows == 2 else None,
     )
     label = METRIC_LABELS.get(column, column)
+    _add_fan(fig, fan_steps, fan)
+    _add_seen_and_later(fig, seen, later, column, label, row=1)
+    if progress is not None:
+        _add_progress_panel(fig, progress)
+    last = float(seen["step"].max())
+    _mark_forecast(fig, forecast, last, observed_step, observed_name(column), rows)
+    fig.update_xaxes(title_text="training step", tickformat="~s", row=rows, col=1)
+    fig.update_yaxes(title_text=label, row=1, col=1)
+    fig.update_layout(title=_title(title, note), width=760, height=440 if rows == 1 else 640)
+    return fig
+
+
+def _add_fan(fig: go.Figure, fan_steps, fan: np.ndarray) -> None:
+    """The forecast's continuation curves, faint, one legend entry for all."""
     for i, curve in enumerate(fan):
         fig.add_trace(
             go.Scatter(
@@ -359,6 +376,10 @@ def plot_forecast(
             row=1,
             col=1,
         )
+
+
+def _add_seen_and_later(fig, seen, later, column: str, label: str, *, row: int) -> None:
+    """The points the forecast saw (filled) and those after its cut-off (open)."""
     fig.add_trace(
         go.Scatter(
             x=seen["step"],
@@ -367,7 +388,7 @@ def plot_forecast(
             name=f"{label}: seen by the forecast",
             marker={"color": METRIC_COLORS.get(column, OKABE_ITO[1]), "size": 5},
         ),
-        row=1,
+        row=row,
         col=1,
     )
     if later is not None and len(later):
@@ -379,63 +400,70 @@ def plot_forecast(
                 name=f"{label}: the run went on",
                 marker={"color": OBSERVED_COLOR, "size": 4, "symbol": "circle-open"},
             ),
-            row=1,
+            row=row,
             col=1,
         )
-    if progress is not None:
-        pname = METRIC_LABELS.get(progress["column"], progress["column"])
+
+
+def _add_progress_panel(fig: go.Figure, progress: Mapping) -> None:
+    """The progress measure's excess over its start (log axis), the fitted exponential growth and
+    the threshold the forecast reads it at, on the second row."""
+    pname = METRIC_LABELS.get(progress["column"], progress["column"])
+    fig.add_trace(
+        go.Scatter(
+            x=progress["steps"],
+            y=progress["excess"],
+            mode="markers",
+            name=f"{pname}: excess over its start, seen",
+            marker={"color": METRIC_COLORS.get(progress["column"], OKABE_ITO[2]), "size": 5},
+        ),
+        row=2,
+        col=1,
+    )
+    if len(progress.get("later_steps", ())):
         fig.add_trace(
             go.Scatter(
-                x=progress["steps"],
-                y=progress["excess"],
+                x=progress["later_steps"],
+                y=progress["later_excess"],
                 mode="markers",
-                name=f"{pname}: excess over its start, seen",
-                marker={"color": METRIC_COLORS.get(progress["column"], OKABE_ITO[2]), "size": 5},
+                name=f"{pname}: the run went on",
+                marker={"color": OBSERVED_COLOR, "size": 4, "symbol": "circle-open"},
             ),
             row=2,
             col=1,
         )
-        if len(progress.get("later_steps", ())):
-            fig.add_trace(
-                go.Scatter(
-                    x=progress["later_steps"],
-                    y=progress["later_excess"],
-                    mode="markers",
-                    name=f"{pname}: the run went on",
-                    marker={"color": OBSERVED_COLOR, "size": 4, "symbol": "circle-open"},
-                ),
-                row=2,
-                col=1,
-            )
-        fig.add_trace(
-            go.Scatter(
-                x=progress["line_steps"],
-                y=progress["line"],
-                mode="lines",
-                line={"color": FORECAST_COLOR, "width": 2},
-                name="fitted exponential growth",
-            ),
-            row=2,
-            col=1,
-        )
-        fig.add_hline(
-            y=progress["threshold"], line={"dash": "dot", "color": "#999999"}, row=2, col=1
-        )
-        # (on a log axis an annotation's y is the log10 of the value)
-        fig.add_annotation(
-            text=f"threshold {progress['threshold']:g}",
-            xref="x2 domain",
-            x=0.01,
-            yref="y2",
-            y=float(np.log10(progress["threshold"])),
-            showarrow=False,
-            xanchor="left",
-            yanchor="bottom",
-            font={"color": "#666666"},
-        )
-        fig.update_yaxes(
-            type="log", exponentformat="power", title_text=f"{pname} / start - 1", row=2, col=1
-        )
+    fig.add_trace(
+        go.Scatter(
+            x=progress["line_steps"],
+            y=progress["line"],
+            mode="lines",
+            line={"color": FORECAST_COLOR, "width": 2},
+            name="fitted exponential growth",
+        ),
+        row=2,
+        col=1,
+    )
+    fig.add_hline(y=progress["threshold"], line={"dash": "dot", "color": "#999999"}, row=2, col=1)
+    # (on a log axis an annotation's y is the log10 of the value)
+    fig.add_annotation(
+        text=f"threshold {progress['threshold']:g}",
+        xref="x2 domain",
+        x=0.01,
+        yref="y2",
+        y=float(np.log10(progress["threshold"])),
+        showarrow=False,
+        xanchor="left",
+        yanchor="bottom",
+        font={"color": "#666666"},
+    )
+    fig.update_yaxes(
+        type="log", exponentformat="power", title_text=f"{pname} / start - 1", row=2, col=1
+    )
+
+
+def _mark_forecast(fig, forecast, last: float, observed_step, observed_label: str, rows: int):
+    """On every row: the forecast's 80% interval (shaded), the forecast (dashed), the last step
+    the forecast saw and the step seen on the whole curve; legend entries on the first row."""
     low, high, step = forecast["low"], forecast["high"], forecast["step"]
     for r in range(1, rows + 1):
         first = r == 1
@@ -450,36 +478,23 @@ def plot_forecast(
             row=r,
             col=1,
         )
-        fig.add_vline(
-            x=step,
-            line={"dash": "dash", "color": FORECAST_COLOR, "width": 2},
-            name=f"forecast {step:.0f}",
-            showlegend=first,
-            row=r,
-            col=1,
-        )
-        last = float(seen["step"].max())
-        fig.add_vline(
-            x=last,
-            line={"dash": "solid", "color": "#999999", "width": 1},
-            name=f"last step seen {last:.0f}",
-            showlegend=first,
-            row=r,
-            col=1,
-        )
+        lines = [
+            (step, f"{FORECAST} {step:.0f}", "dash", FORECAST_COLOR, 2),
+            (last, f"last step seen {last:.0f}", "solid", "#999999", 1),
+        ]
         if observed_step is not None and np.isfinite(observed_step):
+            lines.append(
+                (observed_step, f"{observed_label} {observed_step:.0f}", "dot", OBSERVED_COLOR, 2)
+            )
+        for x, name, dash, color, width in lines:
             fig.add_vline(
-                x=observed_step,
-                line={"dash": "dot", "color": OBSERVED_COLOR, "width": 2},
-                name=f"observed {observed_step:.0f}",
+                x=x,
+                line={"dash": dash, "color": color, "width": width},
+                name=name,
                 showlegend=first,
                 row=r,
                 col=1,
             )
-    fig.update_xaxes(title_text="training step", tickformat="~s", row=rows, col=1)
-    fig.update_yaxes(title_text=label, row=1, col=1)
-    fig.update_layout(title=_title(title, note), width=760, height=440 if rows == 1 else 640)
-    return fig
 
 
 def forecast_figure(
@@ -574,6 +589,6 @@ def forecast_figure(
         column=column,
         note=note,
         progress=progress,
-        title=f"Forecast of the transition from {len(seen)} evaluations up to step "
+        title=f"Forecast of the IC-loss cliff from {len(seen)} evaluations up to step "
         f"{fc.last_step:.0f}, by {how}",
     )

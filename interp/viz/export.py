@@ -310,6 +310,8 @@ def _thin_crowded_ticks(fig: go.Figure, min_px: float) -> None:
         size = max(axis.tickfont.size or fig.layout.font.size or 12.0, min_px)
         every = max(1, math.ceil(len(axis.ticktext) * size * 1.15 / max(length, 1.0)))
         if every > 1:  # counted from the last (the query, xq, is always labelled)
+            # an even step keeps one role (items x1, x2, ... and xq; their labels l_i not)
+            every += every % 2
             last = len(axis.ticktext) - 1
             axis.ticktext = [
                 t if (last - i) % every == 0 else "" for i, t in enumerate(axis.ticktext)
@@ -317,8 +319,9 @@ def _thin_crowded_ticks(fig: go.Figure, min_px: float) -> None:
 
 
 # Room a y axis needs left of its panel, in font sizes: tick labels of up to ~4 characters
-# ("0.25", "1.5k"), the title's line and the gaps between them.
-_Y_AXIS_EMS = 4 * 0.6 + 1.3 + 1.0
+# ("0.25", "1.5k"), the title's line and the gaps between them, with room for the left
+# margin that plotly widens for the first panel's own axis.
+_Y_AXIS_EMS = 4 * 0.6 + 1.3 + 2.3
 
 
 def _widen_panel_gaps(fig: go.Figure, font_px: float) -> None:
@@ -580,9 +583,11 @@ def figure_data(fig: go.Figure) -> pd.DataFrame:
         The table (empty if the figure has no data).
     """
     lines, cells = [], []
+    names = None
     for i, trace in enumerate(fig.data):
         if getattr(trace, "z", None) is not None:
-            cells.append(_cell_rows(fig, trace, i))
+            names = names or _cell_names(fig, trace)
+            cells.append(_cell_rows(fig, trace, i, names))
         elif getattr(trace, "x", None) is not None or getattr(trace, "y", None) is not None:
             lines.append((i, trace))
     parts = [_line_table(fig, lines)] if lines else []
@@ -599,7 +604,9 @@ def _axis_of(fig: go.Figure, trace, letter: str):
 
 def _line_table(fig: go.Figure, traces) -> pd.DataFrame:
     """One row per x value, one column per line or marker trace (see :func:`figure_data`)."""
-    x_title = _axis_of(fig, traces[0][1], "x").title.text or "x"
+    # the step axis is titled once, under the bottom panel of a stack sharing it
+    titles = (_axis_of(fig, trace, "x").title.text for _, trace in traces)
+    x_title = next((t for t in titles if t), "x")
     table = None
     seen: dict[str, int] = {}
     for i, trace in traces:
@@ -617,7 +624,19 @@ def _line_table(fig: go.Figure, traces) -> pd.DataFrame:
     return table.sort_values(x_title, kind="stable").reset_index(drop=True)
 
 
-def _cell_rows(fig: go.Figure, trace, index: int) -> pd.DataFrame:
+def _cell_names(fig: go.Figure, trace) -> tuple[str, str, str]:
+    """Column names of the cell table: the row axis's title, the column axis's and the colour
+    bar's, the first set in the figure (outer panels name the shared axes)."""
+
+    def first(letter: str) -> str:
+        titles = (fig.layout[k].title.text for k in fig.layout if k.startswith(f"{letter}axis"))
+        return next((t for t in titles if t), letter)
+
+    value = getattr(getattr(trace, "colorbar", None), "title", None)
+    return first("y"), first("x"), (value.text if value is not None else None) or "value"
+
+
+def _cell_rows(fig: go.Figure, trace, index: int, names: tuple[str, str, str]) -> pd.DataFrame:
     """One row per heatmap or contour cell, named by the axes' tick labels."""
     z = np.asarray(trace.z, dtype=float)
     n_y, n_x = z.shape
@@ -626,16 +645,9 @@ def _cell_rows(fig: go.Figure, trace, index: int) -> pd.DataFrame:
     x_axis, y_axis = _axis_of(fig, trace, "x"), _axis_of(fig, trace, "y")
     xs, ys = _tick_names(x_axis, xs), _tick_names(y_axis, ys)
     yy, xx = np.meshgrid(ys, xs, indexing="ij")
-    value = getattr(getattr(trace, "colorbar", None), "title", None)
-    value = (value.text if value is not None else None) or "value"
-    return pd.DataFrame(
-        {
-            "panel": trace.name if trace.name is not None else f"trace {index}",
-            y_axis.title.text or "y": yy.ravel(),
-            x_axis.title.text or "x": xx.ravel(),
-            value: z.ravel(),
-        }
-    )
+    panel = trace.name if trace.name is not None else f"trace {index}"
+    y_name, x_name, value = names
+    return pd.DataFrame({"panel": panel, y_name: yy.ravel(), x_name: xx.ravel(), value: z.ravel()})
 
 
 def _tick_names(axis, values: np.ndarray) -> np.ndarray:

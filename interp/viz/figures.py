@@ -317,7 +317,7 @@ def _attention_figures(ctx: Context) -> list[Drawn]:
     drawn = []
     for suffix, pattern, hover_text, what in (
         ("", patterns[:, 0], hover, "one IC sequence"),
-        ("_average", patterns.mean(axis=1), None, f"average over {len(ic)} IC sequences"),
+        ("_average", patterns.mean(axis=1), None, f"mean of {len(ic)} IC sequences"),
     ):
         fig = plot_attention_maps(
             pattern, slider_steps, labels, hover=hover_text, title=f"Attention, {what}", note=note
@@ -328,7 +328,7 @@ def _attention_figures(ctx: Context) -> list[Drawn]:
             [slider_steps[k] for k in key],
             labels,
             hover=hover_text,
-            title=f"Attention across training, {what}",
+            title=f"Attention across training, {what}" if suffix == "" else f"Attention, {what}",
             note=note,
             captions=_accuracy_captions(run.metrics, key_steps),
             tall=ctx.options.get("tall", False),  # a journal column: checkpoints down

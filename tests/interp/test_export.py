@@ -32,24 +32,30 @@ def png_size(path) -> tuple[int, int]:
 
 
 def test_figure_data_is_tidy_and_matches_traces():
-    data = export.figure_data(scatter_fig())
-    assert list(data.columns) == ["trace", "name", "type", "x", "y", "z"]
-    assert len(data) == 5
-    ic = data[data["name"] == "IC"]
-    np.testing.assert_allclose(ic["x"], [0, 100, 200])
-    np.testing.assert_allclose(ic["y"], [0.1, 0.5, 0.9])
-    assert ic["z"].isna().all()
+    """A row per x value, a column per trace named by its legend entry; gaps where a trace has
+    no point at that x."""
+    fig = scatter_fig()
+    fig.update_xaxes(title_text="training step")
+    data = export.figure_data(fig)
+    assert list(data.columns) == ["training step", "IC", "IW"]
+    np.testing.assert_allclose(data["training step"], [0, 100, 200])
+    np.testing.assert_allclose(data["IC"], [0.1, 0.5, 0.9])
+    np.testing.assert_allclose(data["IW"][:2], [0.3, 0.2])
+    assert np.isnan(data["IW"][2])
     assert export.figure_data(go.Figure()).empty
 
 
 def test_figure_data_heatmap_cells():
+    """A row per cell, named by the token roles (the tick labels), not by the hover text."""
     patterns = np.tril(np.ones((1, 1, 3, 3))) / np.arange(1, 4)[:, None]
-    fig = plots.plot_attention_maps(patterns, [5], ["x1", "l1", "xq"])
+    hover = ["x1: item", "l1: its label", "xq: the query"]
+    fig = plots.plot_attention_maps(patterns, [5], ["x1", "l1", "xq"], hover=hover)
     data = export.figure_data(fig)
-    assert len(data) == 9 and set(data["name"]) == {"layer 1, step 5"}
-    cell = data[(data["y"] == "xq") & (data["x"] == "l1")]
-    assert cell["z"].item() == 0.3333  # 1/3, rounded to the 4 decimals attention figures keep
-    assert data[(data["y"] == "x1") & (data["x"] == "l1")]["z"].isna().all()  # masked
+    assert list(data.columns) == ["panel", "query", "key", "attention"]
+    assert len(data) == 9 and set(data["panel"]) == {"layer 1, step 5"}
+    cell = data[(data["query"] == "xq") & (data["key"] == "l1")]
+    assert cell["attention"].item() == 0.3333  # 1/3, rounded to the 4 decimals figures keep
+    assert data[(data["query"] == "x1") & (data["key"] == "l1")]["attention"].isna().all()
 
 
 def test_html_is_self_contained_and_needs_no_browser(tmp_path, monkeypatch):
@@ -61,9 +67,7 @@ def test_html_is_self_contained_and_needs_no_browser(tmp_path, monkeypatch):
     assert len(html) > 1_000_000  # plotly.js embedded
     assert "<script src=" not in html  # nothing loaded from elsewhere (no CDN, no MathJax)
     csv = pd.read_csv(paths[1])
-    pd.testing.assert_frame_equal(
-        csv[["x", "y"]], export.figure_data(scatter_fig())[["x", "y"]], check_dtype=False
-    )
+    pd.testing.assert_frame_equal(csv, export.figure_data(scatter_fig()), check_dtype=False)
 
 
 def test_missing_chromium_gives_install_hint(tmp_path, monkeypatch):
@@ -125,8 +129,8 @@ def test_static_export_writes_valid_files(tmp_path):
     assert width == round(3.5 * 300)  # 3.5 in at 300 dpi
     assert height > 500 and png.stat().st_size > 20_000
     data = pd.read_csv(csv)
-    assert set(data["name"]) == {"train loss", "IC"}
-    np.testing.assert_allclose(data[data["name"] == "IC"]["y"], [0.1, 0.5, 0.9])
+    assert list(data.columns) == ["training step", "train loss", "IC"]
+    np.testing.assert_allclose(data["IC"], [0.1, 0.5, 0.9])
 
 
 @needs_chromium

@@ -336,11 +336,12 @@ def test_standard_figures_include_the_llc_figure_only_with_llc_csv(run_dir, tmp_
     write_llc_csv(with_llc, _llc_frame([0, 20, 40], flagged=[20]))
     names = {p.name for p in write_standard_figures([with_llc], tmp_path / "with", **kw)}
     assert {"llc_tiny.html", "llc_tiny.csv"} <= names
-    plotted = pd.read_csv(tmp_path / "with" / "llc_tiny.csv")
-    drawn = plotted[plotted["name"] == "LLC (mean of chains)"]
-    assert list(drawn["x"]) == [0, 40] and list(drawn["y"]) == [1.0, 5.0]
-    flagged = plotted[plotted["name"] == "flagged estimate (see warning)"]
-    assert list(flagged["x"]) == [20]  # every estimate is drawn, the flagged one apart
+    plotted = pd.read_csv(tmp_path / "with" / "llc_tiny.csv")  # a row per step
+    drawn = plotted.dropna(subset=["LLC (mean of chains)"])
+    assert list(drawn["training step"]) == [0, 40]
+    assert list(drawn["LLC (mean of chains)"]) == [1.0, 5.0]
+    flagged = plotted.dropna(subset=["flagged estimate (see warning)"])
+    assert list(flagged["training step"]) == [20]  # every estimate is drawn, the flagged apart
     bare = tmp_path / "bare" / "tiny"
     shutil.copytree(with_llc, bare)
     (bare / LLC_CSV).unlink()

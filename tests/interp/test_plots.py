@@ -125,18 +125,25 @@ def test_progress_measures_panels_share_x_and_mark_transition():
     assert "Progress measures<br><sup>n</sup>" == fig.layout.title.text
 
 
-def test_progress_measures_do_not_repeat_a_curve():
-    # B = 1: the induction score is TILA2 (only the query row has an induction target)
+def test_progress_measures_draw_a_repeated_curve_under_its_own_entry():
+    # B = 1: the induction score is TILA2 (only the query row has an induction target); it is
+    # drawn all the same (else its legend entry would name nothing), its entry saying so
     runs = [fake_metrics(s) for s in range(2)]
     for m in runs:
         m["induction_score"] = m["tila2"] + 1e-9
     fig = plots.plot_progress_measures(runs)
-    assert "induction score" not in [t.name for t in fig.data]
-    assert [t.name for t in fig.data if t.showlegend is not False][-1] == "prev-token score"
+    legend = [t.name for t in fig.data if t.showlegend is not False]
+    assert legend[-2:] == ["prev-token score", "induction score (= TILA2)"]
     titles = [a.text for a in fig.layout.annotations]
-    assert titles[2] == "head scores (induction score = TILA2)"
+    assert titles[2] == "head scores"
     assert fig.layout.yaxis3.title.text == "score"
-    # equal in one run only: both drawn
+    # on one panel, the second of two equal curves is dashed so that both stay visible
+    m = fake_metrics(0)
+    m["tla2"] = m["ila1"]
+    fig = plots.plot_progress_measures(m)
+    dashes = {t.name: t.line.dash for t in fig.data}
+    assert dashes["ILA1"] == "solid" and dashes["TLA2 (= ILA1)"] == "dash"
+    # equal in one run only: both drawn under their own names
     runs[1]["induction_score"] = runs[1]["tila2"] + 0.01
     fig = plots.plot_progress_measures(runs)
     assert "induction score" in [t.name for t in fig.data]
@@ -275,7 +282,7 @@ def test_fit_overlay():
     for c in ("ic_loss", "ic_acc", "ila1", "t"):
         pred[c] = np.linspace(0, 1, 50)
     fig = pplots.plot_fit_overlay(
-        m, pred, forecast_step=1100, observed_step=1000, cutoff_step=800, note="Adam"
+        m, pred, fitted_step=1100, observed_step=1000, cutoff_step=800, note="Adam"
     )
     assert [t.name for t in fig.data] == [
         "IC loss (run)",
@@ -288,20 +295,26 @@ def test_fit_overlay():
     assert [t.mode for t in fig.data[:2]] == ["markers", "lines"]
     assert [a.text for a in fig.layout.annotations][:2] == ["loss", "accuracy / attention"]
     assert fig.layout.xaxis.title.text == "training step"
+    assert list(fig.layout.xaxis.range) == list(fig.layout.xaxis2.range) == [0, 2000]
     legend_shapes = [s.name for s in fig.layout.shapes if s.showlegend]
+    # a fit that saw steps <= 800 forecasts; the step seen on the data is the observed transition
     assert legend_shapes == [
         "observed transition (step 1000)",
-        "forecast transition (step 1100)",
+        "forecast (fit on steps <= 800) (step 1100)",
         "not seen by the fit",
     ]
-    lines = {s.name: s for s in fig.layout.shapes if s.showlegend and "transition" in s.name}
+    lines = {s.name: s for s in fig.layout.shapes if s.showlegend and "step 1" in s.name}
     colors = {s.line.color for s in lines.values()}
     assert len(colors) == 2  # told apart by colour, not only by dash
     # a label on the outer side of each line: the earlier to the left, the later to the right
-    observed, forecast = fig.layout.annotations[2:]
-    assert (observed.text, observed.x, observed.xanchor) == ("observed<br>1000", 1000, "right")
-    assert (forecast.text, forecast.x, forecast.xanchor) == ("forecast<br>1100", 1100, "left")
+    observed, fitted = fig.layout.annotations[2:]
+    assert (observed.text, observed.x, observed.xanchor) == ("1000", 1000, "right")
+    assert (fitted.text, fitted.x, fitted.xanchor) == ("1100", 1100, "left")
     assert "Adam" in fig.layout.title.text
+    # a fit to the whole curve is the fitted transition, never a forecast
+    fig = pplots.plot_fit_overlay(m, pred, fitted_step=1100, observed_step=1000)
+    names = [s.name for s in fig.layout.shapes if s.showlegend]
+    assert names == ["observed transition (step 1000)", "fitted transition (step 1100)"]
     fig = pplots.plot_fit_overlay(m, pred, columns=["ila1"])
     assert len(fig.data) == 2 and not fig.layout.shapes
     with pytest.raises(ValueError, match="share none"):

@@ -48,11 +48,12 @@ def test_a_plugin_section_is_in_the_figures_and_the_report(tmp_path, clean_regis
     argv = ["--plugin", str(FIXTURE), "figures", str(run), "--out", str(out), "--formats", "html"]
     assert main(argv) == 0
     assert (out / "loss_gap.html").exists() and (out / "progress_measures.html").exists()
-    drawn = pd.read_csv(out / "loss_gap.csv")
+    drawn = pd.read_csv(out / "loss_gap.csv")  # tidy: a column per curve, named as in the legend
     metrics = pd.read_csv(run / "metrics.csv")
+    gap = next(c for c in drawn.columns if c.startswith("IW - IC loss"))
     pd.testing.assert_series_equal(
-        drawn["y"].reset_index(drop=True),
-        (metrics["iw_loss"] - metrics["ic_loss"]).rename("y"),
+        drawn[gap].reset_index(drop=True),
+        (metrics["iw_loss"] - metrics["ic_loss"]).rename(gap),
         rtol=1e-6,
     )
     page = tmp_path / "r.html"

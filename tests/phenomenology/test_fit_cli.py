@@ -66,7 +66,9 @@ def test_fit_a_run_with_a_model_from_a_plugin(tmp_path, capsys):
     assert saved["observed"]["transition_step"] == pytest.approx(30150, rel=0.02)
     assert saved["task"] == {"L": 32, "N": 8, "B": 2}  # from config.json
     assert saved["fitted_until"] == 60000 and saved["interval_method"].startswith("moving-block")
-    assert "t_mid" in out and "forecast_transition_step" in out and "from " in out
+    # a fit to the whole curve: its transition is the fitted transition, never a forecast
+    assert "t_mid" in out and "fitted transition step 30" in out and "not a forecast" in out
+    assert "forecast" not in out.replace("not a forecast", "") and "from " in out
 
 
 def test_fit_a_plain_csv_with_the_paper_task_by_default(tmp_path, capsys):
