@@ -495,6 +495,15 @@ def explorer_html(data: dict, element_id: str) -> str:
 """
 
 
+def _display_data(fig: go.Figure) -> dict:
+    """A ``display_data`` output holding ``fig`` as plotly's JSON mime bundle (what JupyterLab's
+    and VS Code's plotly renderers draw), without a static image: a redraw stays fast."""
+    import plotly.io as pio
+
+    bundle = pio.renderers["plotly_mimetype"].to_mimebundle(fig.to_dict())
+    return {"output_type": "display_data", "data": bundle, "metadata": {}}
+
+
 class AttentionExplorer:
     """The explorer in JupyterLab (ipywidgets): ``AttentionExplorer(load_run("runs/demo"))``.
 
@@ -579,20 +588,18 @@ class AttentionExplorer:
         self._redraw()
 
     def _redraw(self) -> None:
-        from IPython import get_ipython
-
         self.heatmap = heatmap_figure(
             self.data, self.set_name.value, self.sequence.value, self.step.value, self.layer.value
         )
         self.measures = measures_figure(self.data, self.data["steps"][self.step.value])
-        if get_ipython() is None:  # not in a kernel (a script, a test): keep the figures only
-            return
-        for out, fig in ((self._heat_out, self.heatmap), (self._meas_out, self.measures)):
-            # Set the output widget's contents directly rather than capturing a display into it
-            # (``with out: display(fig)``): a notebook run headless (nbclient, nbconvert) waits
-            # out its whole cell timeout on output captured into a widget.
-            out.outputs = ()
-            out.append_display_data(fig)
+        # Each output widget holds exactly its figure's plotly bundle, replaced on every change:
+        # the front end (JupyterLab, VS Code, a saved notebook's widget state) redraws it in place.
+        # Not ``out.append_display_data(fig)``: a plotly Figure displays itself when IPython
+        # formats it, which printed the figure into the running cell and left the widget an
+        # empty bundle; and not ``with out: display(fig)``: a notebook run headless (nbclient,
+        # nbconvert) waits out its whole cell timeout on output captured into a widget.
+        self._heat_out.outputs = (_display_data(self.heatmap),)
+        self._meas_out.outputs = (_display_data(self.measures),)
 
     def _ipython_display_(self) -> None:
         from IPython.display import display

@@ -80,6 +80,9 @@ def test_explorer_figures_and_widget_follow_the_choice(run_dir):
     assert [list(r) for r in explorer.heatmap.data[0].z] == data["sets"]["iw"][0]["patterns"][0][1]
 
 
+PLOTLY_MIME = "application/vnd.plotly.v1+json"
+
+
 def stored_patterns(run, steps, set_name: str = "ic", sequence: int = 0) -> dict:
     """step -> [layer] attention pattern ``[query, key]`` of one evaluation sequence, recomputed
     from that step's saved weights by the hooked model (independently of the explorer)."""
@@ -121,6 +124,16 @@ def test_the_slider_shows_the_checkpoint_it_names(run_dir):
         explorer.step.value = index
         np.testing.assert_allclose(
             _lower(explorer.heatmap.data[0].z),
+            stored[step][0][np.tril_indices(len(first))],
+            atol=tol,
+        )
+        # what the front end draws: each output widget holds one plotly bundle, this step's
+        for out, title in ((explorer._heat_out, f"step {step},"), (explorer._meas_out, "cursor")):
+            (output,) = out.outputs
+            shown = output["data"][PLOTLY_MIME]
+            assert title in shown["layout"]["title"]["text"]
+        np.testing.assert_allclose(
+            _lower(explorer._heat_out.outputs[0]["data"][PLOTLY_MIME]["data"][0]["z"]),
             stored[step][0][np.tril_indices(len(first))],
             atol=tol,
         )

@@ -100,6 +100,20 @@ def test_report_loads_offline_renders_every_plot_and_the_slider_moves_the_heatma
                 "document.querySelector('.ex-heatmap').layout.title.text"
             )
             np.testing.assert_allclose(_lower(_z(page)), stored[10][1][tril], atol=6e-4)
+
+            # the second IC sequence, then the IW set (the sequence picked stays), step 10, layer 2
+            page.select_option(".ex-seq", "1")
+            assert page.evaluate(
+                "document.querySelector('.ex-heatmap').layout.title.text"
+            ).endswith("layer 2, step 10, IC sequence 2")
+            second = stored_patterns(load_run(run_dir), (10,), "ic", 1)[10][1]
+            np.testing.assert_allclose(_lower(_z(page)), second[tril], atol=6e-4)
+            page.select_option(".ex-set", "iw")
+            assert page.evaluate(
+                "document.querySelector('.ex-heatmap').layout.title.text"
+            ).endswith("layer 2, step 10, IW sequence 2")
+            iw = stored_patterns(load_run(run_dir), (10,), "iw", 1)[10][1]
+            np.testing.assert_allclose(_lower(_z(page)), iw[tril], atol=6e-4)
         finally:
             browser.close()
     assert errors == []
