@@ -240,3 +240,38 @@ EXPERIMENT = register_experiment(
         headline=_headline,
     )
 )
+
+
+def measured_risk(rows: pd.DataFrame, task, model, train) -> tuple[dict | None, str]:
+    """The measured death rate of a configuration's hidden-bias form at its learning rate.
+
+    Rates apply only where they were measured: the ``paper-fig3`` task and network (any hidden
+    bias form), plain SGD at that preset's batch size, weight decay and momentum, and the same
+    learning rate.
+
+    Returns:
+        ``(rate, where)``: ``rate`` as a row of :func:`rates` (``None`` when unmeasured) and
+        ``where``, the configuration in words (``hidden_bias=scalar, SGD lr 0.03``).
+    """
+    import dataclasses
+
+    from interp.model.network import ModelConfig
+    from interp.train.presets import get_preset
+
+    where = f"hidden_bias={model.hidden_bias}, {train.optimizer.upper()} lr {train.lr:g}"
+    ref = get_preset("paper-fig3")
+    ref_model = ModelConfig.from_task(ref.task, **{**ref.model, "hidden_bias": model.hidden_bias})
+    ref_model = ref_model.to_dict()
+    fields = ("optimizer", "batch_size", "weight_decay", "weight_decay_form", "momentum")
+    same = (
+        dataclasses.replace(task, n_eval=ref.task.n_eval) == ref.task
+        and model.to_dict() == ref_model
+        and all(getattr(train, f) == getattr(ref.train, f) for f in fields)
+    )
+    if not same or rows is None or not len(rows):
+        return None, where
+    r = rates(rows)
+    hit = r[(r["hidden_bias"] == model.hidden_bias) & ((r["lr"] - train.lr).abs() < 1e-12)]
+    if not len(hit) or not hit.iloc[0]["n"]:
+        return None, where
+    return hit.iloc[0].to_dict(), where
