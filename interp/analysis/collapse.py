@@ -2,24 +2,24 @@
 
 Under plain SGD the author's scalar hidden biases can silence the classifier's last hidden layer:
 its units stop firing on (almost) every input, the logits become constant and the loss sits at
-``log L``. A dip is not a death: the runs behind ``docs/results/collapse-rate.md`` include a run
-whose last layer fell to 1.1-1.2% of its units firing and came back to 25% by step 6000 of lr 0.03,
-its IC loss within 1e-3 of ``log L`` until step 5500. The loss cannot tell the two apart; the rule
-reads the last hidden layer's share of firing units (``active_h{k}``,
+``log L``. A dip is not a death: a recovery has been reported (outside the committed data) of a
+last layer at about 1% of its units firing that came back to a quarter of them thousands of steps
+later at lr 0.03, its loss within 1e-3 of ``log L`` nearly all that time. The loss cannot tell the
+two apart; the rule reads the last hidden layer's share of firing units (``active_h{k}``,
 :mod:`interp.analysis.dead_units`), and waits:
 
     **dead** at the first evaluation where the last hidden layer's share of firing units has been
     below :data:`THRESHOLD` at every evaluation over the last :data:`SPAN_LR_STEPS` / ``lr``
     steps (plain SGD; other optimisers: :data:`SPAN_STEPS_OTHER` steps).
 
-The rule is provisional. :data:`THRESHOLD` (2%) lies above the lowest share a recovering run has
-shown (1.1%); the span is counted in ``lr x steps`` because SGD's drift per step scales with the
-learning rate; 225 (7500 steps at lr 0.03) is longer than that recovering run can have spent below
-the threshold (at most the ~5700 steps between its first evaluations and step 6000). The data
-behind it are a handful of runs (``docs/results/collapse-rate.md`` lists them); a run that
-recovers after a longer stretch would disprove it, and a run judged dead is not proof that it
-would never have recovered, only that no run measured so far did so from there. For optimisers
-other than SGD nothing is measured: the span there is the toolkit's choice.
+The threshold and span are provisional, the toolkit's choice: the threshold (2%) lies above the
+share that reported recovery went down to, and the span (7500 steps at lr 0.03, counted in
+``lr x steps`` because SGD's drift per step scales with the learning rate) is longer than that
+recovery's silence can have lasted. The committed data (``docs/results/collapse-rate.md``, its
+section on silences that ended) list every silence a run recovered from; a recovery after a
+longer silence would disprove the rule. A run judged dead is not proof that it would never have
+recovered, only that no run measured so far came back from there. For optimisers other than SGD
+nothing is measured.
 """
 
 from __future__ import annotations

@@ -60,18 +60,68 @@ def write_law(path, observed=(), **ranges):
     return path
 
 
+def write_rates(path, cells: dict) -> str:
+    """A collapse-rate table: ``{(form, lr): (dead, runs)}``, the rest transitioned."""
+    lines = ["hidden_bias,lr,seed,fate"]
+    for (form, lr), (dead, runs) in cells.items():
+        lines += [
+            f"{form},{lr},{seed},{'dead' if seed < dead else 'transitioned'}"
+            for seed in range(runs)
+        ]
+    path.write_text("\n".join(lines) + "\n")
+    return str(path)
+
+
 def test_forecast_prints_the_step_its_interval_and_the_budget(tmp_path, capsys):
     law = write_law(tmp_path / "law.json")
+    rates = write_rates(tmp_path / "rates.csv", {("per_unit", 0.01): (0, 6)})
     code = main(
-        ["forecast", "--preset", "paper-fig3", "--set", "hidden_bias=per_unit", "--law", str(law)]
+        [
+            *("forecast", "--preset", "paper-fig3", "--set", "hidden_bias=per_unit"),
+            *("--law", str(law), "--rates", rates),
+        ]
     )
     out = capsys.readouterr()
     assert code == 0, out.err
     low, high = 35000 * math.exp(-T90_10 * 0.1), 35000 * math.exp(T90_10 * 0.1)
-    assert "transition step: 35,000" in out.out
+    assert "transition step given a transition: 35,000" in out.out
     assert f"(80% interval {low:,.0f} to {high:,.0f})" in out.out
-    assert "within the budget of 100,000 steps: yes (P = 1.00)" in out.out
+    # 0 of 6 died: Clopper-Pearson 95% upper bound 1 - 0.025^(1/6) = 0.46
+    assert "0 of 6 runs died (0.00, 95% interval 0.00 to 0.46" in out.out
+    assert (
+        "within the budget of 100,000 steps: yes (P = 1.00, 95% interval 0.54 to 1.00, the "
+        "collapse risk included)" in out.out
+    )
     assert out.err == ""  # per-unit biases: nothing to note
+
+
+def test_the_probability_includes_the_measured_collapse_rate(tmp_path, capsys):
+    law = write_law(tmp_path / "law.json")
+    rates = write_rates(tmp_path / "rates.csv", {("scalar", 0.03): (3, 12)})
+    args = ["forecast", "--preset", "paper-fig3", "--law", str(law), "--rates", rates]
+    assert main([*args, "--set", "lr=0.03"]) == 0
+    out = capsys.readouterr().out
+    # the law alone: P = 1.00 at 11,667 steps of 100,000; 3 of 12 died: P = 0.75, and the
+    # Clopper-Pearson interval of 3 in 12 is 0.055 to 0.572
+    assert "collapse risk (hidden_bias=scalar, SGD lr 0.03): 3 of 12 runs died (0.25," in out
+    assert "within the budget of 100,000 steps: yes (P = 0.75, 95% interval 0.43 to 0.95" in out
+    # lr 0.01 was not measured: said so, and no probability is claimed
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "collapse risk (hidden_bias=scalar, SGD lr 0.01): unmeasured" in out
+    assert "within the budget of 100,000 steps: unknown" in out and "P = " not in out
+    # another task: a rate measured on paper-fig3 does not carry over
+    assert main([*args, "--set", "lr=0.03", "--set", "K=512"]) == 0
+    assert "collapse risk (hidden_bias=scalar, SGD lr 0.03): unmeasured" in capsys.readouterr().out
+
+
+def test_the_default_forecast_never_promises_a_jump_the_network_may_not_make(capsys):
+    """The committed rates: paper-fig3's default form at the paper's lr has none (its lr 0.01
+    runs are not in the data), so no P = 1.00 is printed."""
+    assert main(["forecast", "--preset", "paper-fig3"]) == 0
+    out = capsys.readouterr().out
+    assert "transition step given a transition: " in out
+    assert "(hidden_bias=scalar, SGD lr 0.01): unmeasured" in out and "P = 1.00" not in out
 
 
 def test_a_configuration_the_data_trained_says_what_its_runs_did(tmp_path, capsys):
@@ -107,7 +157,7 @@ def test_a_configuration_the_data_trained_says_what_its_runs_did(tmp_path, capsy
         == 0
     )
     out = capsys.readouterr().out
-    assert "transition step: 35,000" in out
+    assert "transition step given a transition: 35,000" in out
     assert "none of its 3 runs transitioned within 60,000 steps" in out
     assert (
         main(
@@ -160,12 +210,16 @@ def test_a_short_budget_and_another_learning_rate(tmp_path, capsys):
             "steps=11667",
             "--law",
             str(law),
+            "--rates",
+            write_rates(tmp_path / "rates.csv", {}),  # no rate: the law's probability alone
         ]
     )
     out = capsys.readouterr()
     assert code == 0
-    assert "transition step: 11,667" in out.out  # 350 / 0.03
-    assert "within the budget of 11,667 steps: " in out.out and "(P = 0.50)" in out.out
+    assert "transition step given a transition: 11,667" in out.out  # 350 / 0.03
+    assert (
+        "within the budget of 11,667 steps: " in out.out and "assuming no collapse: 0.50" in out.out
+    )
     # the author's scalar biases (the preset's default) are named, not refused
     assert "hidden_bias=scalar" in out.err and "collapsed" in out.err
 

@@ -6,8 +6,10 @@ import sys
 
 NAME = "forecast"
 HELP = (
-    "forecast a configuration's transition step and whether it transitions within its budget, "
-    "before training, from the transition law (docs/results/transition-law.md)"
+    "forecast a configuration's transition step (given a transition) and whether it transitions "
+    "within its budget, its measured collapse risk included, before training, from the "
+    "transition law (docs/results/transition-law.md) and the collapse rates "
+    "(docs/results/collapse-rate.md)"
 )
 EPILOG = """\
 examples:
@@ -24,6 +26,13 @@ def add_arguments(p) -> None:
         default=[],
         metavar="KEY=VALUE",
         help="override a field, as for train (repeatable); steps is the budget",
+    )
+    p.add_argument(
+        "--rates",
+        default=None,
+        metavar="PATH",
+        help="measured collapse rates (default: docs/results/collapse-rate.csv, the "
+        "collapse-rate experiment's committed rows)",
     )
     p.add_argument(
         "--law",
@@ -63,18 +72,63 @@ def run(args) -> int:
         _say_observed(law.observed_at(fields))
         return 0
     chance = p.p_within(budget)
-    print(f"transition step: {_k(p.step)}  (80% interval {_k(p.low)} to {_k(p.high)})")
-    verdict = "yes" if chance >= 0.5 else "no"
-    print(f"within the budget of {_k(budget)} steps: {verdict} (P = {chance:.2f})")
+    print(
+        f"transition step given a transition: {_k(p.step)}  (80% interval {_k(p.low)} to "
+        f"{_k(p.high)})"
+    )
+    _say_within(budget, chance, *_collapse_risk(args.rates, task, model, train))
     print(f"law: {law.source or 'the stored law'}; nothing was trained")
     _say_observed(law.observed_at(fields))
     for line in notes:
         print(
             f"note: {line}; the law's data are per-unit runs, and with scalar hidden biases "
-            "plain SGD collapsed on some seeds (docs/results/hidden-bias.md)",
+            "plain SGD collapsed on some seeds (docs/results/collapse-rate.md)",
             file=sys.stderr,
         )
     return 0
+
+
+def _collapse_risk(path, task, model, train):
+    """The measured death rate of the configuration's form at its lr, and the table read."""
+    from pathlib import Path
+
+    import pandas as pd
+
+    from interp.experiments.catalog.collapse_rate import measured_risk
+    from interp.experiments.core import RESULTS_DIR
+
+    if path is not None and not Path(path).is_file():
+        raise ValueError(f"--rates {path}: no such file")
+    path = Path(path) if path is not None else RESULTS_DIR / "collapse-rate.csv"
+    rows = pd.read_csv(path) if path.is_file() else None
+    risk, where = measured_risk(rows, task, model, train)
+    try:
+        path = path.resolve().relative_to(RESULTS_DIR.parents[1])
+    except ValueError:
+        pass
+    return risk, where, path
+
+
+def _say_within(budget: int, chance: float, risk, where: str, path) -> None:
+    """The collapse risk, then the probability of a transition within the budget including it."""
+    if risk is None:
+        print(f"collapse risk ({where}): unmeasured (no run of it in {path})")
+        print(
+            f"within the budget of {_k(budget)} steps: unknown, the collapse risk being "
+            f"unmeasured (the law alone, assuming no collapse: {chance:.2f})"
+        )
+        return
+    n, dead, low, high = int(risk["n"]), int(risk["dead"]), risk["low"], risk["high"]
+    print(
+        f"collapse risk ({where}): {dead} of {n} runs died ({dead / n:.2f}, 95% interval "
+        f"{low:.2f} to {high:.2f}; {path})"
+    )
+    p = (1 - dead / n) * chance
+    verdict = "yes" if p >= 0.5 else "no"
+    print(
+        f"within the budget of {_k(budget)} steps: {verdict} (P = {p:.2f}, 95% interval "
+        f"{(1 - high) * chance:.2f} to {(1 - low) * chance:.2f}, the collapse risk included)"
+    )
 
 
 def _say_observed(rec) -> None:

@@ -1,0 +1,277 @@
+"""How often does plain SGD kill the author's classifier? The collapse rate of each hidden-bias form.
+
+Every run is taken to its fate: ``transitioned`` (IC accuracy jumped,
+:func:`interp.analysis.transition.detect_transition`), ``dead`` (its last hidden layer judged
+dead by the rule of :mod:`interp.analysis.collapse`, before any transition), or ``alive`` (neither
+by its budget); a run short of its budget with neither is ``unfinished`` and counts in no rate.
+Its data come in a form of their own (``collapse-rate.csv``, :data:`COLUMNS`), so it has its own
+page: per learning rate and form, how many of the declared seeds have a fate, the death rate with
+its Clopper-Pearson 95% interval, Fisher's exact test between forms, every run's fate, and the
+runs whose last layer fell silent and came back (the evidence the rule's span must respect).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pandas as pd
+
+from interp.analysis.collapse import (
+    THRESHOLD,
+    collapse_step,
+    last_layer_column,
+    span_steps,
+)
+from interp.experiments import register_experiment
+from interp.experiments.core import Experiment, Sweep, Tier
+
+FORMS = ("scalar", "per_unit", "tied")
+FATES = ("transitioned", "dead", "alive", "unfinished")
+LRS = {0.03: (15000, 12), 0.01: (45000, 8)}  # lr -> (budget steps, declared seeds)
+COLUMNS = (
+    "hidden_bias",
+    "lr",
+    "seed",
+    "steps",
+    "steps_done",
+    "fate",
+    "fate_step",
+    "silent_since",
+    "min_active_last",
+    "final_ic_acc",
+    "recovered_after",
+    "commit",
+    "command",
+)
+
+
+def clopper_pearson(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
+    """Exact binomial interval on a rate of ``k`` in ``n`` (``(0, 1)`` when ``n == 0``)."""
+    from scipy.stats import beta
+
+    if n == 0:
+        return 0.0, 1.0
+    a = (1 - level) / 2
+    low = 0.0 if k == 0 else float(beta.ppf(a, k, n - k + 1))
+    high = 1.0 if k == n else float(beta.ppf(1 - a, k + 1, n - k))
+    return low, high
+
+
+def recoveries(steps, active) -> list[int]:
+    """Lengths (steps) of each silent stretch (below the threshold) that ended with the layer
+    firing again: how long a run stayed silent and still came back."""
+    out, since = [], None
+    for step, value in zip(steps, active):
+        if value < THRESHOLD:
+            since = step if since is None else since
+        elif since is not None:
+            out.append(int(step - since))
+            since = None
+    return out
+
+
+def fate_row(run_dir: str | Path) -> dict:
+    """One run's fate from its ``config.json`` and ``metrics.csv`` (:data:`COLUMNS` but the
+    provenance ones)."""
+    from interp.analysis.transition import detect_transition
+
+    run_dir = Path(run_dir)
+    config = json.loads((run_dir / "config.json").read_text())
+    model, train = config["model"], config["train"]
+    m = pd.read_csv(run_dir / "metrics.csv")
+    column = last_layer_column(int(model.get("n_mlp_layers", 3)))
+    steps = m["step"].tolist()
+    active = m[column].tolist() if column in m else [math.nan] * len(m)
+    span = span_steps(train["optimizer"], float(train["lr"]))
+    dead = collapse_step(steps, active, span)
+    t = detect_transition(m["step"], m["ic_acc"])
+    budget, done = int(train["steps"]), int(m["step"].max())
+    if t.transitioned and (dead is None or t.step < dead[1]):
+        fate, fate_step = "transitioned", float(t.step)
+    elif dead is not None:
+        fate, fate_step = "dead", float(dead[1])
+    else:
+        fate, fate_step = ("alive" if done >= budget else "unfinished"), math.nan
+    back = recoveries(steps, active)
+    return {
+        "hidden_bias": model.get("hidden_bias", "per_unit"),
+        "lr": float(train["lr"]),
+        "seed": int(train["seed"]),
+        "steps": budget,
+        "steps_done": done,
+        "fate": fate,
+        "fate_step": fate_step,
+        "silent_since": float(dead[0]) if dead is not None else math.nan,
+        "min_active_last": float(pd.Series(active).min()),
+        "final_ic_acc": float(m["ic_acc"].iloc[-1]),
+        "recovered_after": max(back) if back else math.nan,
+    }
+
+
+def rates(rows: pd.DataFrame) -> pd.DataFrame:
+    """Per (lr, form): runs with a fate, deaths, transitions, alive, the death rate and its
+    Clopper-Pearson 95% interval."""
+    out = []
+    for (lr, form), g in rows.groupby(["lr", "hidden_bias"], sort=True):
+        counts = g["fate"].value_counts()
+        n = int(sum(counts.get(f, 0) for f in FATES[:3]))
+        k = int(counts.get("dead", 0))
+        low, high = clopper_pearson(k, n)
+        out.append(
+            {
+                "lr": float(lr),
+                "hidden_bias": form,
+                "n": n,
+                "dead": k,
+                "transitioned": int(counts.get("transitioned", 0)),
+                "alive": int(counts.get("alive", 0)),
+                "unfinished": int(counts.get("unfinished", 0)),
+                "rate": k / n if n else math.nan,
+                "low": low,
+                "high": high,
+                "seeds": sorted(int(s) for s in g.loc[g["fate"] != "unfinished", "seed"]),
+            }
+        )
+    return pd.DataFrame(out)
+
+
+def fisher(a: dict, b: dict) -> float:
+    """Two-sided Fisher exact p of two forms' death counts (NaN when either has no run)."""
+    from scipy.stats import fisher_exact
+
+    if not (a["n"] and b["n"]):
+        return math.nan
+    table = [[a["dead"], a["n"] - a["dead"]], [b["dead"], b["n"] - b["dead"]]]
+    return float(fisher_exact(table)[1])
+
+
+def _analyse(experiment: Experiment, tier: str, dirs) -> pd.DataFrame:
+    from interp.experiments.sweep import load_manifest, point_dir
+
+    rows = []
+    for d in dirs:
+        for p in load_manifest(d)["points"]:
+            rows.append(fate_row(point_dir(Path(d), p["name"])))
+    return pd.DataFrame(rows)
+
+
+def _sweeps(lr: float, steps: int, seeds: int, preset: str = "paper-fig3", **extra) -> Sweep:
+    return Sweep(
+        name=f"lr{lr:g}",
+        preset=preset,
+        grid={"hidden_bias": FORMS},
+        overrides={
+            "optimizer": "sgd",
+            "lr": lr,
+            "steps": steps,
+            "eval_every": 250,
+            "live_forecast": False,
+            "num_threads": 1,
+            **extra,
+        },
+        seeds=tuple(range(seeds)),
+    )
+
+
+def _render(experiment: Experiment, rows: pd.DataFrame) -> str:
+    from interp.experiments.catalog.collapse_rate_page import render_collapse_rate
+
+    return render_collapse_rate(experiment, rows)
+
+
+def _headline(rows: pd.DataFrame) -> str:
+    r = rates(rows)
+    return "; ".join(
+        f"lr {x['lr']:g} {x['hidden_bias']}: {x['dead']} of {x['n']} dead" for _, x in r.iterrows()
+    )
+
+
+EXPERIMENT = register_experiment(
+    Experiment(
+        name="collapse-rate",
+        title="How often plain SGD kills the classifier: the collapse rate of each hidden-bias form",
+        question=(
+            "At the paper-fig3 settings under plain SGD, what share of seeds end with a dead "
+            "classifier for the author's scalar hidden biases, per-unit ones and the author's "
+            "tied initialisation, at lr 0.03 and the paper's lr 0.01?"
+        ),
+        analyse=_analyse,
+        tiers={
+            "quick": Tier(
+                sweeps=(
+                    Sweep(
+                        name="tiny",
+                        preset="tiny",
+                        grid={"hidden_bias": FORMS},
+                        overrides={
+                            "optimizer": "sgd",
+                            "lr": 3,
+                            "steps": 300,
+                            "eval_every": 25,
+                            "live_forecast": False,
+                            "num_threads": 1,
+                        },
+                        seeds=(0, 1),
+                    ),
+                ),
+                cost="about 60 s on one core",
+                cost_s=60,
+                note="the `tiny` preset at plain SGD lr 3 (where it dies), three forms, seeds 0-1.",
+            ),
+            "full": Tier(
+                sweeps=tuple(_sweeps(lr, steps, n) for lr, (steps, n) in LRS.items()),
+                cost="about 13 min per lr-0.03 run on one core: 36 of them, and 24 lr-0.01 runs "
+                "three times as long (about 24 h of one core in all)",
+                cost_s=86400,
+                note="paper-fig3, three forms, plain SGD: lr 0.03 to 15000 steps (seeds 0-11) "
+                "and lr 0.01 to 45000 steps (seeds 0-7), evaluated every 250 steps.",
+            ),
+        },
+        columns=(),
+        deviations=(
+            "lr 0.03 runs deviate from the paper's lr 0.01 (the transition time scales as 1/lr).",
+            "Budgets of 15000 (lr 0.03) and 45000 (lr 0.01) steps, where the paper trains 1e5: "
+            "a run alive at its budget is reported as alive, not as transitioned or dead.",
+        ),
+        page=_render,
+        meta=("commit", "command"),
+        headline=_headline,
+    )
+)
+
+
+def measured_risk(rows: pd.DataFrame, task, model, train) -> tuple[dict | None, str]:
+    """The measured death rate of a configuration's hidden-bias form at its learning rate.
+
+    Rates apply only where they were measured: the ``paper-fig3`` task and network (any hidden
+    bias form), plain SGD at that preset's batch size, weight decay and momentum, and the same
+    learning rate.
+
+    Returns:
+        ``(rate, where)``: ``rate`` as a row of :func:`rates` (``None`` when unmeasured) and
+        ``where``, the configuration in words (``hidden_bias=scalar, SGD lr 0.03``).
+    """
+    import dataclasses
+
+    from interp.model.network import ModelConfig
+    from interp.train.presets import get_preset
+
+    where = f"hidden_bias={model.hidden_bias}, {train.optimizer.upper()} lr {train.lr:g}"
+    ref = get_preset("paper-fig3")
+    ref_model = ModelConfig.from_task(ref.task, **{**ref.model, "hidden_bias": model.hidden_bias})
+    ref_model = ref_model.to_dict()
+    fields = ("optimizer", "batch_size", "weight_decay", "weight_decay_form", "momentum")
+    same = (
+        dataclasses.replace(task, n_eval=ref.task.n_eval) == ref.task
+        and model.to_dict() == ref_model
+        and all(getattr(train, f) == getattr(ref.train, f) for f in fields)
+    )
+    if not same or rows is None or not len(rows):
+        return None, where
+    r = rates(rows)
+    hit = r[(r["hidden_bias"] == model.hidden_bias) & ((r["lr"] - train.lr).abs() < 1e-12)]
+    if not len(hit) or not hit.iloc[0]["n"]:
+        return None, where
+    return hit.iloc[0].to_dict(), where

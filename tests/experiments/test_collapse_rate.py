@@ -1,0 +1,105 @@
+"""The collapse-rate experiment: each run's fate from its metrics, the intervals and the test
+between forms against hand-computed values, and the page's counts of runs and missing seeds."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from interp.experiments import get_experiment
+from interp.experiments.catalog.collapse_rate import (
+    COLUMNS,
+    clopper_pearson,
+    fate_row,
+    fisher,
+    rates,
+)
+from interp.experiments.catalog.collapse_rate_page import render_collapse_rate
+
+STEPS = np.arange(0, 15001, 250)
+
+
+def _run(tmp_path, name, ic_acc, active, *, steps=15000, lr=0.03, form="scalar", seed=0):
+    d = tmp_path / name
+    d.mkdir()
+    config = {
+        "model": {"hidden_bias": form, "n_mlp_layers": 3},
+        "train": {"optimizer": "sgd", "lr": lr, "seed": seed, "steps": steps},
+    }
+    (d / "config.json").write_text(json.dumps(config))
+    n = len(ic_acc)
+    pd.DataFrame({"step": STEPS[:n], "ic_acc": ic_acc, "active_h3": active}).to_csv(
+        d / "metrics.csv", index=False
+    )
+    return d
+
+
+def test_intervals_and_fisher_match_hand_computed_values():
+    low, high = clopper_pearson(0, 12)
+    assert low == 0.0 and high == pytest.approx(1 - 0.025 ** (1 / 12), rel=1e-9)
+    assert clopper_pearson(1, 1) == pytest.approx((0.025, 1.0))
+    # 0 of 6 against 6 of 6: the two most extreme tables of C(12, 6) = 924, p = 2/924
+    assert fisher({"dead": 0, "n": 6}, {"dead": 6, "n": 6}) == pytest.approx(2 / 924)
+    assert math.isnan(fisher({"dead": 0, "n": 0}, {"dead": 1, "n": 3}))
+
+
+def test_each_run_gets_its_fate(tmp_path):
+    flat = np.full(len(STEPS), 0.03)
+    jump = 0.03 + 0.97 / (1 + np.exp(-(STEPS - 10000) / 300))
+    # silent from step 500 on: dead once 225 / 0.03 = 7500 steps have passed, at step 8000
+    dead = fate_row(_run(tmp_path, "dead", flat, np.where(STEPS >= 500, 0.001, 0.5)))
+    assert (dead["fate"], dead["fate_step"], dead["silent_since"]) == ("dead", 8000, 500)
+    # silent 250-5000 (4750 steps), then firing again and jumping: a recovery, then a transition
+    back = np.where((STEPS >= 250) & (STEPS < 5000), 0.011, 0.25)
+    up = fate_row(_run(tmp_path, "up", jump, back))
+    assert up["fate"] == "transitioned" and up["fate_step"] == pytest.approx(10000, abs=100)
+    assert up["recovered_after"] == 4750 and up["min_active_last"] == pytest.approx(0.011)
+    alive = fate_row(_run(tmp_path, "alive", flat, np.full(len(STEPS), 0.3)))
+    assert alive["fate"] == "alive" and math.isnan(alive["fate_step"])
+    short = fate_row(_run(tmp_path, "short", flat[:9], np.full(9, 0.3)))
+    assert short["fate"] == "unfinished" and short["steps_done"] == 2000
+
+
+def _rows(fates: dict) -> pd.DataFrame:
+    rows = []
+    for (lr, form), outcomes in fates.items():
+        for seed, fate in enumerate(outcomes):
+            rows.append(
+                {c: math.nan for c in COLUMNS}
+                | {"hidden_bias": form, "lr": lr, "seed": seed, "fate": fate}
+                | {"steps": 15000, "steps_done": 15000, "commit": "abc", "command": "x"}
+            )
+    return pd.DataFrame(rows)
+
+
+def test_the_page_counts_runs_and_names_missing_seeds_never_more():
+    rows = _rows(
+        {
+            (0.03, "scalar"): ["dead", "transitioned", "dead", "unfinished"],
+            (0.03, "per_unit"): ["transitioned", "alive"],
+        }
+    )
+    r = rates(rows).set_index("hidden_bias")
+    assert (r.loc["scalar", "n"], r.loc["scalar", "dead"], r.loc["scalar", "rate"]) == (3, 2, 2 / 3)
+    page = render_collapse_rate(get_experiment("collapse-rate"), rows)
+    low, high = clopper_pearson(2, 3)
+    assert (
+        f"| 0.03 | scalar | 3 / 12 | 2 | 1 | 0 | 0.67 ({low:.2f}-{high:.2f}) | 0, 1, 2 | "
+        "3, 4, 5, 6, 7, 8, 9, 10, 11 |" in page
+    )
+    assert "| 0.03 | tied | 0 / 12 | - | - | - | unmeasured | none |" in page
+    assert "| 0.01 | scalar | 0 / 8 | - | - | - | unmeasured |" in page
+    p = fisher({"dead": 2, "n": 3}, {"dead": 0, "n": 2})
+    assert f"scalar (2 of 3 dead) against per_unit (0 of 2): Fisher exact p = {p:.2f}" in page
+    assert "lr 0.03, scalar against tied: not testable" in page
+
+
+def test_the_committed_page_is_rendered_from_the_committed_rows():
+    from interp.experiments.core import RESULTS_DIR, page_text
+
+    experiment = get_experiment("collapse-rate")
+    assert page_text(experiment, RESULTS_DIR) == (RESULTS_DIR / "collapse-rate.md").read_text()
