@@ -161,6 +161,13 @@ def test_standard_figure_geometry(svgs, width, stem):
             assert any(s == stroke and d == dash for s, d, _ in drawn), f"{text!r} not drawn"
         else:
             assert any(f == fill for _, _, f in drawn), f"{text!r} not drawn"
+    # panels that share the step axis show one range: every labelled x axis the same ticks
+    labels: dict[str, list[str]] = {}
+    for g in root.iter(f"{SVG}g"):
+        if re.fullmatch(r"x\d*tick", g.get("class") or ""):
+            labels.setdefault(g.get("class"), []).extend(t.text for t in g)
+    ticks = {tuple(v) for v in labels.values()}
+    assert len(ticks) == 1, f"{stem} at {width}: x ranges {labels}"
     # the subtitle stays on one line: the title has exactly its two lines
     title = next(t for t in root.iter(f"{SVG}text") if t.get("class") == "gtitle")
     assert len([s for s in title if s.get("class") == "line"]) <= 2, stem

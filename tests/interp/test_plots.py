@@ -392,3 +392,13 @@ def test_key_checkpoints_by_accuracy_start_plateau_jump_end():
     # no accuracy recorded: the plain rule
     empty = metrics.assign(ic_acc=float("nan"))
     assert key_checkpoints(steps, 352, metrics=empty) == [0, 350, 360, 500]
+
+
+def test_the_explorer_measures_each_have_their_own_colour():
+    """IC and IW accuracy and every progress measure drawn beside the attention map: no two share a
+    colour (IW and the previous-token score did)."""
+    from interp.viz.explorer import measure_columns
+
+    columns = measure_columns()
+    colors = [plots.METRIC_COLORS[c] for c in columns]
+    assert len(set(colors)) == len(columns), dict(zip(columns, colors, strict=True))
