@@ -1,9 +1,12 @@
 """induction-cliff: Reddy's in-context classification task, its network, probes and figures.
 
-The subpackages are the pipeline's stages: :mod:`interp.data` (the task), :mod:`interp.model`
-(the network), :mod:`interp.train` (training runs and sweeps), :mod:`interp.io` (the run
-directory), :mod:`interp.analysis` (progress measures, evaluation, transitions) and
-:mod:`interp.viz` (figures); :mod:`interp.cli` is the command line on top.
+The subpackages are the pipeline's stages, numbered as in docs/contributing.md (each imports only
+itself and the stages before it): 1 :mod:`interp.data` (the task), 2 :mod:`interp.model` (the
+network), 3 :mod:`interp.config` (how a run trains), 4 :mod:`interp.io` (the run directory),
+5 :mod:`interp.train` (the training loop), 6 :mod:`interp.analysis` (progress measures, evaluation,
+transitions), 7 :mod:`phenomenology` (dynamics models, fits and forecasts), 8 :mod:`interp.viz`
+(figures), 9 :mod:`interp.experiments` (orchestration: the standard run, sweeps, experiments) and
+10 :mod:`interp.cli`, the command line on top.
 
 ``import interp`` imports nothing heavy; the main user API and the registries are reached lazily
 (loaded on first use, so that ``import interp.cli`` stays light)::

@@ -1,4 +1,5 @@
-"""Phenomenological models of the induction cliff [docs/science.md section 4, reconstruction].
+"""Stage 7, phenomenological models of the induction cliff [docs/science.md section 4,
+reconstruction]: above the analysis of trained networks, below the figures that draw them.
 
 - :mod:`phenomenology.landscape`: the nested-logit loss in ``(beta1, alpha, xi)``, its gradient,
   gradient flow / descent trajectories, plateau and cliff detection, landscape grids.

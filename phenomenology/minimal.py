@@ -41,6 +41,7 @@ from transformer_lens.hook_points import HookPoint
 from interp.analysis.evaluation import EvaluateSets
 from interp.config.train_config import TrainConfig
 from interp.data.task import TaskConfig
+from interp.io.rundir import register_run_kind
 from interp.train.training import train
 from phenomenology.live import LiveForecast
 
@@ -173,6 +174,10 @@ class MinimalInductionHead(HookedRootModule):
         p2 = self.blocks[1].attn.hook_pattern(p2)
         o = torch.einsum("bn,bnd->bd", p2[:, 0, -1, 1:-1:2], labels)  # attended label content
         return self.hook_logits(o @ self.W.T)
+
+
+# Runs of this model reopen with interp.io.rundir.load_run once this module is imported.
+register_run_kind("minimal_induction_head", MinimalConfig, MinimalInductionHead)
 
 
 def _readout_gain(model: MinimalInductionHead, label_vectors: Tensor) -> float:

@@ -62,9 +62,48 @@ def _is_type_checking(node: ast.AST) -> bool:
     )
 
 
+_LOADERS = ("import_module", "__import__", "find_spec")
+
+
+def _is_logger_call(node: ast.Call) -> bool:
+    func = node.func
+    return (isinstance(func, ast.Attribute) and func.attr == "getLogger") or (
+        isinstance(func, ast.Name) and func.id == "getLogger"
+    )
+
+
+def _named_module(node: ast.AST, modules: set[str]) -> str | None:
+    """The package module an expression imports by name, or None: the text given to
+    ``importlib.import_module``, ``__import__`` or ``find_spec`` (an f-string by its constant
+    leading part, a package such as ``interp.cli.commands``), and any string literal that is a
+    package module's name or a ``module:attribute`` spec (a literal handed to a loader elsewhere,
+    e.g. a table of lazy imports; a dotted name only, so that a folder name such as ``"interp"``
+    in a path is not one)."""
+    if isinstance(node, ast.Call):
+        func = node.func
+        called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+        if called not in _LOADERS or not node.args:
+            return None
+        first = node.args[0]
+        if isinstance(first, ast.Constant) and isinstance(first.value, str):
+            return first.value if first.value in modules else None  # even a bare "interp"
+        if isinstance(first, ast.JoinedStr) and first.values:
+            head = first.values[0]
+            if isinstance(head, ast.Constant) and isinstance(head.value, str):
+                package = head.value.rpartition(".")[0]
+                return package if package in modules else None
+        return None
+    if isinstance(node, ast.Constant) and isinstance(node.value, str) and "." in node.value:
+        text = node.value
+        module = text.split(":", 1)[0] if re.fullmatch(r"[\w.]+:\w+", text) else text
+        return module if module in modules else None
+    return None
+
+
 def _imports(tree: ast.Module, modules: set[str]) -> list[tuple[str, int]]:
-    """(imported package module, line) for every import statement of the tree, wherever it stands
-    (module level, functions, methods, ``try`` blocks), except under ``if TYPE_CHECKING:``."""
+    """(imported package module, line) for every import of the tree, wherever it stands (module
+    level, functions, methods, ``try`` blocks), except under ``if TYPE_CHECKING:``: import
+    statements, and imports by name in strings (:func:`_named_module`)."""
     found: list[tuple[str, int]] = []
 
     def visit(node: ast.AST) -> None:
@@ -72,6 +111,11 @@ def _imports(tree: ast.Module, modules: set[str]) -> list[tuple[str, int]]:
             for child in node.orelse:  # the else branch of ``if TYPE_CHECKING`` does run
                 visit(child)
             return
+        if isinstance(node, ast.Call) and _is_logger_call(node):
+            return  # a logger's name is not an import
+        name = _named_module(node, modules)
+        if name is not None:
+            found.append((name, node.lineno))
         if isinstance(node, ast.Import):
             found.extend((a.name, node.lineno) for a in node.names if a.name in modules)
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
@@ -87,7 +131,7 @@ def _imports(tree: ast.Module, modules: set[str]) -> list[tuple[str, int]]:
             visit(child)
 
     visit(tree)
-    return found
+    return list(dict.fromkeys(found))  # a loader's literal argument is seen twice
 
 
 def _parents(module: str) -> set[str]:
@@ -340,3 +384,50 @@ def test_a_back_import_planted_in_a_copy_of_the_package_fails_the_rule(tmp_path,
     task.write_text(task.read_text() + "\ndef _planted():\n    import interp.train.training\n")
     graph = import_graph(tmp_path)
     assert find_cycle(graph) is not None
+
+
+def test_imports_by_name_in_strings_are_imports(tmp_path, monkeypatch):
+    """``importlib.import_module``, ``__import__`` (a literal, or an f-string by its leading
+    package), a ``module:attribute`` spec handed to a loader, and a dotted module name in a table
+    of lazy imports: each is an import of that module; a logger's name and a plain folder name in
+    a path are not."""
+    root = _plant(
+        tmp_path,
+        monkeypatch,
+        {
+            "interp/__init__.py": "",
+            "interp/train/__init__.py": "",
+            "interp/viz/__init__.py": "",
+            "interp/viz/plots.py": "def plot(): ...\n",
+            "interp/train/loop.py": (
+                "import importlib\nimport logging\nfrom pathlib import Path\n"
+                "log = logging.getLogger('interp.viz.plots')\n"
+                "where = Path('x') / 'interp'\n"
+                "def a():\n    return importlib.import_module('interp.viz.plots')\n"
+                "def b(name):\n    return importlib.import_module(f'interp.viz.{name}')\n"
+                "def c():\n    return __import__('interp.viz.plots', fromlist=['plot'])\n"
+                "KINDS = {'plot': 'interp.viz.plots:plot'}\n"
+                "LAZY = {'plot': 'interp.viz.plots'}\n"
+            ),
+        },
+    )
+    assert back_imports(root) == [
+        f"interp.train.loop:{line} -> {target} (train -> viz)"
+        for line, target in (
+            (7, "interp.viz.plots"),
+            (9, "interp.viz"),
+            (11, "interp.viz.plots"),
+            (12, "interp.viz.plots"),
+            (13, "interp.viz.plots"),
+        )
+    ]
+
+
+def test_each_stage_package_docstring_gives_its_number_in_the_documented_order():
+    """``interp/analysis/__init__.py`` opens with "Stage 6, ...", as the table of
+    docs/contributing.md numbers it (the command line's docstring is its ``--help`` text)."""
+    for number, (name, patterns) in enumerate(STAGES[:-1], 1):
+        package = patterns[0].removesuffix(".*")
+        init = ROOT / Path(*package.split(".")) / "__init__.py"
+        doc = ast.get_docstring(ast.parse(init.read_text())) or ""
+        assert doc.startswith(f"Stage {number}, "), f"{init}: {doc[:40]!r} ({name} is {number})"

@@ -126,6 +126,7 @@ def main(argv: list[str] | None = None) -> int:
     from interp.train.threads import apply_thread_policy
 
     apply_thread_policy()  # one torch thread; train's num_threads and llc's --threads override it
+    import phenomenology.minimal  # noqa: F401  registers its run kind: every command reopens such runs
     from interp.io.errors import EXIT_UNEXPECTED, WriteError, exit_code
     from interp.train.training import TrainingDiverged, TrainingInterrupted
 

@@ -1,4 +1,4 @@
-"""Orchestration, above every other stage.
+"""Stage 9, orchestration, above every other stage but the command line (stage 10).
 
 - The standard run (:mod:`interp.experiments.standard`: the one training loop with the standard
   evaluation and the live forecast handed in), and sweeps that train, summarise and draw one run

@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import dataclasses
 import errno
-import importlib
 import json
 import logging
 import os
@@ -67,6 +66,7 @@ from interp.io.lock import LOCK_NAME, RunLock
 from interp.io.metrics import PER_CLASS_IW_NAME, MetricsFile, read_metrics, read_per_class_iw
 from interp.io.outputs import output_path, write_output
 from interp.io.paths import open_directory
+from interp.model.network import InductionNet, ModelConfig
 
 __all__ = [
     "FORMAT_VERSION",
@@ -122,41 +122,35 @@ _PRE_V5_SAMPLE_ON = "host"
 
 @dataclass(frozen=True)
 class RunKind:
-    """How to rebuild the model of a run: its config class and model class (``module:name``)."""
+    """How to rebuild the model of a run: its config class and its model class."""
 
-    config: str
-    model: str
+    config: type
+    model: type
 
-    def config_class(self):
-        return _import(self.config)
+    def config_class(self) -> type:
+        return self.config
 
-    def model_class(self):
-        return _import(self.model)
-
-
-def _import(spec: str):
-    module, name = spec.split(":")
-    return getattr(importlib.import_module(module), name)
+    def model_class(self) -> type:
+        return self.model
 
 
-RUN_KINDS: dict[str, RunKind] = {
-    "induction_net": RunKind(
-        "interp.model.network:ModelConfig", "interp.model.network:InductionNet"
-    ),
-    "minimal_induction_head": RunKind(
-        "phenomenology.minimal:MinimalConfig", "phenomenology.minimal:MinimalInductionHead"
-    ),
-}
+RUN_KINDS: dict[str, RunKind] = {"induction_net": RunKind(ModelConfig, InductionNet)}
+"""The kinds of model whose runs :func:`load_run` reopens, by the ``kind`` of ``config.json``. A
+kind is registered by the module that defines its model (:func:`register_run_kind`), so a higher
+stage's model (the minimal model of ``phenomenology``) is known once that module is imported: the
+command line imports it, and so does any program that trained such a run."""
 
 
-def register_run_kind(name: str, config: str, model: str) -> None:
+def register_run_kind(name: str, config: type, model: type) -> None:
     """Register a kind of model whose runs :func:`load_run` can reopen.
 
     Args:
         name: the ``kind`` recorded in ``config.json``.
-        config: ``"module:ConfigClass"`` (a dataclass; ``to_dict``/``from_dict`` optional).
-        model: ``"module:ModelClass"``, built as ``ModelClass(config, seed=None)``.
+        config: the config class (a dataclass; ``to_dict``/``from_dict`` optional).
+        model: the model class, built as ``model(config, seed=None)``.
     """
+    if not (isinstance(config, type) and isinstance(model, type)):
+        raise TypeError(f"register_run_kind({name!r}, ...): give the config and model classes")
     RUN_KINDS[name] = RunKind(config, model)
 
 
@@ -376,7 +370,8 @@ def read_config(path: str | os.PathLike) -> tuple[dict, list[str]]:
     kind = config.get("kind")
     if kind not in RUN_KINDS:
         raise RunDirectoryError(
-            f"{path}: kind={kind!r} is unknown (known kinds: {', '.join(RUN_KINDS)})"
+            f"{path}: kind={kind!r} is unknown (known kinds: {', '.join(RUN_KINDS)}; a kind is "
+            "known once the module that defines its model is imported, e.g. with --plugin)"
         )
     return config, notes
 

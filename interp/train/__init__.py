@@ -1,4 +1,4 @@
-"""Stage 3, training: the one training loop (:mod:`interp.train.training`) and how it is configured
-(:class:`~interp.train.train_config.TrainConfig`, named presets, ``--set`` overrides, ``--plugin``
-modules), and sweeps that train one run per point of a grid (in process, in a process pool or on
-Ray)."""
+"""Stage 5, training: the one training loop (:mod:`interp.train.training`) and how a run is set up
+(named presets, ``--set`` overrides of :class:`~interp.config.train_config.TrainConfig` and the
+task's and model's configs, the torch thread policy), and the token tasks' training. Sweeps, which
+train one run per point of a grid, are orchestration (:mod:`interp.experiments.sweep`)."""
