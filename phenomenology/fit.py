@@ -429,10 +429,8 @@ def fit_curve(
     cutoff, part = _seen_part(df, observed, until, fraction, source)
     check_values(df.rename(columns={target: column}), [column, *aux], target, source)
     kwargs = {"n_boot": n_boot, "random_state": random_state} | dict(estimator_options or {})
-    try:
-        est, out, problem = _fit_seen_part(part, df, model, task, target, aux, options, kwargs)
-    except FitDidNotConverge as err:
-        raise FitDidNotConverge(f"{source}: column {column!r}: {err}") from None
+    where = f"{source}: column {column!r}"
+    est, out, problem = _fit_seen_part(part, df, model, task, target, aux, options, kwargs, where)
     out["column"] = column
     out["options"] = dict(options or {})
     out["until_step"] = None if cutoff is None else float(cutoff)
@@ -465,18 +463,22 @@ def _check_cutoff(until, fraction) -> None:
         raise ValueError(f"--fraction must be in (0, 1], got {fraction!r}")
 
 
-def _fit_seen_part(part, df, model, task, target, aux, options, kwargs) -> tuple:
+def _fit_seen_part(part, df, model, task, target, aux, options, kwargs, where: str) -> tuple:
     """Fit ``model`` (a :class:`DynamicsFit` with ``kwargs``) to the part of the curve seen;
     returns the fitted estimator, its summary (plus ``fitted_until``, ``n_points_fitted`` and
     ``r2_all``, the R^2 on the whole curve ``df``) and the problem that stops a forecast from it
-    (None when there is none)."""
+    (None when there is none). A fit that does not converge is raised naming ``where`` (the file
+    and column)."""
     from interp.analysis.transition import measure_direction
 
     est = DynamicsFit(
         model, task=dict(task), target=target, aux=tuple(aux), options=options, **kwargs
     )
     steps = part["step"].to_numpy(dtype=float)
-    est.fit(steps, part[[target, *aux]])
+    try:
+        est.fit(steps, part[[target, *aux]])
+    except FitDidNotConverge as err:
+        raise FitDidNotConverge(f"{where}: {err}") from None
     out = est.summary()
     problem = plateau_problem(
         steps, part[target].to_numpy(dtype=float), direction=measure_direction(target)
