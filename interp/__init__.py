@@ -41,11 +41,28 @@ _LAZY = {
 __all__ = sorted(_LAZY)
 
 
+def _version() -> str:
+    """The installed distribution's version; for a checkout imported without installing it,
+    the version in its pyproject.toml."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("induction-cliff")
+    except PackageNotFoundError:
+        import re
+        from pathlib import Path
+
+        text = (Path(__file__).resolve().parents[1] / "pyproject.toml").read_text()
+        return re.search(r'^version = "([^"]+)"', text, re.MULTILINE).group(1)
+
+
 def __getattr__(name: str):
+    if name == "__version__":
+        return _version()
     if name in _LAZY:
         return getattr(importlib.import_module(_LAZY[name]), name)
     raise AttributeError(f"module 'interp' has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:
-    return sorted([*globals(), *_LAZY])
+    return sorted([*globals(), *_LAZY, "__version__"])

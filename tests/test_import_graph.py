@@ -367,7 +367,9 @@ def test_a_back_import_planted_in_a_copy_of_the_package_fails_the_rule(tmp_path,
     """The real package, copied, with one import inside a function of the training loop planted:
     the rule that passes on the package fails on the copy, naming the line."""
     for pkg in PACKAGES:
-        shutil.copytree(ROOT / pkg, tmp_path / pkg, ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copytree(
+            ROOT / pkg, tmp_path / pkg, ignore=shutil.ignore_patterns("__pycache__", "_notebooks")
+        )
     (tmp_path / "docs").mkdir()
     path = tmp_path / "interp" / "train" / "training.py"
     text = path.read_text()

@@ -96,5 +96,6 @@ def test_the_worked_examples_run_as_written(tmp_path):
         )
         out = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True)
         assert out.returncode == 0, f"{kind} example failed:\n{code}\n{out.stderr[-2000:]}"
-    assert (tmp_path / "my_curve.fit.json").exists()
+    assert (tmp_path / "runs" / "my_curve.fit.json").exists()
+    assert not list(tmp_path.glob("my_curve*"))  # nothing left in the folder the user is in
     assert any((tmp_path / "runs" / "paper-figures").glob("dynamics.*"))

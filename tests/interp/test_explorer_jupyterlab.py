@@ -36,8 +36,8 @@ NOTEBOOK = ROOT / "notebooks" / "01_attention_maps.py"
 TOKEN = "induction-cliff-test-token"
 ATOL = 6e-4  # the explorer rounds weights to 3 decimals
 START_TIMEOUT_S = 60
-RUN_TIMEOUT_MS = 150_000  # every cell of the notebook, its tiny run already trained
-REDRAW_TIMEOUT_MS = 10_000
+RUN_TIMEOUT_MS = 300_000  # every cell of the notebook, its tiny run already trained
+REDRAW_TIMEOUT_MS = 20_000
 
 pytestmark = [
     pytest.mark.skipif(
@@ -166,6 +166,7 @@ def test_the_explorer_redraws_in_place_in_jupyterlab(lab):
     from playwright.sync_api import sync_playwright
 
     seconds = {}
+    start = time.monotonic()
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
         try:
@@ -174,11 +175,13 @@ def test_the_explorer_redraws_in_place_in_jupyterlab(lab):
             # the kernel starts from the notebook's own header: no "Select Kernel" dialog
             page.get_by_text("Python 3 (ipykernel) | Idle").wait_for(timeout=90_000)
             assert page.locator(".jp-Dialog").count() == 0
+            seconds["JupyterLab open, kernel idle"] = time.monotonic() - start
             page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
             page.locator(".lm-Menu-itemLabel", has_text="Run All Cells").first.click()
             # the last cell's table (ablation) says every cell ran
             ablation = page.locator(".jp-OutputArea-output", has_text="layer 2 head ablated")
             ablation.wait_for(timeout=RUN_TIMEOUT_MS)
+            seconds["run all cells"] = time.monotonic() - start - sum(seconds.values())
             assert page.locator(".jp-OutputArea-output[data-mime-type*='error']").count() == 0
             cell = page.locator(".jp-CodeCell", has_text="AttentionExplorer(run, ").last
             cell.scroll_into_view_if_needed()
@@ -226,4 +229,4 @@ def test_the_explorer_redraws_in_place_in_jupyterlab(lab):
             check(named, 1, "iw", 0)
         finally:
             browser.close()
-    print("redraw seconds:", {k: round(v, 2) for k, v in seconds.items()})
+    print("seconds:", {k: round(v, 2) for k, v in seconds.items()})

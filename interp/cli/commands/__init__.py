@@ -32,4 +32,6 @@ COMMANDS = (
     "reproduce",
     "presets",
     "listing",
+    "demo",
+    "notebooks",
 )

@@ -51,6 +51,12 @@ def _render(args, experiments) -> int:
     from interp.experiments import render
 
     out = Path(args.out or "docs/results")
+    if args.name == "all" and not any((out / f"{e.name}.csv").exists() for e in experiments):
+        raise ValueError(
+            f"--out {out}: holds no results table (EXPERIMENT.csv); --render-only rebuilds the "
+            "pages from the tables committed in docs/results of a checkout of the repository: "
+            "run it there, or give --out a folder that holds them"
+        )
     for e in experiments:
         if args.name == "all" and not (out / f"{e.name}.csv").exists():
             print(f"skipped {e.name}: no {out / (e.name + '.csv')}", file=sys.stderr)

@@ -1,0 +1,87 @@
+"""The package as a user installs it: a wheel built from this checkout, installed into a fresh
+virtualenv, used from an empty folder (no checkout on the path).
+
+The fresh virtualenv sees this environment's packages (torch, plotly, ...) through a .pth line,
+so nothing is downloaded; the wheel itself is installed with ``--no-deps --no-index``.
+"""
+
+import os
+import re
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PYPROJECT_VERSION = re.search(
+    r'^version = "([^"]+)"', (ROOT / "pyproject.toml").read_text(), re.MULTILINE
+).group(1)
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.py"))
+
+
+def _run(argv, cwd, env, timeout=120) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, check=False
+    )
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory) -> tuple[Path, dict]:
+    """(the fresh virtualenv's bin folder, an environment without this checkout on its path)."""
+    tmp = tmp_path_factory.mktemp("installed")
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    built = _run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q"]
+        + ["-w", str(tmp / "dist"), str(ROOT)],
+        tmp,
+        env,
+    )
+    assert built.returncode == 0, built.stderr
+    (wheel,) = (tmp / "dist").glob("induction_cliff-*.whl")
+    venv = tmp / "venv"
+    made = _run([sys.executable, "-m", "venv", "--without-pip", str(venv)], tmp, env)
+    assert made.returncode == 0, made.stderr
+    python = venv / "bin" / "python"
+    where = "import sysconfig; print(sysconfig.get_path('purelib'))"
+    purelib = _run([str(python), "-c", where], tmp, env)
+    (Path(purelib.stdout.strip()) / "deps.pth").write_text(sysconfig.get_path("purelib") + "\n")
+    pip = [sys.executable, "-m", "pip", "--python", str(python), "install", "-q"]
+    done = _run([*pip, "--no-deps", "--no-index", str(wheel)], tmp, env)
+    assert done.returncode == 0, done.stderr
+    return venv / "bin", env
+
+
+def test_from_an_empty_folder_the_notebooks_and_the_demo_are_there(installed, tmp_path):
+    bin_dir, env = installed
+    here = tmp_path / "empty"
+    here.mkdir()
+    cli = str(bin_dir / "induction-cliff")
+    imported = _run(
+        [str(bin_dir / "python"), "-c", "import interp; print(interp.__file__)"], here, env
+    )
+    assert Path(imported.stdout.strip()).is_relative_to(bin_dir.parent)  # the wheel, no checkout
+    version = _run(
+        [str(bin_dir / "python"), "-c", "import interp; print(interp.__version__)"], here, env
+    )
+    assert version.stdout.strip() == PYPROJECT_VERSION
+
+    copied = _run([cli, "notebooks", "nb"], here, env)
+    assert copied.returncode == 0, copied.stderr
+    got = sorted((here / "nb").iterdir())
+    assert [p.name for p in got] == [p.name for p in NOTEBOOKS] and len(got) == 5
+    for mine, theirs in zip(got, NOTEBOOKS, strict=True):
+        assert mine.read_bytes() == theirs.read_bytes()
+    again = _run([cli, "notebooks", "nb"], here, env)
+    assert again.returncode == 2
+    assert again.stderr.startswith("error: would overwrite nb/01_attention_maps.py, ")
+    assert "Traceback" not in again.stderr
+
+    demo = _run([cli, "demo", "--help"], here, env)
+    assert demo.returncode == 0 and "--out DIR" in demo.stdout
+
+    render = _run([cli, "reproduce", "all", "--render-only"], here, env)
+    assert render.returncode == 2
+    assert "docs/results of a checkout of the repository" in render.stderr
+    assert not (here / "docs").exists()  # nothing written
