@@ -1,4 +1,4 @@
-"""``induction-cliff demo`` and ``induction-cliff notebooks``: what they run and what they refuse."""
+"""``induction-cliff demo`` and ``induction-cliff notebooks``: what they run, what they refuse."""
 
 import os
 import subprocess
