@@ -372,7 +372,8 @@ def fit_curve(
     prior=None,
     calibration=None,
 ) -> dict:
-    """Fits a registered model to a curve table and forecasts its transition.
+    """Fits a registered model to a curve table and forecasts its transition; a bad input raises
+    ``ValueError`` in one line naming the field (and ``source``).
 
     Args:
         curve: a table with a ``step`` column and ``column`` (and the ``aux`` columns).
@@ -405,9 +406,6 @@ def fit_curve(
         ``observed``, ``forecast_transition_step``, ``forecast_interval`` ``[low, high]`` and
         ``forecast`` (``"ok"`` or ``"cannot forecast: ..."``), and ``forecast_error`` where both are
         known.
-
-    Raises:
-        ValueError: one line naming the field (and ``source``) for every bad input.
     """
     check_curve(
         curve,
