@@ -53,6 +53,7 @@ from interp.model.network import InductionNet, ModelConfig
 from interp.train.allocator import retain_freed_memory
 from interp.train.backend_choice import choose_backend
 from interp.train.step_reads import add_loss, add_stacked_losses, positions_in_range_of
+from interp.train.stop_signals import stop_at_step_boundary
 from interp.train.threads import apply_thread_policy
 
 __all__ = [
@@ -65,6 +66,7 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+_COUNTERS = ("step", "loss_sum", "loss_count")  # the resume state's loop counters
 
 
 class EvalCallback(Protocol):
@@ -461,11 +463,7 @@ class _RunState:
             if self.sampler is not None:
                 self.sampler.set_state([state["device_stream"]])
             self.generator._novel_counter = state["novel_counter"]
-            self.step, self.loss_sum, self.loss_count = (
-                state["step"],
-                state["loss_sum"],
-                state["loss_count"],
-            )
+            self.step, self.loss_sum, self.loss_count = (state[k] for k in _COUNTERS)
             self.last_ic_acc = state["last_ic_acc"]
             self.last_eval_step = state["last_eval_step"]
             if "rows" in state:
@@ -495,6 +493,9 @@ class _RunState:
                 self.per_class_rows = [dict(r) for r in state["per_class_rows"]]
         self.ckpt_steps = checkpoint_schedule(cfg)
         self._loss_fn = None  # the backend's loss, chosen at the first step
+        # A resumed run keeps the backend it trained with (auto would choose again from the
+        # steps left, and the backends agree only to float rounding).
+        self.backend = state.get("backend") if state is not None else None
 
     def close(self) -> None:
         if self.writer is not None:
@@ -517,6 +518,7 @@ class _RunState:
                 "rows": [dict(r) for r in self.rows],
                 "per_class_rows": [dict(r) for r in self.per_class_rows],
                 **({"device_stream": self.sampler_state()} if self.sampler is not None else {}),
+                **({"backend": self.backend} if self.backend is not None else {}),
             },
         )
 
@@ -582,9 +584,9 @@ class _RunState:
     def batch_loss(self, batch) -> torch.Tensor:
         """Cross-entropy of the query's label, by the forward the backend names
         (:func:`interp.model.backends.training_loss`)."""
-        if self._loss_fn is None:
-            backend = choose_backend(self)  # the named one, or auto's choice (one line on stderr)
-            self._loss_fn = training_loss(self.model, backend, hooked=bool(self.hooks))
+        if self._loss_fn is None:  # the named backend, or auto's choice (one line on stderr)
+            self.backend = self.backend or choose_backend(self)
+            self._loss_fn = training_loss(self.model, self.backend, hooked=bool(self.hooks))
         return self._loss_fn(batch.tokens, batch.positions, batch.target)
 
     def diverged(self, value: float, what: str = "training loss", at: int | None = None):
@@ -693,38 +695,6 @@ def _stacked_step(runs: list[_RunState], stack, optimizer):
     return step
 
 
-_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
-
-
-@contextlib.contextmanager
-def _stop_at_step_boundary():
-    """While training, Ctrl-C (SIGINT) or a scheduler's SIGTERM asks the loop to stop after the
-    current step instead of interrupting it half-way (a batch drawn but not learned from would make
-    the resumed run differ from an uninterrupted one). Yields a function returning the signal
-    number that asked for a stop (0: none). Only in the main thread (elsewhere, the signals keep
-    their usual meaning)."""
-    requested: list[int] = []
-
-    def handler(signum, frame):
-        if not requested:
-            name = "Ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name
-            print(f"\n{name}: stopping after this step...", file=sys.stderr, flush=True)
-        requested.append(signum)
-
-    previous = {}
-    try:
-        for sig in _STOP_SIGNALS:
-            previous[sig] = signal.signal(sig, handler)
-    except ValueError:  # not the main thread
-        yield lambda: 0
-        return
-    try:
-        yield lambda: requested[0] if requested else 0
-    finally:
-        for sig, old in previous.items():
-            signal.signal(sig, old)
-
-
 def run_training_loop(run, *, progress: bool = False, stop_after: int | None = None) -> None:
     """Drive one run of any model through the toolkit's one training loop.
 
@@ -753,7 +723,7 @@ def _loop(runs: list[_RunState], step_fn, progress: bool, stop_after: int | None
         file=sys.stderr,
     )
     try:
-        with contextlib.ExitStack() as hooks, _stop_at_step_boundary() as stop_requested:
+        with contextlib.ExitStack() as hooks, stop_at_step_boundary() as stop_requested:
             for run in runs:
                 hooks.enter_context(run.model.hooks(fwd_hooks=run.hooks))
             while True:

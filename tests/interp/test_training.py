@@ -294,3 +294,22 @@ def test_update_with_momentum_is_sgds_own_step():
         _update(opt, c)
     assert torch.equal(w.detach(), torch.full((2,), -2.5))
     assert "momentum_buffer" in opt.state[w]
+
+
+def test_a_resumed_auto_run_keeps_the_backend_it_trained_with(tmp_path, monkeypatch):
+    """``backend=auto`` chooses from the steps left; a resumed run must not choose again, since
+    the backends agree only to float rounding and the resumed run must equal the uninterrupted."""
+    import interp.train.training as training
+
+    chosen = iter(["fast", "hooked"])  # what auto would say at the start, then at the resume
+    monkeypatch.setattr(training, "choose_backend", lambda run: next(chosen))
+    train(TASK, MODEL, cfg(backend="auto"), tmp_path / "run", progress=False, stop_after=33)
+    state = torch.load(tmp_path / "run" / "checkpoints" / "resume.pt", weights_only=True)
+    assert state["backend"] == "fast"
+    used = []
+    real = training.training_loss
+    monkeypatch.setattr(
+        training, "training_loss", lambda m, b, **kw: used.append(b) or real(m, b, **kw)
+    )
+    train(TASK, MODEL, cfg(backend="auto"), tmp_path / "run", resume=True, progress=False)
+    assert used == ["fast"]
