@@ -51,8 +51,8 @@ def read_run(run_dir) -> tuple[pd.DataFrame, dict]:
 
 def check_values(df: pd.DataFrame, columns: Sequence[str], target: str, source: str) -> None:
     """Refuses, before any fit, a clean curve the models cannot describe: a value beyond
-    :data:`MAX_CURVE_VALUE`, a fitted column (the first) that does not change, or a loss mostly below 0 (noise may
-    take a loss near 0 a little below it).
+    :data:`MAX_CURVE_VALUE`, a fitted column (the first) that does not change, or a loss mostly
+    below 0 (noise may take a loss near 0 a little below it).
 
     Raises:
         ValueError: one line naming ``source``, the column and the step.

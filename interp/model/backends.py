@@ -27,7 +27,8 @@ __all__ = ["training_loss", "stacks"]
 def stacks(backend: str, device: str | torch.device) -> bool:
     """Whether runs of ``backend`` on ``device`` can train stacked (:mod:`interp.model.stacked`,
     the fast path with a model axis): ``fast``, ``auto`` (stacked, it trains as ``fast``), and
-    ``compiled`` where it does not compile (off the CPU, :func:`interp.model.compiled.compiles_on`)."""
+    ``compiled`` where it does not compile (off the CPU,
+    :func:`interp.model.compiled.compiles_on`)."""
     from interp.model.compiled import compiles_on
 
     return backend in ("fast", "auto") or (backend == "compiled" and not compiles_on(device))

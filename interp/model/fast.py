@@ -34,7 +34,8 @@ from torch import Tensor
 
 from interp.model.attention import attention_scale
 from interp.model.network import InductionNet
-from interp.model.positional import OneHotConcat, positions_trusted
+from interp.model.position_range import positions_trusted
+from interp.model.positional import OneHotConcat
 
 __all__ = [
     "fast_logits",

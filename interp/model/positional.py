@@ -36,11 +36,9 @@ Encodings registered here (:data:`POSITIONAL_ENCODINGS`):
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import math
 import re
-import threading
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -53,6 +51,8 @@ from einops import einsum
 from jaxtyping import Float, Int, Real
 from torch import Tensor, nn
 from transformer_lens.hook_points import HookPoint
+
+from interp.model.position_range import positions_trusted
 
 __all__ = [
     "PositionalEncoding",
@@ -205,27 +205,6 @@ class PositionalEncoding(nn.Module):
 
 
 _base_setup_layer = PositionalEncoding.setup_layer
-
-_TRUST = threading.local()
-
-
-@contextlib.contextmanager
-def positions_in_range():
-    """Inside, the positions given to an encoding (and the fast and stacked paths) are known to
-    lie in its table: the caller has shown it once, from how they are drawn (the training loop,
-    from its sampler's offsets and the table's size). The range checks, each a read of the
-    positions on the host (a device synchronisation on a GPU), are then skipped."""
-    before = getattr(_TRUST, "on", False)
-    _TRUST.on = True
-    try:
-        yield
-    finally:
-        _TRUST.on = before
-
-
-def positions_trusted() -> bool:
-    """Whether the caller is inside :func:`positions_in_range`."""
-    return getattr(_TRUST, "on", False)
 
 
 # --------------------------------------------------------------------------------------------

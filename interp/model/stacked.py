@@ -29,7 +29,8 @@ from torch import Tensor
 from interp.model.attention import attention_scale
 from interp.model.fast import output_is_identity, query_row_one_head, supports_fast_path
 from interp.model.network import InductionNet
-from interp.model.positional import LearnedAdded, NoPositions, OneHotConcat, positions_trusted
+from interp.model.position_range import positions_trusted
+from interp.model.positional import LearnedAdded, NoPositions, OneHotConcat
 
 __all__ = ["ModelStack", "stacked_logits", "supports_stacking"]
 

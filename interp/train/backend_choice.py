@@ -8,8 +8,8 @@ number of steps, ``compile cost / per-step gain``; below it, ``fast`` finishes f
 takes ``compiled`` when the steps left exceed the break-even and the compiled loss applies (the
 two-layer one-hot network on the CPU, no training hooks, a C++ compiler), else ``fast``; and says
 which, and why, in one line on stderr. The compile cost is the one measured for these shapes on
-this machine when the cache folder records it (:func:`interp.model.compiled.recorded_compile_costs`),
-else the figures above.
+this machine when the cache folder records it
+(:func:`interp.model.compiled.recorded_compile_costs`), else the figures above.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ from typing import Any
 import torch
 
 from interp.data.device_sampler import draws
-from interp.model.positional import positions_in_range
+from interp.model.position_range import positions_in_range
 
 __all__ = [
     "positions_in_range_of",
@@ -28,7 +28,7 @@ __all__ = [
 
 
 def positions_in_range_of(run: Any):
-    """:func:`~interp.model.positional.positions_in_range` for a run whose training positions
+    """:func:`~interp.model.position_range.positions_in_range` for a run whose training positions
     lie in its model's table by construction (the in-context task's sampler draws offsets in
     ``[0, P - seq_len]``, a table of ``n_positions >= max(P, seq_len)`` holds them all), so its
     steps skip the per-step range checks; else a context that changes nothing."""
