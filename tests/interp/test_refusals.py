@@ -137,3 +137,25 @@ def test_an_empty_preset_or_out_is_refused_naming_the_flag(tmp_path, capsys, mon
         f"error: {flag} is empty: give a {flag[2:]} name (or leave the flag out)"
     )
     assert list(tmp_path.iterdir()) == []
+
+
+# Counts are range-checked, and the memory they need estimated, before anything is allocated.
+@pytest.mark.parametrize("command", ["measures", "evaluate"])
+def test_an_evaluation_count_out_of_range_is_refused_first(run, capsys, command):
+    for n in ("-5", "0", "1000000000"):
+        # a bad --n-pairs too: --n is judged first
+        extra = ["--n-pairs", "x"] if command == "evaluate" else []
+        assert main([command, str(run), "--n", n, *extra]) == 2
+        assert one_error_line(capsys) == (f"error: --n={int(n)} is invalid: must be in [1, 1e+07]")
+    assert not (run / "checkpoint_measures.csv").exists()
+    assert not (run / "length_eval.csv").exists()
+
+
+def test_an_evaluation_count_too_large_for_memory_is_refused_naming_it(run, capsys, monkeypatch):
+    from interp.io import budget
+
+    monkeypatch.setattr(budget, "available_memory", lambda: 10**8)
+    assert main(["measures", str(run), "--n", "5000000"]) == 5
+    line = one_error_line(capsys)
+    assert line.startswith(f"error: --n 5000000 (for {run}): task.n_eval=5000000: the run needs")
+    assert not (run / "checkpoint_measures.csv").exists()
