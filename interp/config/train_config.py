@@ -151,12 +151,16 @@ class TrainConfig:
         if not isinstance(self.device, str):
             raise ValueError(f"TrainConfig.device={self.device!r} is invalid: must be a string")
         try:
-            torch.device(self.device)
+            device = torch.device(self.device)
         except (RuntimeError, ValueError):
             raise ValueError(
                 f"TrainConfig.device={self.device!r} is invalid: not a torch device (cpu, cuda, "
                 "cuda:0, mps, ...)"
             ) from None
+        if device.type == "cpu" and device.index not in (None, 0):
+            raise ValueError(
+                f"TrainConfig.device={self.device!r} is invalid: there is one CPU device (cpu)"
+            )
         if self.optimizer not in OPTIMIZERS:
             raise ValueError(
                 f"TrainConfig.optimizer={self.optimizer!r} is invalid: allowed values are {OPTIMIZERS}"

@@ -159,3 +159,48 @@ def test_an_evaluation_count_too_large_for_memory_is_refused_naming_it(run, caps
     line = one_error_line(capsys)
     assert line.startswith(f"error: --n 5000000 (for {run}): task.n_eval=5000000: the run needs")
     assert not (run / "checkpoint_measures.csv").exists()
+
+
+# Fields, counts and names accepted without a word before are refused before anything exists.
+@pytest.mark.parametrize(
+    "setting, words",
+    [
+        ("device=cpu:7", "TrainConfig.device='cpu:7' is invalid: there is one CPU device (cpu)"),
+        ("eps=1e300", "eps=1e+300 is invalid: must be in [0, 1e+06]"),
+        ("n_layers=100000", "ModelConfig.n_layers=100000 is invalid: must be in [1, 1024]"),
+    ],
+)
+def test_a_field_out_of_range_is_refused_before_the_run_folder(tmp_path, capsys, setting, words):
+    out = tmp_path / "run"
+    assert main(["train", *TINY, "--set", setting, "--out", str(out)]) == 2
+    line = one_error_line(capsys)
+    assert words in line, line
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (
+            ["--grid", "K=16", "--grid", "K=32"],
+            "--grid K is given twice: give all its values once (--grid K=a,b,...)",
+        ),
+        (["--seeds", "0-1000000"], "--seeds '0-1000000' is invalid: a sweep has at most 10000"),
+    ],
+    ids=["grid-twice", "seeds"],
+)
+def test_a_sweep_asking_too_much_or_twice_is_refused(tmp_path, capsys, args, words):
+    out = tmp_path / "sweep"
+    argv = ["sweep", "--preset", "tiny", *args, "--set", "steps=20", "--out", str(out)]
+    assert main(argv) == 2
+    assert words in one_error_line(capsys)
+    assert not out.exists()
+
+
+def test_a_report_under_a_name_that_is_not_html_is_refused(run, tmp_path, capsys):
+    out = tmp_path / "o.pdf"
+    assert main(["report", str(run), "--out", str(out), "--no-fit"]) == 2
+    assert one_error_line(capsys) == (
+        f"error: --out {out} is invalid: a report is one HTML file; give a name ending in .html"
+    )
+    assert not out.exists()
