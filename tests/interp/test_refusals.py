@@ -204,3 +204,57 @@ def test_a_report_under_a_name_that_is_not_html_is_refused(run, tmp_path, capsys
         f"error: --out {out} is invalid: a report is one HTML file; give a name ending in .html"
     )
     assert not out.exists()
+
+
+# A damaged metrics.csv is a damaged run file (exit 3) named by path; a link is called a link.
+@pytest.mark.parametrize(
+    "damage, words",
+    [
+        ("empty", "metrics.csv is empty: a damaged run file (it always has a header)"),
+        ("text", "metrics.csv: line 3, column 'ic_loss' holds 'abc', not a number"),
+        ("link", "metrics.csv is a symbolic link; refusing to read a run's metrics through it"),
+    ],
+)
+@pytest.mark.parametrize("command", ["fit", "transition"])
+def test_a_damaged_or_linked_metrics_csv_is_a_damaged_run_file(
+    run, tmp_path, capsys, damage, words, command
+):
+    metrics = run / "metrics.csv"
+    if damage == "empty":
+        metrics.write_text("")
+    elif damage == "text":
+        lines = metrics.read_text().splitlines()
+        header = lines[0].split(",")
+        row = lines[2].split(",")
+        row[header.index("ic_loss")] = "abc"
+        metrics.write_text("\n".join([*lines[:2], ",".join(row), *lines[3:]]) + "\n")
+    else:
+        elsewhere = tmp_path / "elsewhere.csv"
+        metrics.rename(elsewhere)
+        metrics.symlink_to(elsewhere)
+    argv = [command, str(run)] + (["--n-boot", "0"] if command == "fit" else [])
+    assert main(argv) == 3
+    line = one_error_line(capsys)
+    assert f"{metrics}{words[len('metrics.csv') :]}" in line, line
+    assert not (run / "fit.json").exists()
+
+
+def test_a_finished_sweep_point_with_an_emptied_metrics_csv_is_damaged(tmp_path):
+    from interp.experiments.sweep import SweepSpec, run_sweep
+    from interp.experiments.sweep_summary import summarize_sweep
+
+    overrides = {"steps": "20", "eval_every": "10", "n_eval": "32", "checkpoint_every": "20"}
+    spec = SweepSpec(preset="tiny", grid={}, overrides=overrides, seeds=(0, 1))
+    out = tmp_path / "sweep"
+    run_sweep(spec, out, backend="serial", formats=(), log=lambda line: None)
+    (out / "seed=0" / "metrics.csv").write_text("")
+    header = (out / "seed=1" / "metrics.csv").read_text().splitlines()[0]
+    (out / "seed=1" / "metrics.csv").write_text(header + "\n")
+    summary = summarize_sweep(out).set_index("point")
+    assert summary["status"].tolist() == ["damaged", "damaged"]
+    assert summary.loc["seed=0", "error"] == (
+        f"{out / 'seed=0' / 'metrics.csv'} is empty: a damaged run file (it always has a header)"
+    )
+    assert summary.loc["seed=1", "error"] == (
+        f"{out / 'seed=1' / 'metrics.csv'} has no rows, yet the point finished"
+    )
