@@ -258,3 +258,23 @@ def test_a_finished_sweep_point_with_an_emptied_metrics_csv_is_damaged(tmp_path)
     assert summary.loc["seed=1", "error"] == (
         f"{out / 'seed=1' / 'metrics.csv'} has no rows, yet the point finished"
     )
+
+
+@pytest.mark.parametrize("command", ["figures", "report"])
+@pytest.mark.parametrize(
+    "field, value, kind",
+    [("until_step", "abc", "a number"), ("aux", "ic_acc", "a list"), ("options", [1], "an object")],
+)
+def test_a_fit_json_with_wrongly_typed_values_is_a_damaged_file(
+    run, tmp_path, capsys, command, field, value, kind
+):
+    import json
+
+    (run / "fit.json").write_text(json.dumps({"model": "nested-logit", field: value}))
+    out = tmp_path / ("figs" if command == "figures" else "r.html")
+    extra = ["--formats", "html"] if command == "figures" else ["--sequences", "1"]
+    assert main([command, str(run), "--out", str(out), *extra]) == 3
+    assert one_error_line(capsys) == (
+        f"error: {run / 'fit.json'}: field {field!r} is {value!r}, not {kind}: a damaged fit.json"
+    )
+    assert not out.exists()
