@@ -347,6 +347,16 @@ def _add_forecast(
     return problem
 
 
+def _fit_checked(est, df, part, column: str, target: str, aux, source: str) -> None:
+    """Refuse a curve no model describes (:func:`check_values`, on the whole curve ``df``), then
+    fit ``est`` to the part seen; "did not converge" names the curve and column."""
+    check_values(df.rename(columns={target: column}), [column, *aux], target, source)
+    try:
+        est.fit(part["step"].to_numpy(dtype=float), part[[target, *aux]])
+    except FitDidNotConverge as err:
+        raise FitDidNotConverge(f"{source}: column {column!r}: {err}") from None
+
+
 def fit_curve(
     curve: pd.DataFrame,
     *,
@@ -427,15 +437,11 @@ def fit_curve(
     df = _clean(curve, [column, *aux]).rename(columns={column: target})
     observed = observed_transition(df, column=target)
     cutoff, part = _seen_part(df, observed, until, fraction, source)
-    check_values(df.rename(columns={target: column}), [column, *aux], target, source)
     kwargs = {"n_boot": n_boot, "random_state": random_state} | dict(estimator_options or {})
     est = DynamicsFit(
         model, task=dict(task), target=target, aux=tuple(aux), options=options, **kwargs
     )
-    try:
-        est.fit(part["step"].to_numpy(dtype=float), part[[target, *aux]])
-    except FitDidNotConverge as err:
-        raise FitDidNotConverge(f"{source}: column {column!r}: {err}") from None
+    _fit_checked(est, df, part, column, target, aux, source)
     out = est.summary()
     steps = part["step"].to_numpy(dtype=float)
     problem = plateau_problem(
