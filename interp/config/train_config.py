@@ -50,6 +50,21 @@ def _is_real(value) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
+def _check_device(device) -> None:
+    """A torch device name (``cpu``, ``cuda``, ``cuda:0``, ``mps``, ...); the CPU has no index."""
+    if not isinstance(device, str):
+        raise ValueError(f"TrainConfig.device={device!r} is invalid: must be a string")
+    try:
+        parsed = torch.device(device)
+    except (RuntimeError, ValueError):
+        raise ValueError(
+            f"TrainConfig.device={device!r} is invalid: not a torch device (cpu, cuda, "
+            "cuda:0, mps, ...)"
+        ) from None
+    if parsed.type == "cpu" and parsed.index not in (None, 0):
+        raise ValueError(f"TrainConfig.device={device!r} is invalid: there is one CPU device (cpu)")
+
+
 @dataclass(frozen=True, kw_only=True)
 class TrainConfig:
     """How to train.
@@ -155,15 +170,7 @@ class TrainConfig:
                 f"TrainConfig.checkpoint_on_jump={self.checkpoint_on_jump!r} is invalid: must be "
                 "None or a number >= 0"
             )
-        if not isinstance(self.device, str):
-            raise ValueError(f"TrainConfig.device={self.device!r} is invalid: must be a string")
-        try:
-            torch.device(self.device)
-        except (RuntimeError, ValueError):
-            raise ValueError(
-                f"TrainConfig.device={self.device!r} is invalid: not a torch device (cpu, cuda, "
-                "cuda:0, mps, ...)"
-            ) from None
+        _check_device(self.device)
         if self.optimizer not in OPTIMIZERS:
             raise ValueError(
                 f"TrainConfig.optimizer={self.optimizer!r} is invalid: "

@@ -34,6 +34,11 @@ def _check(cond: bool, name: str, value, allowed: str) -> None:
         raise ValueError(f"TaskConfig.{name}={value!r} is invalid: {allowed}")
 
 
+# The largest within-class noise: beyond it an item is noise alone (and eps^2 overflows
+# long before float64's end).
+MAX_EPS = 1e6
+
+
 # Self-validating: __post_init__ gives the one-line error that names the field; the test run's
 # runtime type checker (jaxtyping's hook) would pre-empt it with a traceback, so it skips this
 # class.
@@ -107,7 +112,12 @@ class TaskConfig:
         _check(self.L <= self.K, "L", self.L, f"must be <= K={self.K}")
         _check(self.K % self.L == 0, "K", self.K, f"must be a multiple of L={self.L}")
         _check(self.N <= self.N_max, "N", self.N, f"must be <= N_max={self.N_max}")
-        _check(math.isfinite(self.eps) and self.eps >= 0, "eps", self.eps, "must be >= 0")
+        _check(
+            math.isfinite(self.eps) and 0 <= self.eps <= MAX_EPS,
+            "eps",
+            self.eps,
+            f"must be in [0, {MAX_EPS:g}]",
+        )
         _check(math.isfinite(self.alpha) and self.alpha >= 0, "alpha", self.alpha, "must be >= 0")
         for name in ("p_B", "p_C"):
             value = getattr(self, name)

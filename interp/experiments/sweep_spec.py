@@ -30,6 +30,7 @@ MANIFEST = "sweep.json"
 STATUS = "status.json"
 SUMMARY = "summary.csv"
 SUMMARY_OVER_SEEDS = "summary_over_seeds.csv"
+MAX_SEEDS = 10_000  # seeds of one sweep
 FORMAT_VERSION = 1
 # Train fields that may differ between two runs of one sweep, as between a run and its resumption
 # (interp.train.training lets exactly these change when resuming): more steps extend every point.
@@ -369,6 +370,11 @@ def parse_grid(pairs: Sequence[str]) -> dict[str, list[str]]:
             raise ValueError(f"--grid {pair!r} is invalid: value {items.index('') + 1} is empty")
         if len(set(items)) != len(items):
             raise ValueError(f"--grid {pair!r} is invalid: a value is repeated")
+        if key.strip() in grid:
+            raise ValueError(
+                f"--grid {key.strip()} is given twice: give all its values once "
+                f"(--grid {key.strip()}=a,b,...)"
+            )
         grid[key.strip()] = items
     return grid
 
@@ -381,8 +387,9 @@ def _is_whole(value) -> bool:
 
 
 def parse_seeds(text: str) -> tuple[int, ...]:
-    """``"0,1"``, ``"0-5"`` or ``"0-2,7"`` -> a tuple of seeds."""
+    """``"0,1"``, ``"0-5"`` or ``"0-2,7"`` -> a tuple of seeds (at most :data:`MAX_SEEDS`)."""
     seeds: list[int] = []
+    too_many = ValueError(f"--seeds {text!r} is invalid: a sweep has at most {MAX_SEEDS} seeds")
     try:
         for part in text.split(","):
             part = part.strip()
@@ -392,13 +399,19 @@ def parse_seeds(text: str) -> tuple[int, ...]:
             if dash:
                 if int(hi) < int(lo):
                     raise ValueError
+                if len(seeds) + int(hi) - int(lo) + 1 > MAX_SEEDS:
+                    raise too_many  # before the range is built
                 seeds.extend(range(int(lo), int(hi) + 1))
             else:
                 seeds.append(int(part))
-    except ValueError:
+    except ValueError as err:
+        if err is too_many:
+            raise
         raise ValueError(
             f"--seeds {text!r} is invalid: expected e.g. 0,1 or 0-5 or 0-2,7"
         ) from None
+    if len(seeds) > MAX_SEEDS:
+        raise too_many
     if not seeds:
         raise ValueError(f"--seeds {text!r} is invalid: no seed given")
     return tuple(seeds)

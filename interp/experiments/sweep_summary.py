@@ -23,7 +23,7 @@ from interp.experiments.sweep_spec import (
     point_dir,
 )
 from interp.io import checkpoints
-from interp.io.errors import RunDirectoryError
+from interp.io.errors import DamagedFileError, RunDirectoryError
 from interp.io.paths import check_no_links
 from interp.io.rundir import (
     read_metrics,
@@ -47,7 +47,8 @@ def summarize_sweep(out_dir: str | os.PathLike) -> pd.DataFrame:
         ``transition_width``, ``plateau_level`` (the logistic's floor), ``plateau_measured`` (median
         IC accuracy over the last 20% of the plateau), ``plateau_length`` (NaN without a transition)
         and ``transition_reason`` (why not, else empty), then ``status`` (``done``, ``failed``,
-        ``interrupted``, ``partial`` or ``pending``) and ``error``.
+        ``interrupted``, ``partial``, ``pending`` or ``damaged``: a ``metrics.csv`` emptied or
+        holding text) and ``error``.
     """
     from interp.analysis.transition import detect_transition
 
@@ -63,7 +64,10 @@ def summarize_sweep(out_dir: str | os.PathLike) -> pd.DataFrame:
         row |= {"steps": steps, "steps_done": 0}
         row |= {m: float("nan") for m in (*_FINAL_METRICS, *_TRANSITION_COLUMNS)}
         row["transition_reason"] = "no metrics yet"
-        metrics = read_metrics(run_dir / "metrics.csv").frame
+        try:
+            metrics, damaged = read_metrics(run_dir / "metrics.csv").frame, ""
+        except DamagedFileError as err:
+            metrics, damaged = pd.DataFrame(), str(err)
         if len(metrics):
             last = metrics.iloc[-1]
             row["steps_done"] = int(metrics["step"].max())
@@ -79,7 +83,11 @@ def summarize_sweep(out_dir: str | os.PathLike) -> pd.DataFrame:
                     "plateau_length": r.plateau_length,
                 }
         said = status.get(p["name"], {})
-        if row["steps_done"] >= steps:
+        if not len(metrics) and said.get("status") == "done":
+            damaged = damaged or f"{run_dir / 'metrics.csv'} has no rows, yet the point finished"
+        if damaged:
+            row["status"], row["error"] = "damaged", damaged
+        elif row["steps_done"] >= steps:
             row["status"], row["error"] = "done", ""
         elif said.get("status") in ("failed", "interrupted"):
             row["status"], row["error"] = said["status"], said.get("error", "")

@@ -29,6 +29,7 @@ __all__ = [
 ]
 
 MAX_BOOTSTRAP = 100_000  # bootstrap replicates of an interval
+MAX_EVAL_SEQUENCES = 10_000_000  # sequences of an evaluation set asked with --n
 _FLOAT = 4  # bytes of a float32
 # A training step keeps about this many tensors of the residual stream's size per layer (inputs,
 # queries, keys, values, outputs and their gradients), and this many of the attention's.
@@ -43,6 +44,33 @@ def check_count(name: str, value, low: int, high: int) -> int:
     if not low <= value <= high:
         raise ValueError(f"{name}={value!r} is invalid: must be in [{low}, {high:.3g}]")
     return value
+
+
+def check_eval_n(flag: str, n, run=None) -> None:
+    """The ``--n`` of a command that evaluates a run: an integer in [1, MAX_EVAL_SEQUENCES] and,
+    given the run, evaluation sets of that size that fit in the available memory (before any
+    allocation). Nothing to check when ``n`` is None (the run's ``n_eval``).
+
+    Raises:
+        ValueError: not an integer in range, naming ``flag``.
+        ResourceError: the sets would not fit, naming ``flag`` and the estimate.
+    """
+    if n is None:
+        return
+    check_count(flag, n, 1, MAX_EVAL_SEQUENCES)
+    if run is None:
+        return
+    import dataclasses
+
+    groups = {"task": run.task, "model": run.model_config, "train": run.train_config}
+    if not all(dataclasses.is_dataclass(g) for g in groups.values()):
+        return
+    config = {k: dataclasses.asdict(g) for k, g in groups.items()}
+    config["task"]["n_eval"] = n
+    try:
+        check_config_memory(config)
+    except ResourceError as err:
+        raise ResourceError(f"{flag} {n} (for {run.path}): {err}") from None
 
 
 def available_memory() -> int | None:

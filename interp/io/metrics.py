@@ -4,6 +4,7 @@ line naming the file and the line."""
 
 from __future__ import annotations
 
+import errno
 import io
 import logging
 import os
@@ -12,7 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from interp.io.errors import RunDirectoryError
+from interp.io.errors import DamagedFileError, RunDirectoryError, UnsafePathError
 
 __all__ = ["MetricsFile", "read_metrics", "read_per_class_iw", "PER_CLASS_IW_NAME"]
 
@@ -39,13 +40,24 @@ def read_metrics(path: str | os.PathLike) -> MetricsFile:
     steps out of order. The valid prefix is kept; what was dropped is said in ``problem``."""
     path = Path(path)
     try:
-        text = path.read_text()
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        with open(fd, encoding="utf-8") as f:
+            text = f.read()
     except FileNotFoundError:
         return MetricsFile(pd.DataFrame())
-    except (OSError, UnicodeDecodeError) as err:
+    except OSError as err:
+        if err.errno == errno.ELOOP:
+            raise UnsafePathError(
+                f"{path} is a symbolic link; refusing to read a run's metrics through it "
+                "(replace the link by the file)"
+            ) from None
         raise RunDirectoryError(f"cannot read {path}: {err}") from None
+    except UnicodeDecodeError as err:
+        raise DamagedFileError(f"{path} is not text ({err.reason}): a damaged run file") from None
     if not text.strip():
-        return MetricsFile(pd.DataFrame())
+        # The toolkit writes metrics.csv whole (header first) and atomically: an empty one was
+        # damaged after it was written.
+        raise DamagedFileError(f"{path} is empty: a damaged run file (it always has a header)")
     lines = text.split("\n")
     complete = text.endswith("\n")
     if complete:
@@ -80,7 +92,23 @@ def read_metrics(path: str | os.PathLike) -> MetricsFile:
             )
             frame = frame.iloc[:first].reset_index(drop=True)
         frame["step"] = frame["step"].astype(int)
+        _refuse_text(frame, path)
     return MetricsFile(frame, problem)
+
+
+def _refuse_text(frame: pd.DataFrame, path: Path) -> None:
+    """Every value of metrics.csv is a number (or empty): text is damage, named by line."""
+    for column in frame.columns:
+        if pd.api.types.is_numeric_dtype(frame[column]):
+            continue
+        values = frame[column]
+        text = values.notna() & pd.to_numeric(values, errors="coerce").isna()
+        if text.any():
+            row = int(text.to_numpy().argmax())
+            raise DamagedFileError(
+                f"{path}: line {row + 2}, column {column!r} holds {values.iloc[row]!r}, not a "
+                "number: a damaged run file"
+            )
 
 
 def read_per_class_iw(run_dir: str | os.PathLike, n_classes: int | None = None) -> pd.DataFrame:

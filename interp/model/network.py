@@ -62,6 +62,10 @@ READOUT_INITS = ("author", "he")
 HIDDEN_BIASES = ("scalar", "per_unit", "tied")
 
 
+# The most attention layers a network may have (the paper's has 2).
+MAX_LAYERS = 1024
+
+
 # Self-validating: __post_init__ gives the one-line error that names the field; the test run's
 # runtime type checker (jaxtyping's hook) would pre-empt it with a traceback, so it skips this
 # class.
@@ -142,6 +146,10 @@ class ModelConfig:
                 raise ValueError(
                     f"ModelConfig.{name}={value!r} is invalid: must be a positive integer"
                 )
+        if self.n_layers > MAX_LAYERS:
+            raise ValueError(
+                f"ModelConfig.n_layers={self.n_layers!r} is invalid: must be in [1, {MAX_LAYERS}]"
+            )
         if self.d_head is not None and not (isinstance(self.d_head, int) and self.d_head > 0):
             raise ValueError(
                 f"ModelConfig.d_head={self.d_head!r} is invalid: a positive integer or None"

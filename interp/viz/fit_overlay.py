@@ -26,6 +26,7 @@ def saved_fit(run) -> dict | None:
     from interp.io.outputs import read_json_object
 
     saved = read_json_object(path)  # a damaged fit.json: one line naming it
+    _check_types(saved, path)
     target = saved.get("target", "ic_loss")
     model = saved.get("model") if saved.get("model") in model_names() else "nested-logit"
     return {
@@ -37,6 +38,40 @@ def saved_fit(run) -> dict | None:
         "until": saved.get("until_step"),
         "observed": (saved.get("observed") or {}).get("transition_step"),
     }
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+# The fields of fit.json an overlay reads, and what each must be (None: absent or null).
+_FIELDS = {
+    "model": (lambda v: isinstance(v, str), "a model name"),
+    "target": (lambda v: isinstance(v, str), "a column name"),
+    "column": (lambda v: isinstance(v, str), "a column name"),
+    "aux": (lambda v: isinstance(v, list) and all(isinstance(a, str) for a in v), "a list"),
+    "options": (lambda v: isinstance(v, dict), "an object"),
+    "until_step": (_is_number, "a number"),
+    "observed": (
+        lambda v: (
+            isinstance(v, dict)
+            and (v.get("transition_step") is None or _is_number(v["transition_step"]))
+        ),
+        "an object with a numeric transition_step",
+    ),
+}
+
+
+def _check_types(saved: dict, path: Path) -> None:
+    """Refuse a fit.json whose fields have the wrong type, naming the file and the field."""
+    from interp.io.errors import DamagedFileError
+
+    for name, (ok, kind) in _FIELDS.items():
+        value = saved.get(name)
+        if value is not None and not ok(value):
+            raise DamagedFileError(
+                f"{path}: field {name!r} is {value!r}, not {kind}: a damaged fit.json"
+            )
 
 
 def model_title(model: str) -> str:

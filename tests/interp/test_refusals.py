@@ -137,3 +137,144 @@ def test_an_empty_preset_or_out_is_refused_naming_the_flag(tmp_path, capsys, mon
         f"error: {flag} is empty: give a {flag[2:]} name (or leave the flag out)"
     )
     assert list(tmp_path.iterdir()) == []
+
+
+# Counts are range-checked, and the memory they need estimated, before anything is allocated.
+@pytest.mark.parametrize("command", ["measures", "evaluate"])
+def test_an_evaluation_count_out_of_range_is_refused_first(run, capsys, command):
+    for n in ("-5", "0", "1000000000"):
+        # a bad --n-pairs too: --n is judged first
+        extra = ["--n-pairs", "x"] if command == "evaluate" else []
+        assert main([command, str(run), "--n", n, *extra]) == 2
+        assert one_error_line(capsys) == (f"error: --n={int(n)} is invalid: must be in [1, 1e+07]")
+    assert not (run / "checkpoint_measures.csv").exists()
+    assert not (run / "length_eval.csv").exists()
+
+
+def test_an_evaluation_count_too_large_for_memory_is_refused_naming_it(run, capsys, monkeypatch):
+    from interp.io import budget
+
+    monkeypatch.setattr(budget, "available_memory", lambda: 10**8)
+    assert main(["measures", str(run), "--n", "5000000"]) == 5
+    line = one_error_line(capsys)
+    assert line.startswith(f"error: --n 5000000 (for {run}): task.n_eval=5000000: the run needs")
+    assert not (run / "checkpoint_measures.csv").exists()
+
+
+# Fields, counts and names accepted without a word before are refused before anything exists.
+@pytest.mark.parametrize(
+    "setting, words",
+    [
+        ("device=cpu:7", "TrainConfig.device='cpu:7' is invalid: there is one CPU device (cpu)"),
+        ("eps=1e300", "eps=1e+300 is invalid: must be in [0, 1e+06]"),
+        ("n_layers=100000", "ModelConfig.n_layers=100000 is invalid: must be in [1, 1024]"),
+    ],
+)
+def test_a_field_out_of_range_is_refused_before_the_run_folder(tmp_path, capsys, setting, words):
+    out = tmp_path / "run"
+    assert main(["train", *TINY, "--set", setting, "--out", str(out)]) == 2
+    line = one_error_line(capsys)
+    assert words in line, line
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (
+            ["--grid", "K=16", "--grid", "K=32"],
+            "--grid K is given twice: give all its values once (--grid K=a,b,...)",
+        ),
+        (["--seeds", "0-1000000"], "--seeds '0-1000000' is invalid: a sweep has at most 10000"),
+    ],
+    ids=["grid-twice", "seeds"],
+)
+def test_a_sweep_asking_too_much_or_twice_is_refused(tmp_path, capsys, args, words):
+    out = tmp_path / "sweep"
+    argv = ["sweep", "--preset", "tiny", *args, "--set", "steps=20", "--out", str(out)]
+    assert main(argv) == 2
+    assert words in one_error_line(capsys)
+    assert not out.exists()
+
+
+def test_a_report_under_a_name_that_is_not_html_is_refused(run, tmp_path, capsys):
+    out = tmp_path / "o.pdf"
+    assert main(["report", str(run), "--out", str(out), "--no-fit"]) == 2
+    assert one_error_line(capsys) == (
+        f"error: --out {out} is invalid: a report is one HTML file; give a name ending in .html"
+    )
+    assert not out.exists()
+
+
+# A damaged metrics.csv is a damaged run file (exit 3) named by path; a link is called a link.
+@pytest.mark.parametrize(
+    "damage, words",
+    [
+        ("empty", "metrics.csv is empty: a damaged run file (it always has a header)"),
+        ("text", "metrics.csv: line 3, column 'ic_loss' holds 'abc', not a number"),
+        ("link", "metrics.csv is a symbolic link; refusing to read a run's metrics through it"),
+    ],
+)
+@pytest.mark.parametrize("command", ["fit", "transition"])
+def test_a_damaged_or_linked_metrics_csv_is_a_damaged_run_file(
+    run, tmp_path, capsys, damage, words, command
+):
+    metrics = run / "metrics.csv"
+    if damage == "empty":
+        metrics.write_text("")
+    elif damage == "text":
+        lines = metrics.read_text().splitlines()
+        header = lines[0].split(",")
+        row = lines[2].split(",")
+        row[header.index("ic_loss")] = "abc"
+        metrics.write_text("\n".join([*lines[:2], ",".join(row), *lines[3:]]) + "\n")
+    else:
+        elsewhere = tmp_path / "elsewhere.csv"
+        metrics.rename(elsewhere)
+        metrics.symlink_to(elsewhere)
+    argv = [command, str(run)] + (["--n-boot", "0"] if command == "fit" else [])
+    assert main(argv) == 3
+    line = one_error_line(capsys)
+    assert f"{metrics}{words[len('metrics.csv') :]}" in line, line
+    assert not (run / "fit.json").exists()
+
+
+def test_a_finished_sweep_point_with_an_emptied_metrics_csv_is_damaged(tmp_path):
+    from interp.experiments.sweep import SweepSpec, run_sweep
+    from interp.experiments.sweep_summary import summarize_sweep
+
+    overrides = {"steps": "20", "eval_every": "10", "n_eval": "32", "checkpoint_every": "20"}
+    spec = SweepSpec(preset="tiny", grid={}, overrides=overrides, seeds=(0, 1))
+    out = tmp_path / "sweep"
+    run_sweep(spec, out, backend="serial", formats=(), log=lambda line: None)
+    (out / "seed=0" / "metrics.csv").write_text("")
+    header = (out / "seed=1" / "metrics.csv").read_text().splitlines()[0]
+    (out / "seed=1" / "metrics.csv").write_text(header + "\n")
+    summary = summarize_sweep(out).set_index("point")
+    assert summary["status"].tolist() == ["damaged", "damaged"]
+    assert summary.loc["seed=0", "error"] == (
+        f"{out / 'seed=0' / 'metrics.csv'} is empty: a damaged run file (it always has a header)"
+    )
+    assert summary.loc["seed=1", "error"] == (
+        f"{out / 'seed=1' / 'metrics.csv'} has no rows, yet the point finished"
+    )
+
+
+@pytest.mark.parametrize("command", ["figures", "report"])
+@pytest.mark.parametrize(
+    "field, value, kind",
+    [("until_step", "abc", "a number"), ("aux", "ic_acc", "a list"), ("options", [1], "an object")],
+)
+def test_a_fit_json_with_wrongly_typed_values_is_a_damaged_file(
+    run, tmp_path, capsys, command, field, value, kind
+):
+    import json
+
+    (run / "fit.json").write_text(json.dumps({"model": "nested-logit", field: value}))
+    out = tmp_path / ("figs" if command == "figures" else "r.html")
+    extra = ["--formats", "html"] if command == "figures" else ["--sequences", "1"]
+    assert main([command, str(run), "--out", str(out), *extra]) == 3
+    assert one_error_line(capsys) == (
+        f"error: {run / 'fit.json'}: field {field!r} is {value!r}, not {kind}: a damaged fit.json"
+    )
+    assert not out.exists()

@@ -37,7 +37,10 @@ def run(args) -> int:
     from interp.io.outputs import writing_into
     from interp.io.rundir import load_run
 
-    load_run(args.run_dir)  # a clear error before any work
+    from interp.io.budget import check_eval_n
+
+    check_eval_n("--n", args.n)  # judged before the run and the other flags
+    check_eval_n("--n", args.n, load_run(args.run_dir))  # a clear error before any work
     out = Path(args.out) if args.out else Path(args.run_dir) / "length_eval.csv"
     with writing_into([out]):  # inside a run: under its lock
         return _evaluate(args, out)

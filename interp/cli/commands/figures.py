@@ -75,9 +75,10 @@ def run(args) -> int:
         return 3
     from interp.io.outputs import writing_into
     from interp.io.rundir import load_run
+    from interp.viz.fit_overlay import saved_fit
 
     for run_dir in args.run_dirs:
-        load_run(run_dir)  # a clear error before anything is locked or created
+        saved_fit(load_run(run_dir))  # a clear error (fit.json too) before anything is created
     with writing_into([args.out], folders=True):  # inside a run: under its lock, no links
         paths = write_standard_figures(
             [Path(p) for p in args.run_dirs], Path(args.out), formats=formats, width=args.width

@@ -32,9 +32,13 @@ def run(args) -> int:
     from interp.io.outputs import writing
     from interp.io.rundir import load_run
 
+    from interp.io.budget import check_eval_n
+
+    check_eval_n("--n", args.n)
     runs = [load_run(d) for d in args.run_dirs]  # every directory checked before any work
     for run_ in runs:
         run_.require_checkpoints()
+        check_eval_n("--n", args.n, run_)  # its evaluation sets fit in memory
     with writing([run_.path for run_ in runs]):  # locked, links and write access checked
         for run_ in runs:
             df = measures_over_checkpoints(run_, n=args.n)

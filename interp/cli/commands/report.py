@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 NAME = "report"
 HELP = (
     "one self-contained offline HTML page: config and deviations, dynamics, transition, fit and "
@@ -35,6 +37,10 @@ def run(args) -> int:
 
     if args.sequences < 1:
         raise ValueError(f"--sequences {args.sequences} is invalid: must be >= 1")
+    if args.out is not None and Path(args.out).suffix.lower() not in (".html", ".htm"):
+        raise ValueError(
+            f"--out {args.out} is invalid: a report is one HTML file; give a name ending in .html"
+        )
     config = ReportConfig(fit=not args.no_fit, explorer=ExplorerConfig(n_sequences=args.sequences))
     _, out = check_report_inputs(args.run_dirs, args.out)
     with writing_into([out]):  # RUN_DIR/report.html: under the run's lock
