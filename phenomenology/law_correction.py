@@ -61,9 +61,8 @@ class GaussianProcess:
         height, with length scales at their bounds or along flat directions: the last bits of
         the linear algebra, which differ between BLAS kernels (OpenBLAS picks one per CPU; set
         ``OPENBLAS_CORETYPE=Haswell`` on an AVX-512 machine to see it), send the optimizer to
-        another optimum. The committed held-out table's fits then differ between CPUs, some of
-        its forecasts by tens of percent; the best of several fixed starts differs too, less
-        often."""
+        another optimum. The committed held-out table's fits then differ between CPUs, a few of
+        its forecasts by percents; the best of several fixed starts differs too, as often."""
         from scipy.optimize import minimize
 
         n, d = X.shape
