@@ -57,9 +57,12 @@ class GaussianProcess:
     def fit(cls, X: np.ndarray, y: np.ndarray, theta: np.ndarray | None = None) -> GaussianProcess:
         """The process on ``X -> y``, its hyperparameters set to ``theta`` or fitted by maximum
         marginal likelihood (L-BFGS-B from a fixed start, analytic gradient: deterministic on one
-        machine). The likelihood has local optima, with length scales at their bounds: other
-        rounding (another BLAS, another order of the same operations) can land a fit in another
-        one, which moved one held-out forecast of the committed data by 2.4%."""
+        machine, not across machines). The likelihood has many local optima of nearly equal
+        height, with length scales at their bounds or along flat directions: the last bits of
+        the linear algebra, which differ between BLAS kernels (OpenBLAS picks one per CPU; set
+        ``OPENBLAS_CORETYPE=Haswell`` on an AVX-512 machine to see it), send the optimizer to
+        another optimum. The committed held-out table's fits then differ between CPUs, a few of
+        its forecasts by percents; the best of several fixed starts differs too, as often."""
         from scipy.optimize import minimize
 
         n, d = X.shape

@@ -3,6 +3,8 @@ import os
 import pytest
 import torch
 
+from tests.waits import nothing_left_running, record_popens
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("WANDB_MODE", "disabled")
 
@@ -19,3 +21,15 @@ def _global_rng_untouched():
     state = torch.random.get_rng_state()
     yield
     assert torch.equal(state, torch.random.get_rng_state()), "the test changed torch's global RNG"
+
+
+record_popens()
+
+
+@pytest.fixture(autouse=True)
+def _nothing_left_running(request):
+    """A test that leaves a process it started running (or exited and never waited for), or a
+    non-daemon thread it started alive, fails naming them (and its processes are killed, so that
+    the next test starts clean)."""
+    with nothing_left_running(request.node.nodeid):
+        yield

@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 import torch
 
+from tests.waits import HANG_S
+
 BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
 
 
@@ -37,7 +39,7 @@ def test_bench_device_refuses_bad_input_in_one_line():
             [sys.executable, str(BENCH / "bench_device.py"), *args],
             capture_output=True,
             text=True,
-            timeout=120,
+            timeout=HANG_S,
         )
         assert done.returncode == 1
         lines = done.stderr.strip().splitlines()
@@ -52,7 +54,7 @@ def test_gpu_check_dry_runs_the_device_rows_and_a_device_sampled_run_on_the_cpu(
         env=env,
         capture_output=True,
         text=True,
-        timeout=600,
+        timeout=HANG_S,
     )
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     assert "end to end at 2 models:" in (tmp_path / "device_rows.txt").read_text()

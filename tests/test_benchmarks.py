@@ -10,6 +10,8 @@ from pathlib import Path
 
 import torch
 
+from tests.waits import HANG_S
+
 BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
 
 
@@ -40,7 +42,7 @@ def test_presampled_gpu_rows_run_on_the_cpu_and_say_no_gpu_in_one_line():
         [sys.executable, str(BENCH / "bench_many.py"), "--gpu-only"],
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=HANG_S,
         env=env,
     )
     assert done.returncode == 1
@@ -74,7 +76,7 @@ def test_protocol_bad_input_is_one_line_before_any_run(tmp_path):
             [sys.executable, str(BENCH / "bench_protocol.py"), *args],
             capture_output=True,
             text=True,
-            timeout=60,
+            timeout=HANG_S,
         )
         assert done.returncode == 1
         lines = done.stderr.strip().splitlines()

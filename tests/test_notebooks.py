@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.waits import HANG_S
+
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.py"))
 
@@ -31,7 +33,7 @@ EXPECTED = [
 ]
 TOOLS = ["jupytext", "nbclient", "ipykernel", "ipywidgets"]  # ipywidgets: the explorer (01)
 KERNEL = "induction-cliff-test"
-CELL_TIMEOUT_S = 600
+CELL_TIMEOUT_S = HANG_S  # bounds a hung cell only
 MAX_NOTEBOOK_BYTES = 1_000_000
 PLOTLY_MIME = "application/vnd.plotly.v1+json"
 # What a progress bar leaves in a notebook: tqdm's "37%|###  | 37/100 [00:01<00:02, 30.1it/s]"

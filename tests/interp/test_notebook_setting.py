@@ -13,6 +13,7 @@ import pytest
 from interp.experiments.notebook_setting import NotebookSetting
 from interp.experiments.standard import train
 from interp.train.presets import get_preset
+from tests.waits import HANG_S
 
 
 @pytest.fixture(scope="module")
@@ -118,7 +119,7 @@ def test_a_fresh_clone_reuses_runs_demo_without_arguments(tmp_path):
         env=env,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=HANG_S,
     )
     assert out.returncode == 0, out.stderr[-2000:]
     used, runs = out.stdout.split()

@@ -29,6 +29,7 @@ from interp.io import atomic, rundir
 from interp.io.budget import check_config_memory
 from interp.io.errors import ResourceError, UnsafePathError, WriteError
 from interp.model.network import ModelConfig
+from tests.waits import HANG_S, wait_for
 
 pytestmark = pytest.mark.faults
 
@@ -173,11 +174,12 @@ def test_2_every_writer_is_refused_while_another_process_writes_the_run(run, cap
         [
             sys.executable,
             "-c",
-            "import time; from interp.io.rundir import RunLock; "
-            f"RunLock({str(run)!r}).acquire(); print('locked', flush=True); time.sleep(120)",
+            "import sys; from interp.io.rundir import RunLock; "  # holds until killed
+            f"RunLock({str(run)!r}).acquire(); print('locked', flush=True); sys.stdin.read()",
         ],
         cwd=ROOT,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
+        stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
     )
@@ -194,6 +196,7 @@ def test_2_every_writer_is_refused_while_another_process_writes_the_run(run, cap
     finally:
         holder.kill()
         holder.wait()
+        holder.stdin.close()
         holder.stdout.close()
 
 
@@ -458,7 +461,7 @@ def test_6_two_real_processes_write_one_output(run, base_run, tmp_path, command)
     """Two processes released together: both finish or one is refused (code 4, the other's pid
     named); the output equals the one a single process writes."""
     a, b = cli(*argv_of(command, run)), cli(*argv_of(command, run))
-    (_, err_a), (_, err_b) = a.communicate(timeout=300), b.communicate(timeout=300)
+    (_, err_a), (_, err_b) = a.communicate(timeout=HANG_S), b.communicate(timeout=HANG_S)
     codes = sorted([a.returncode, b.returncode])
     assert codes in ([0, 0], [0, 4]), (err_a, err_b)
     if codes == [0, 4]:
@@ -474,18 +477,18 @@ def test_6_a_report_racing_a_training_is_refused_then_written(tmp_path, capsys):
     args = ["--set", "steps=100000", "--set", "eval_every=20", "--set", "n_eval=32", "--quiet"]
     proc = cli("train", "--preset", "tiny", *args, "--out", str(run))
     try:
-        end = time.monotonic() + 120
-        while time.monotonic() < end:
-            if (run / "metrics.csv").exists() and len(
-                rundir.read_metrics(run / "metrics.csv").frame
-            ):
-                break
-            time.sleep(0.1)
+        wait_for(
+            lambda: (
+                (run / "metrics.csv").exists()
+                and len(rundir.read_metrics(run / "metrics.csv").frame) > 0
+            ),
+            what="the training's first evaluation",
+        )
         assert main(["report", str(run), "--no-fit", "--sequences", "1"]) == 4
         assert f"pid {proc.pid}" in one_error_line(capsys)
         assert not (run / "report.html").exists()
     finally:
         proc.send_signal(signal.SIGTERM)
-        proc.communicate(timeout=120)
+        proc.communicate(timeout=HANG_S)
     assert main(["report", str(run), "--no-fit", "--sequences", "1"]) == 0
     assert (run / "report.html").stat().st_size > 0

@@ -28,6 +28,7 @@ from interp.io import atomic, checkpoints, rundir
 from interp.io.rundir import RunDirectoryError, RunLock, load_run, read_metrics
 from interp.model.network import ModelConfig
 from interp.train.training import TrainingDiverged
+from tests.waits import HANG_S, alive, descendants, wait_for
 
 pytestmark = pytest.mark.faults
 
@@ -76,15 +77,6 @@ def cli(*args: str, env=None, **popen) -> subprocess.Popen:
         text=True,
         **popen,
     )
-
-
-def wait_for(condition, timeout=120.0, what="condition"):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if condition():
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 @pytest.fixture(scope="module")
@@ -148,11 +140,12 @@ def test_3_a_second_writer_is_refused_with_pid_and_host(tmp_path, capsys):
         [
             sys.executable,
             "-c",
-            "import sys, time; from interp.io.rundir import RunLock; "
-            f"RunLock({str(run)!r}).acquire(); print('locked', flush=True); time.sleep(60)",
+            "import sys; from interp.io.rundir import RunLock; "  # holds until killed
+            f"RunLock({str(run)!r}).acquire(); print('locked', flush=True); sys.stdin.read()",
         ],
         cwd=ROOT,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
+        stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
     )
@@ -168,6 +161,7 @@ def test_3_a_second_writer_is_refused_with_pid_and_host(tmp_path, capsys):
     finally:
         holder.kill()
         holder.wait()
+        holder.stdin.close()
         holder.stdout.close()
     # kill -9 left the holder's record in the lock file: the next writer takes over, with a notice
     assert json.loads((run / rundir.LOCK_NAME).read_text())["pid"] == holder.pid
@@ -184,7 +178,7 @@ def test_3_two_real_training_processes_on_one_directory(tmp_path):
     long += ["--set", "num_threads=1"]  # the same arithmetic as the reference below
     a = cli("train", "--preset", "tiny", "--seed", "0", *long, "--out", str(run))
     b = cli("train", "--preset", "tiny", "--seed", "1", *long, "--out", str(run))
-    (_, err_a), (_, err_b) = a.communicate(timeout=300), b.communicate(timeout=300)
+    (_, err_a), (_, err_b) = a.communicate(timeout=HANG_S), b.communicate(timeout=HANG_S)
     codes = sorted([a.returncode, b.returncode])
     assert codes == [0, 4], (err_a, err_b)
     loser_err = err_a if a.returncode == 4 else err_b
@@ -357,7 +351,7 @@ def test_8_sigterm_saves_and_resume_is_exact(tmp_path):
     proc = cli("train", "--preset", "tiny", *args, "--out", str(run))
     wait_for(lambda: len(read_metrics(run / "metrics.csv").frame) >= 2, what="two evaluations")
     proc.send_signal(signal.SIGTERM)
-    _, err = proc.communicate(timeout=120)
+    _, err = proc.communicate(timeout=HANG_S)
     assert proc.returncode == 128 + signal.SIGTERM, err
     assert "SIGTERM: stopping after this step" in err and "Traceback" not in err
     state = checkpoints.load_resume(run / "checkpoints" / "resume.pt")
@@ -398,12 +392,15 @@ def test_8b_sigterm_to_a_sweep_stops_its_workers(tmp_path):
         return path.exists() and len(read_metrics(path).frame) >= 2
 
     wait_for(lambda: all(evaluated(m) for m in metrics), what="two evaluations of each seed")
+    workers = descendants(proc.pid)
+    assert workers, "the sweep runs its points in worker processes"
     proc.send_signal(signal.SIGTERM)
-    _, err = proc.communicate(timeout=120)
+    _, err = proc.communicate(timeout=HANG_S)
     assert proc.returncode == 130, err
     assert "interrupted: every running point saved its state" in err and "Traceback" not in err
     sizes = [m.stat().st_size for m in metrics]
-    time.sleep(3)  # an orphaned worker evaluates every ~0.1 s at these settings
+    # an orphaned worker would go on training (and evaluating every ~0.1 s): every worker exits
+    wait_for(lambda: not any(alive(p) for p in workers), what=f"exit of the workers {workers}")
     assert [m.stat().st_size for m in metrics] == sizes
     for s in (0, 1):
         state = checkpoints.load_resume(out / f"seed={s}" / "checkpoints" / "resume.pt")

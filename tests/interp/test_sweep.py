@@ -4,6 +4,8 @@ process and Ray backends, the summary and the phase-diagram figure."""
 import dataclasses
 import importlib.util
 import json
+import os
+import time
 
 import numpy as np
 import pandas as pd
@@ -17,6 +19,7 @@ from interp.train.presets import get_preset
 from interp.train.training import TrainingDiverged
 from interp.viz import export
 from interp.viz.sweep_plots import plot_sweep, plot_sweep_curves
+from tests.waits import HANG_S, descendants, next_serial, stop_started
 
 # The tiny preset, shortened: 40 steps, 5 evaluations (enough for transition detection).
 FAST = {
@@ -339,14 +342,43 @@ def test_stacked_seeds_give_the_runs_of_unstacked_ones(tmp_path):
         run_sweep(s, tmp_path / "bad", stack=0, log=silent)
 
 
+def start_local_ray(monkeypatch, num_cpus: int, budget_s: float = HANG_S):
+    """Ray, started as a local instance of ``num_cpus`` CPUs within ``budget_s`` seconds. Ray
+    gives its node a fixed 30 s to come up, which a loaded machine can miss: a start that timed
+    out is tried again until the budget is spent, then the test is skipped, saying so. Its
+    workers get the budget to register, and its node 100 missed health checks in a row."""
+    import ray
+
+    for name, value in (
+        ("worker_register_timeout_seconds", budget_s),
+        ("health_check_failure_threshold", 100),
+    ):
+        monkeypatch.setenv(f"RAY_{name}", str(int(value)))
+    end, tries = time.monotonic() + budget_s, 0
+    while True:
+        tries += 1
+        before, serial = descendants(), next_serial()
+        try:
+            ray.init(num_cpus=num_cpus, include_dashboard=False)
+            return ray
+        except Exception as err:  # ray raises a bare Exception when its node misses its 30 s
+            ray.shutdown()
+            stop_started(before, serial)  # the processes of a node that never came up
+            if "timed out" not in str(err).lower():
+                raise
+            if time.monotonic() > end:
+                pytest.skip(
+                    f"a local Ray node did not start in {budget_s:.0f} s ({tries} tries; "
+                    f"the machine is too loaded): {err}"
+                )
+
+
 @pytest.mark.skipif(
     importlib.util.find_spec("ray") is None,
     reason="ray is not installed (pip install 'induction-cliff[ray]')",
 )
-def test_ray_backend_runs_the_same_sweep_locally(tmp_path):
-    import ray
-
-    ray.init(num_cpus=2, include_dashboard=False)
+def test_ray_backend_runs_the_same_sweep_locally(tmp_path, monkeypatch):
+    ray = start_local_ray(monkeypatch, num_cpus=2)
     try:
         on_ray = run_sweep(spec(), tmp_path / "ray", backend="ray", figures=False, log=silent)
         assert ray.is_initialized()  # a cluster it did not start stays up
@@ -355,6 +387,37 @@ def test_ray_backend_runs_the_same_sweep_locally(tmp_path):
     serial = run_sweep(spec(), tmp_path / "serial", backend="serial", figures=False, log=silent)
     cols = ["point", "status", "steps_done", "ic_acc", "ic2_acc", "iw_acc"]
     pd.testing.assert_frame_equal(on_ray[cols], serial[cols])
+
+
+@pytest.mark.skipif(importlib.util.find_spec("ray") is None, reason="ray is not installed")
+def test_a_ray_node_slow_to_start_is_started_again_then_skipped_when_out_of_budget(monkeypatch):
+    import ray
+
+    tries = []
+
+    def slow_node(**kwargs):
+        tries.append(kwargs)
+        if len(tries) < 3:
+            raise Exception("The current node timed out during startup. This could happen ...")
+
+    monkeypatch.setattr(ray, "init", slow_node)
+    monkeypatch.setattr(ray, "shutdown", lambda: None)
+    assert start_local_ray(monkeypatch, num_cpus=2) is ray and len(tries) == 3
+    assert os.environ["RAY_worker_register_timeout_seconds"] == str(int(HANG_S))
+
+    def never_up(**kwargs):
+        raise Exception("The current node timed out during startup.")
+
+    monkeypatch.setattr(ray, "init", never_up)
+    with pytest.raises(pytest.skip.Exception, match=r"did not start in 0 s \(1 tries"):
+        start_local_ray(monkeypatch, num_cpus=2, budget_s=0)
+
+    def broken(**kwargs):
+        raise ValueError("num_cpus must be positive")
+
+    monkeypatch.setattr(ray, "init", broken)  # any other failure is the test's failure
+    with pytest.raises(ValueError, match="num_cpus"):
+        start_local_ray(monkeypatch, num_cpus=2)
 
 
 def test_missing_ray_gives_the_install_hint(tmp_path, monkeypatch):

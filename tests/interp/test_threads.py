@@ -14,6 +14,7 @@ from interp.model.network import ModelConfig
 from interp.train.presets import PRESETS
 from interp.train.threads import DEFAULT_NUM_THREADS, apply_thread_policy
 from interp.train.training import TrainConfig, train
+from tests.waits import HANG_S
 
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
 TASK = TaskConfig(D=15, K=64, L=8, N=4, N_max=4, B=1, p_C=0.5, n_eval=64)
@@ -61,7 +62,7 @@ def test_bench_load_refuses_bad_input_in_one_line_before_any_run():
             [sys.executable, str(BENCH / "bench_load.py"), *args],
             capture_output=True,
             text=True,
-            timeout=60,
+            timeout=HANG_S,
         )
         assert done.returncode == 1, args
         lines = done.stderr.strip().splitlines()
@@ -87,7 +88,7 @@ def test_bench_load_runs_a_short_round_and_prints_its_ratios():
         ],
         capture_output=True,
         text=True,
-        timeout=600,
+        timeout=HANG_S,
     )
     assert done.returncode == 0, done.stderr
     lines = done.stdout.strip().splitlines()
