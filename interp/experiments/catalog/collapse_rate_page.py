@@ -25,7 +25,11 @@ def _rate_lines(rows: pd.DataFrame) -> list[str]:
         "budget | death rate (95% CI) | seeds with a fate | seeds missing |",
         "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
-    for lr, (_, declared) in sorted(LRS.items()):
+    rows_lr = pd.to_numeric(rows["lr"])
+    declared_seeds = {lr: n for lr, (_, n) in LRS.items()}  # the full tier's
+    for lr in sorted(set(rows_lr)) if not set(rows_lr) <= set(LRS) else []:
+        declared_seeds[lr] = int(rows.loc[rows_lr == lr, "seed"].max()) + 1  # another tier's
+    for lr, declared in sorted(declared_seeds.items()):
         for form in FORMS:
             x = r[(r["lr"] == lr) & (r["hidden_bias"] == form)]
             x = x.iloc[0] if len(x) else None
@@ -47,7 +51,7 @@ def _rate_lines(rows: pd.DataFrame) -> list[str]:
 def _fisher_lines(rows: pd.DataFrame) -> list[str]:
     r = rates(rows)
     lines = []
-    for lr in sorted(LRS):
+    for lr in sorted(set(LRS) | set(r["lr"]) if len(r) else LRS):
         got = {x["hidden_bias"]: x for _, x in r[r["lr"] == lr].iterrows()}
         for a, b in (("scalar", "per_unit"), ("scalar", "tied"), ("per_unit", "tied")):
             if a in got and b in got and got[a]["n"] and got[b]["n"]:
