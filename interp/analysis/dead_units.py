@@ -7,8 +7,9 @@ whose pre-activations are negative on every probe sequence reads 0, and then pas
 anything before it. A measure per layer for the paper's three hidden layers; a model with fewer
 has fewer columns (the measures are ``optional``).
 
-Registered with the other progress measures (:mod:`interp.analysis.measures`): a column of
-``metrics.csv`` at every evaluation, a row of the progress-measure figure. Reading the classifier's
+Registered with the other progress measures by :mod:`interp.analysis.measures` (this module
+imports nothing of it): a column of ``metrics.csv`` at every evaluation, a row of the
+progress-measure figure. Reading the classifier's
 hooks makes evaluation run the hooked forward instead of the hook-free fast path.
 """
 
@@ -16,19 +17,26 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from interp.analysis.measures import register_measure
-
 if TYPE_CHECKING:
     from torch import Tensor
 
-__all__ = ["ACTIVE_COLUMNS", "MAX_LAYERS", "active_column", "active_fraction", "hidden_hook"]
+__all__ = [
+    "ACTIVE_COLUMNS",
+    "COLORS",
+    "MAX_LAYERS",
+    "PANEL",
+    "active_column",
+    "active_fraction",
+    "hidden_hook",
+]
 
 MAX_LAYERS = 3
 """Hidden layers with a measure (the paper's classifier has three)."""
 
 PANEL = "active units (IC set)"
+"""The row of the progress-measure figure the measures are drawn in."""
 
-_COLORS = ("#56B4E9", "#009E73", "#D55E00")  # Okabe & Ito, as the other measures
+COLORS = ("#56B4E9", "#009E73", "#D55E00")  # Okabe & Ito, as the other measures
 
 
 def hidden_hook(k: int) -> str:
@@ -48,22 +56,3 @@ def active_fraction(post_relu: Tensor) -> float:
     """Share of the entries of a post-ReLU activation tensor that are positive (units firing),
     over every sequence (and position) and unit."""
     return float((post_relu > 0).double().mean())
-
-
-def _measure(k: int):
-    hook = hidden_hook(k)
-    return lambda x: active_fraction(x[hook])
-
-
-for _k in range(1, MAX_LAYERS + 1):
-    register_measure(
-        active_column(_k),
-        _measure(_k),
-        reads=(hidden_hook(_k),),
-        label=f"active units, hidden {_k}",
-        color=_COLORS[_k - 1],
-        direction="falling",  # it falls when the classifier dies; no role in the transition
-        description=f"classifier hidden layer {_k}: share of ReLU units firing on the IC set",
-        panel=PANEL,
-        optional=True,
-    )

@@ -623,5 +623,32 @@ register_measure(
 BUILTIN_MEASURES = measure_names()
 """Names of the measures this module registers itself (docs/science.md section 3)."""
 
-# The classifier's active units (the dead-unit measure), registered by their own module.
-from interp.analysis import dead_units as _dead_units  # noqa: E402, F401
+# The classifier's active units per hidden layer (the dead-unit measure,
+# :mod:`interp.analysis.dead_units`): optional, a model with fewer hidden layers has fewer columns.
+
+
+def _active_units(k: int):
+    from interp.analysis.dead_units import active_fraction, hidden_hook
+
+    hook = hidden_hook(k)
+    return lambda x: active_fraction(x[hook])
+
+
+def _register_active_units() -> None:
+    from interp.analysis import dead_units as du
+
+    for k in range(1, du.MAX_LAYERS + 1):
+        register_measure(
+            du.active_column(k),
+            _active_units(k),
+            reads=(du.hidden_hook(k),),
+            label=f"active units, hidden {k}",
+            color=du.COLORS[k - 1],
+            direction="falling",  # it falls when the classifier dies; no role in the transition
+            description=f"classifier hidden layer {k}: share of ReLU units firing on the IC set",
+            panel=du.PANEL,
+            optional=True,
+        )
+
+
+_register_active_units()

@@ -220,14 +220,11 @@ class TrainConfig:
             raise ValueError(
                 f"TrainConfig.num_threads={self.num_threads!r} is invalid: >= 1 or None"
             )
-        if not isinstance(self.stop_on_collapse, bool):
-            raise ValueError(
-                f"TrainConfig.stop_on_collapse={self.stop_on_collapse!r} is invalid: true or false"
-            )
-        if not isinstance(self.live_forecast, bool):
-            raise ValueError(
-                f"TrainConfig.live_forecast={self.live_forecast!r} is invalid: true or false"
-            )
+        for name in ("live_forecast", "stop_on_collapse"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(
+                    f"TrainConfig.{name}={getattr(self, name)!r} is invalid: true or false"
+                )
         if not (_is_int(self.per_class_iw) and self.per_class_iw >= 0):
             raise ValueError(
                 f"TrainConfig.per_class_iw={self.per_class_iw!r} is invalid: must be an integer "

@@ -14,7 +14,14 @@ from interp.experiments.core import Experiment, matches, sweep_rows
 # The quick tiers train the `tiny` preset (D = 15, K = 64, L = 8, N = 4, Adam lr 3e-3, batch 64):
 # 600 steps give a plateau and a jump in about 15 s on one thread.
 TINY = {"steps": 600, "eval_every": 25, "num_threads": 1}
-TINY_SGD = {"steps": 1500, "eval_every": 25, "optimizer": "sgd", "lr": 0.3, "num_threads": 1}
+TINY_SGD = {
+    "steps": 1500,
+    "eval_every": 25,
+    "optimizer": "sgd",
+    "lr": 0.3,
+    "hidden_bias": "scalar",
+    "num_threads": 1,
+}
 TINY_NOTE = (
     "the `tiny` preset (D 15, K 64, L 8, N 4, a 32-unit classifier; Adam lr 3e-3, batch 64), "
     "600 steps, evaluations every 25 steps, one thread: a smoke test of the pipeline and of "

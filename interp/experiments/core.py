@@ -109,6 +109,8 @@ class Tier:
         cost_s: the same in seconds, for ``list experiments``.
         note: the budget and every deviation of this tier beyond the experiment's own.
         params: settings of the analysis for this tier (what the experiment's analysis reads).
+        hidden_bias: the classifier's hidden-bias form of a tier that trains plain-SGD runs of
+            its own (no sweeps); sweeps pin theirs in their overrides or grid.
     """
 
     sweeps: tuple[Sweep, ...] = ()
@@ -116,6 +118,7 @@ class Tier:
     cost_s: float = math.nan
     note: str = ""
     params: Mapping[str, object] = field(default_factory=dict)
+    hidden_bias: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -387,7 +390,9 @@ def _plain(value) -> object:
     return value.item() if hasattr(value, "item") else value
 
 
-def _provenance(rows: pd.DataFrame) -> list[str]:
+def _provenance(rows: pd.DataFrame, experiment: Experiment | None = None) -> list[str]:
+    from interp.experiments.pins import hidden_bias_line
+
     n = len(rows)
     tiers = sorted(set(rows["tier"]), key=TIERS.index)
     sources = {s: int((rows["source"] == s).sum()) for s in SOURCES}
@@ -422,7 +427,7 @@ def _provenance(rows: pd.DataFrame) -> list[str]:
     machines = list(dict.fromkeys(str(m) for m in rows["machine"] if isinstance(m, str) and m))
     if machines:
         lines.append(f"- **Machine:** {'; '.join(machines)}.")
-    return lines
+    return lines + hidden_bias_line(experiment, rows)
 
 
 def _duration(seconds: float) -> str:
@@ -449,7 +454,7 @@ def render_page(experiment: Experiment, rows: pd.DataFrame) -> str:
             "",
         ]
     lines += [f"# {e.title}", "", f"**Question.** {e.question}", ""]
-    lines += ["## Data", "", *_provenance(rows), ""]
+    lines += ["## Data", "", *_provenance(rows, e), ""]
     lines += ["## Result", "", *_table(e.columns, rows), ""]
     if e.figure is not None:
         lines += [f"![{e.title}]({e.name}.png)", ""]

@@ -90,7 +90,8 @@ class ModelConfig:
             :data:`interp.model.positional.POSITIONAL_ENCODINGS`: ``onehot`` (the paper:
             concatenated one-hot), ``learned`` (learned absolute, added), ``none``, ``rope`` (rotary
             q/k; needs an even ``d_head``, e.g. 64, since ``d_model = D = 63`` then), ``cope``
-            (contextual positions, Golovneva et al. 2024), or one added with
+            (contextual position encoding, Golovneva et al. 2024, arXiv 2405.18719; a different
+            2026 method also called CoPE, clipped RoPE, is not this one), or one added with
             :func:`interp.model.positional.register_positional`.
         positional_config: the encoding's own parameters, an instance of its config class
             (:class:`~interp.model.positional.RopeConfig`,

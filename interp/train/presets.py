@@ -88,9 +88,9 @@ def _fig2_presets() -> list[Preset]:
     )
     headline = TaskConfig(K=512, L=32, N=8, B=2, eps=0.1, alpha=0.0, p_B=1.0, p_C=0.0)
     paper = (
-        "plain SGD lr 0.01, batch 128 (paper), p_C 0 (the toolkit's: the paper does not state "
-        "it), 1e5 steps (the toolkit's: the paper gives no length, the author's driver defaults "
-        "to 1.5e5), seeds 0-5"
+        "plain SGD lr 0.01, batch 128 (the author's code), p_C 0 (the toolkit's: the paper does "
+        "not state it), 1e5 steps (the toolkit's: the paper gives no length, the author's "
+        "driver defaults to 1.5e5), seeds 0-5"
     )
     quick = (
         "DEVIATION: Adam lr 1e-3 for 1500 steps (paper: SGD lr 0.01), 512 sequences "
@@ -274,10 +274,10 @@ PRESETS: dict[str, Preset] = {
             task=TaskConfig(K=512, L=32, N=8, B=2, eps=0.1, alpha=0.0, p_B=1.0, p_C=0.8),
             train=PAPER_TRAIN,
             note=(
-                "Reddy 2024 Fig 1d: K=512, B=2, plain SGD lr 0.01, batch 128 (paper). p_C=0.8 "
-                "is a GUESS (the paper does not state p_C for this figure; p_B=1 is its default): "
-                "with p_C=0 IC accuracy climbs gradually with no jump (measured to 1.05e5 "
-                "lr-0.01-equivalent steps), with p_C=0.25, 0.5 or 0.8 it jumps abruptly "
+                "Reddy 2024 Fig 1d: K=512, B=2, plain SGD lr 0.01, batch 128 (the author's code). "
+                "p_C=0.8 is a GUESS (the paper does not state p_C for this figure; p_B=1 is its "
+                "default): with p_C=0 IC accuracy climbs gradually with no jump (measured to "
+                "1.05e5 lr-0.01-equivalent steps), with p_C=0.25, 0.5 or 0.8 it jumps abruptly "
                 "(docs/results/fig1d.md). 1e5 steps is the toolkit's length (the paper gives "
                 "none; the author's driver defaults to 1.5e5)."
             ),
@@ -289,11 +289,12 @@ PRESETS: dict[str, Preset] = {
             note=(
                 "Reddy 2024 Fig 3, as a third-party script sets it up: K=256, B=1, p_C=0.8 are "
                 "that script's (a GUESS: the paper does not state Fig 3's task); plain SGD lr "
-                "0.01, batch 128 (paper); 1e5 steps is the toolkit's length (the paper gives "
-                "none; the author's driver defaults to 1.5e5). With the author's scalar hidden "
-                "biases (the default) plain SGD collapsed on some seeds, where per-unit biases "
-                "transitioned (docs/results/hidden-bias.md); `--set hidden_bias=per_unit` is the "
-                "form of every earlier SGD result."
+                "0.01, batch 128 (the author's code); 1e5 steps is the toolkit's length (the "
+                "paper gives none; the author's driver defaults to 1.5e5). With the author's "
+                "scalar hidden biases (the default) plain SGD kills the classifier on some seeds "
+                "(docs/results/collapse-rate.md; `train` says when, `--set "
+                "stop_on_collapse=true` stops there); `--set hidden_bias=per_unit` is the form "
+                "of every earlier SGD result."
             ),
         ),
         Preset(

@@ -17,8 +17,8 @@ from interp.experiments.catalog.collapse_rate import (
     fate_row,
     fisher,
     rates,
+    render_collapse_rate,
 )
-from interp.experiments.catalog.collapse_rate_page import render_collapse_rate
 
 STEPS = np.arange(0, 15001, 250)
 

@@ -43,8 +43,10 @@ def test_the_page_shows_both_forms_side_by_side_with_the_spread_and_the_pairs(tm
     assert "| 0.03 | scalar | 3 of 3 | 10100 ± 100 (3 seeds, 10000-10200) | 0.990-0.990 |" in page
     assert "| 0.03 | per_unit | 3 of 3 | 10600 ± 100 (3 seeds, 10500-10700) |" in page
     assert "| 0.01 | per_unit | 0 of 1 | none |" in page
+    # a form or a seed without a run has no row ("per_unit 0 of 0", "| 0.01 | 1 | - | - |")
+    assert " 0 of 0 " not in page and "| 0.01 | 1 |" not in page
     assert "| 0.03 | 1 | 10100 | 10600 | +500 | 1.050 |" in page
-    assert "| 0.01 | 0 | 30000 | - | - | - |" in page
+    assert "| 0.01 | 0 | 30000 | no jump | - | - |" in page
     assert "- lr 0.03: 500 ± 0 steps (3 seeds, 500-500)" in page
     assert "- lr 0.01: none" in page
     assert "**Wall time:** 8.0 min in all." in page and "`abc1234`" in page

@@ -4,7 +4,7 @@ from interp.experiments import register_experiment
 from interp.experiments.common import TINY, TINY_NOTE, count, mean_sd, std_columns
 from interp.experiments.core import Check, Experiment, PaperValue, Sweep, Tier
 
-_SGD = {"lr": 0.03, "eval_every": 250, "num_threads": 1}
+_SGD = {"lr": 0.03, "eval_every": 250, "hidden_bias": "per_unit", "num_threads": 1}
 
 EXPERIMENT = register_experiment(
     Experiment(

@@ -30,7 +30,12 @@ EXPERIMENT = register_experiment(
                     Sweep(
                         preset="fig2-eps",
                         seeds=(0,),
-                        overrides={"lr": 0.03, "steps": 6000, "num_threads": 1},
+                        overrides={
+                            "lr": 0.03,
+                            "steps": 6000,
+                            "hidden_bias": "per_unit",
+                            "num_threads": 1,
+                        },
                     ),
                 ),
                 cost="about 16 min on two cores",

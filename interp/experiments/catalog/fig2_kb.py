@@ -46,7 +46,12 @@ EXPERIMENT = register_experiment(
                         name="sgd",
                         preset="fig2-kb",
                         seeds=(0, 1),
-                        overrides={"lr": 0.03, "steps": 6000, "num_threads": 1},
+                        overrides={
+                            "lr": 0.03,
+                            "steps": 6000,
+                            "hidden_bias": "per_unit",
+                            "num_threads": 1,
+                        },
                     ),
                     Sweep(name="adam-quick", preset="fig2-kb-quick", overrides={"num_threads": 1}),
                 ),

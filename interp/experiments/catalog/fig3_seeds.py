@@ -25,7 +25,7 @@ EXPERIMENT = register_experiment(
                         name="fig3-lr001",
                         preset="paper-fig3",
                         seeds=tuple(range(6)),
-                        overrides={"steps": 100000, "num_threads": 1},
+                        overrides={"steps": 100000, "hidden_bias": "per_unit", "num_threads": 1},
                     ),
                 ),
                 cost="about 86 min on two cores",

@@ -4,7 +4,7 @@ from interp.experiments import register_experiment
 from interp.experiments.common import TINY, TINY_NOTE, count
 from interp.experiments.core import Check, Column, Experiment, PaperValue, Sweep, Tier
 
-_FULL = {"lr": 0.03, "steps": 12000, "num_threads": 1}
+_FULL = {"lr": 0.03, "steps": 12000, "hidden_bias": "per_unit", "num_threads": 1}
 
 EXPERIMENT = register_experiment(
     Experiment(

@@ -124,7 +124,13 @@ EXPERIMENT = register_experiment(
                         name="fig3-lr03",
                         preset="paper-fig3",
                         grid={"K": (256, 512)},
-                        overrides={"lr": 0.03, "steps": 15000, "eval_every": 250, "num_threads": 1},
+                        overrides={
+                            "lr": 0.03,
+                            "steps": 15000,
+                            "eval_every": 250,
+                            "hidden_bias": "per_unit",
+                            "num_threads": 1,
+                        },
                         seeds=(8, 9),
                     ),
                     Sweep(
@@ -135,6 +141,7 @@ EXPERIMENT = register_experiment(
                             "lr": 0.03,
                             "steps": 12000,
                             "eval_every": 250,
+                            "hidden_bias": "per_unit",
                             "num_threads": 1,
                         },
                         seeds=(3,),

@@ -69,6 +69,7 @@ def _headline(rows: pd.DataFrame) -> str:
             f"{f} {int(jumped[g['hidden_bias'] == f].sum())} "
             f"of {int((g['hidden_bias'] == f).sum())}"
             for f in FORMS
+            if (g["hidden_bias"] == f).any()
         )
         diff = _spread(paired(g)["difference"])
         parts.append(f"lr {lr:g}: jumped {counts}; per-unit - scalar {diff}")
@@ -84,7 +85,8 @@ def render_hidden_bias(experiment: Experiment, rows: pd.DataFrame) -> str:
     lines += ["## Data", ""]
     counts = ", ".join(f"{int((rows['hidden_bias'] == f).sum())} {f}" for f in FORMS)
     lines.append(
-        f"- **Runs:** {len(rows)} ({counts}), trained under run format version "
+        f"- **Runs:** {len(rows)} ({counts}; `hidden_bias` set per run), trained under run "
+        "format version "
         f"{current_format_version()} or earlier (the CSV does not record it)."
     )
     commits = list(dict.fromkeys(str(c) for c in rows["commit"]))
@@ -100,6 +102,8 @@ def render_hidden_bias(experiment: Experiment, rows: pd.DataFrame) -> str:
     for lr, g in rows.groupby("lr", sort=True):
         for form in FORMS:
             f = g[g["hidden_bias"] == form]
+            if not len(f):  # no run of this form at this lr: no row
+                continue
             j = _jumped(f)
             step = pd.to_numeric(f["transition_ic_acc"], errors="coerce").where(j)
             acc = pd.to_numeric(f["final_ic_acc"], errors="coerce")
@@ -116,10 +120,19 @@ def render_hidden_bias(experiment: Experiment, rows: pd.DataFrame) -> str:
     def num(v, spec="{:.0f}"):
         return "-" if v is None or (isinstance(v, float) and math.isnan(v)) else spec.format(v)
 
+    ran = {(float(r["lr"]), int(r["seed"]), str(r["hidden_bias"])) for _, r in rows.iterrows()}
+
+    def cell(p, form):
+        if (float(p["lr"]), int(p["seed"]), form) not in ran:
+            return "no run"
+        return "no jump" if pd.isna(p[form]) else num(p[form])
+
     for _, p in pairs.iterrows():
+        if not any((float(p["lr"]), int(p["seed"]), f) in ran for f in FORMS):
+            continue  # no run of this seed at this lr: no row
         lines.append(
-            f"| {p['lr']:g} | {int(p['seed'])} | {num(p['scalar'])} | "
-            f"{num(p['per_unit'])} | {num(p['difference'], '{:+.0f}')} | "
+            f"| {p['lr']:g} | {int(p['seed'])} | {cell(p, 'scalar')} | "
+            f"{cell(p, 'per_unit')} | {num(p['difference'], '{:+.0f}')} | "
             f"{num(p['ratio'], '{:.3f}')} |"
         )
     lines += ["", "Paired difference over the seeds where both forms jumped:", ""]

@@ -24,7 +24,12 @@ EXPERIMENT = register_experiment(
                     Sweep(
                         preset="paper-fig3",
                         grid={"novel_pool": (128, "none")},
-                        overrides={"lr": 0.03, "steps": 12000, "num_threads": 1},
+                        overrides={
+                            "lr": 0.03,
+                            "steps": 12000,
+                            "hidden_bias": "per_unit",
+                            "num_threads": 1,
+                        },
                         seeds=(0, 1),
                     ),
                 ),

@@ -55,7 +55,11 @@ EXPERIMENT = register_experiment(
                         preset="pe-rope-bias-sgd",
                         seeds=(0, 1),
                         grid={"qk_bias": (False, True)},
-                        overrides={"rope_constant_dim": False, "num_threads": 1},
+                        overrides={
+                            "rope_constant_dim": False,
+                            "hidden_bias": "per_unit",
+                            "num_threads": 1,
+                        },
                     ),
                 ),
                 cost="about 3 h on two cores",

@@ -371,12 +371,14 @@ EXPERIMENT = register_experiment(
             "quick": Tier(
                 cost="about 30 s on 2 cores",
                 cost_s=30,
+                hidden_bias=QUICK_GRID.base["hidden_bias"],
                 note="the `tiny` task at two learning rates, two seeds: the machinery only "
                 "(too few configurations to fit the law).",
             ),
             "full": Tier(
                 cost="about 6.5 h on 2 cores",
                 cost_s=23400,
+                hidden_bias=BASE["hidden_bias"],
                 note=_full_tier_note(GRID),
             ),
         },

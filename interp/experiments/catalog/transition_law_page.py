@@ -678,7 +678,7 @@ def _warning_lines(warning: pd.DataFrame, rows: pd.DataFrame) -> list[str]:
 
 
 def render_page(experiment, rows: pd.DataFrame, companions: dict) -> str:
-    from interp.experiments.core import _provenance
+    from interp.experiments.core import _provenance as prov
 
     check_table(f"{NAME}.csv", rows)
     enough = rows.loc[transitioned_mask(rows), "point"].nunique() >= 8  # as the scoring asks
@@ -693,7 +693,7 @@ def render_page(experiment, rows: pd.DataFrame, companions: dict) -> str:
     loo, combined = companions[f"{NAME}-loo.csv"], companions[f"{NAME}-combined.csv"]
     warning = companions[f"{NAME}-warning.csv"]
     lines = [f"# {experiment.title}", "", f"**Question.** {experiment.question}", ""]
-    lines += ["## Data", "", *_provenance(rows), f"- **Headline:** {headline(rows)}.", ""]
+    lines += ["## Data", "", *prov(rows, experiment), f"- **Headline:** {headline(rows)}.", ""]
     seeds = rows.groupby("point")["seed"].nunique()
     n = f"{seeds.min()}" if seeds.min() == seeds.max() else f"{seeds.min()}-{seeds.max()}"
     lines += [
