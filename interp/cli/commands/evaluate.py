@@ -34,10 +34,9 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
+    from interp.io.budget import check_eval_n
     from interp.io.outputs import writing_into
     from interp.io.rundir import load_run
-
-    from interp.io.budget import check_eval_n
 
     check_eval_n("--n", args.n)  # judged before the run and the other flags
     check_eval_n("--n", args.n, load_run(args.run_dir))  # a clear error before any work

@@ -29,10 +29,9 @@ def run(args) -> int:
         measures_over_checkpoints,
         score_terms_over_checkpoints,
     )
+    from interp.io.budget import check_eval_n
     from interp.io.outputs import writing
     from interp.io.rundir import load_run
-
-    from interp.io.budget import check_eval_n
 
     check_eval_n("--n", args.n)
     runs = [load_run(d) for d in args.run_dirs]  # every directory checked before any work
