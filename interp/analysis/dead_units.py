@@ -36,7 +36,8 @@ MAX_LAYERS = 3
 PANEL = "active units (IC set)"
 """The row of the progress-measure figure the measures are drawn in."""
 
-COLORS = ("#56B4E9", "#009E73", "#D55E00")  # Okabe & Ito, as the other measures
+# Paul Tol's muted scheme (colour-blind safe): the Okabe & Ito colours are the other measures'
+COLORS = ("#882255", "#44AA99", "#117733")
 
 
 def hidden_hook(k: int) -> str:

@@ -28,7 +28,13 @@ import numpy as np
 import plotly.graph_objects as go
 import torch
 
-from interp.viz.plots import METRIC_COLORS, METRIC_LABELS, SEQUENTIAL_SCALE, progress_panels
+from interp.viz.plots import (
+    METRIC_COLORS,
+    METRIC_LABELS,
+    SEQUENTIAL_SCALE,
+    progress_panels,
+    same_curve,
+)
 
 __all__ = [
     "EVAL_SETS",
@@ -238,9 +244,23 @@ def explorer_data(run, config: ExplorerConfig | None = None) -> dict:
         "sets": sets,
         "set_names": {k: SET_NAMES[k] for k in sets},
         "measures": measures,
-        "labels": {c: METRIC_LABELS.get(c, c) for c in columns if c != "step"},
-        "colors": {c: METRIC_COLORS.get(c, "#000000") for c in columns if c != "step"},
+        **_measure_styles(metrics, columns[1:]),
     }
+
+
+def _measure_styles(metrics, columns: Sequence[str]) -> dict:
+    """``labels``, ``colors`` and ``dashes`` of the measures' curves: a curve equal to one drawn
+    before it (at B = 1 the induction score is TILA2) is dashed and labelled ``"X (= Y)"``, so
+    both stay visible on the shared axis and each has its legend entry."""
+    labels, dashes = {}, {}
+    for i, c in enumerate(columns):
+        twin = next((d for d in columns[:i] if same_curve({"run": metrics}, c, d)), None)
+        labels[c] = METRIC_LABELS.get(c, c)
+        if twin is not None:
+            labels[c] += f" (= {METRIC_LABELS.get(twin, twin)})"
+        dashes[c] = "solid" if twin is None else "dash"
+    colors = {c: METRIC_COLORS.get(c, "#000000") for c in columns}
+    return {"labels": labels, "colors": colors, "dashes": dashes}
 
 
 def _check_choice(data: dict, set_name: str, sequence: int, step_index: int, layer: int) -> dict:
@@ -327,7 +347,7 @@ def measures_figure(data: dict, step: float | None = None) -> go.Figure:
                 y=m[column],
                 mode="lines",
                 name=label,
-                line={"color": data["colors"][column], "width": 2},
+                line={"color": data["colors"][column], "width": 2, "dash": data["dashes"][column]},
                 hovertemplate=f"{label}<br>step %{{x}}<br>%{{y:.3f}}<extra></extra>",
             )
         )
@@ -411,7 +431,7 @@ function inductionCliffExplorer(root) {
     const m = data.measures;
     const traces = Object.keys(data.labels).map(c => ({
       type: "scatter", mode: "lines", x: m.step, y: m[c], name: data.labels[c],
-      line: {color: data.colors[c], width: 2},
+      line: {color: data.colors[c], width: 2, dash: data.dashes[c]},
       hovertemplate: data.labels[c] + "<br>step %{x}<br>%{y:.3f}<extra></extra>"
     }));
     return {

@@ -499,7 +499,7 @@ def _progress_rows(runs, panels) -> list[tuple[str, list[tuple[str, str, str]], 
         kept = []
         for column in (c for c in cols if c in columns):
             label, dash = METRIC_LABELS.get(column, column), None
-            twins = [(d, p) for d, p in drawn if _same_curve(runs, column, d)]
+            twins = [(d, p) for d, p in drawn if same_curve(runs, column, d)]
             if twins:
                 label += f" (= {METRIC_LABELS.get(twins[0][0], twins[0][0])})"
                 same_panel = sum(p == name for _, p in twins)
@@ -515,7 +515,7 @@ def _progress_rows(runs, panels) -> list[tuple[str, list[tuple[str, str, str]], 
     return rows
 
 
-def _same_curve(runs: Mapping[str, pd.DataFrame], a: str, b: str) -> bool:
+def same_curve(runs: Mapping[str, pd.DataFrame], a: str, b: str) -> bool:
     """Whether columns ``a`` and ``b`` hold the same values (to 1e-6) in every run that has both."""
     pairs = [m[[a, b]].dropna() for m in runs.values() if a in m.columns and b in m.columns]
     pairs = [p for p in pairs if len(p)]

@@ -402,3 +402,28 @@ def test_the_explorer_measures_each_have_their_own_colour():
     columns = measure_columns()
     colors = [plots.METRIC_COLORS[c] for c in columns]
     assert len(set(colors)) == len(columns), dict(zip(columns, colors, strict=True))
+
+
+def test_an_explorer_measure_equal_to_an_earlier_one_is_dashed_and_named_so():
+    """At B = 1 the induction score equals TILA2: beside the attention map both curves stay
+    visible (the later one dashed) and its legend says which curve it repeats."""
+    import pandas as pd
+
+    from interp.viz.explorer import _measure_styles, measures_figure
+
+    steps = np.arange(0, 1000, 100.0)
+    rising = 1 / (1 + np.exp(-(steps - 500) / 50))
+    metrics = pd.DataFrame(
+        {"step": steps, "tila2": rising, "induction_score": rising, "ila1": 1 - rising}
+    )
+    styles = _measure_styles(metrics, ["tila2", "induction_score", "ila1"])
+    assert styles["dashes"] == {"tila2": "solid", "induction_score": "dash", "ila1": "solid"}
+    twin = plots.METRIC_LABELS["tila2"]
+    assert (
+        styles["labels"]["induction_score"]
+        == f"{plots.METRIC_LABELS['induction_score']} (= {twin})"
+    )
+    assert styles["labels"]["ila1"] == plots.METRIC_LABELS["ila1"]
+    data = {"measures": metrics.to_dict("list"), **styles}
+    fig = measures_figure(data)
+    assert [t.line.dash for t in fig.data] == ["solid", "dash", "solid"]
