@@ -465,6 +465,7 @@ class RunWriter:
         self.config = config
         self.resume_state: dict | None = None
         self._lock = RunLock(path)
+        self._config_changed = False  # a resumed run's new train fields, written by confirm_resume
 
     @classmethod
     def open(
@@ -556,15 +557,24 @@ class RunWriter:
                         f"{resume_path} is missing but the run has metrics or checkpoints; it "
                         "cannot be resumed exactly (use --overwrite to start again)"
                     )
-                if existing["train"] != self.config["train"]:
-                    # Extending (or moving) a run: config.json says what the run now is.
-                    write_json_atomic(config_path, self.config, root=path)
+                # Extending (or moving) a run: config.json says what the run now is, once the
+                # resume state has been found to fit the run (confirm_resume), not before.
+                self._config_changed = existing["train"] != self.config["train"]
                 return
         elif kind == "broken":
             remove_run_files(path)
         self._clean()
         os.close(open_directory(path / CHECKPOINTS, path))
         write_json_atomic(config_path, self.config, root=path)
+
+    def confirm_resume(self) -> None:
+        """The resume state has loaded into the run's model and optimiser: a resumed run whose
+        resumable train fields changed (more steps, another device) now says so in
+        ``config.json``. Until then the file is left as it was, so a refused resume changes
+        nothing."""
+        if self._config_changed:
+            write_json_atomic(self.path / CONFIG_NAME, self.config, root=self.path)
+            self._config_changed = False
 
     def _refuse_foreign(self, kind: str) -> None:
         path = self.path

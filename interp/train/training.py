@@ -42,6 +42,7 @@ from tqdm.auto import tqdm
 from interp.config.train_config import TrainConfig, checkpoint_schedule, derive_seed
 from interp.data.task import TaskConfig
 from interp.data.tasks import get_task, make_generator, task_name
+from interp.io.errors import CheckpointError
 from interp.io.rundir import (
     RunDirectoryError,
     RunWriter,
@@ -457,7 +458,7 @@ class _RunState:
         self.last_eval_step = -1
         state = self.writer.resume_state if self.writer is not None else None
         if state is not None:
-            self.model.load_state_dict(state["model"])
+            _load_weights(self.model, state["model"], self.out)
             self.optimizer_state = state["optimizer"]
             self.stream.set_state(state["stream"])
             if self.sampler is not None:
@@ -491,6 +492,8 @@ class _RunState:
                         "again)"
                     )
                 self.per_class_rows = [dict(r) for r in state["per_class_rows"]]
+        if state is not None:
+            self.writer.confirm_resume()  # the state fits: config.json may now say what changed
         self.ckpt_steps = checkpoint_schedule(cfg)
         self._loss_fn = None  # the backend's loss, chosen at the first step
         # A resumed run keeps the backend it trained with (auto would choose again from the
@@ -610,6 +613,20 @@ class _RunState:
             )
             + " Try a smaller lr."
         )
+
+
+def _load_weights(model, weights: Mapping[str, torch.Tensor], out: Path) -> None:
+    """Load a resume state's weights into the run's model, refusing (naming ``resume.pt``) a
+    state whose tensors do not fit it: a damaged file, or one of another network."""
+    try:
+        model.load_state_dict(weights)
+    except RuntimeError as err:
+        lines = [ln.strip() for ln in str(err).splitlines() if ln.strip()]
+        detail = lines[1] if len(lines) > 1 else lines[0] if lines else type(err).__name__
+        raise CheckpointError(
+            f"{out / 'checkpoints' / 'resume.pt'}: its weights do not fit the run's model "
+            f"({detail}); nothing was changed (use --overwrite to start again)"
+        ) from None
 
 
 def _device_sampler_draws(generator) -> bool:

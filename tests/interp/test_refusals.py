@@ -278,3 +278,20 @@ def test_a_fit_json_with_wrongly_typed_values_is_a_damaged_file(
         f"error: {run / 'fit.json'}: field {field!r} is {value!r}, not {kind}: a damaged fit.json"
     )
     assert not out.exists()
+
+
+def test_a_resume_state_of_another_shape_is_refused_before_config_json_changes(run, capsys):
+    """A ``resume.pt`` whose weights do not fit the run's model (damaged, or copied from another
+    network) is refused naming it, exit 3, and ``config.json`` keeps its bytes although the resume
+    asked for more steps (the file used to be rewritten before the load failed)."""
+    resume = run / "checkpoints" / "resume.pt"
+    state = torch.load(resume, weights_only=True)
+    name = next(k for k, v in state["model"].items() if v.ndim == 2)
+    state["model"][name] = torch.zeros(3, 5)
+    torch.save(state, resume)
+    before = (run / "config.json").read_bytes()
+    argv = ["train", "--resume", "--out", str(run), "--set", "steps=120", "--quiet"]
+    assert main(argv) == 3
+    line = one_error_line(capsys)
+    assert str(resume) in line and "do not fit" in line and name in line
+    assert (run / "config.json").read_bytes() == before
