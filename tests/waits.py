@@ -73,7 +73,7 @@ def alive(pid: int) -> bool:
     return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
-SESSION_HELPERS = (
+LIFELONG_HELPERS = (
     "multiprocessing.resource_tracker",  # multiprocessing's shared-memory bookkeeping
     "multiprocessing.forkserver",
     "torch._inductor.compile_worker",  # torch.compile's pool of compiler processes
@@ -180,5 +180,5 @@ def _started(before: dict[int, str]) -> dict[int, str]:
     return {
         p: cmd
         for p, cmd in descendants().items()
-        if p not in before and not any(h in cmd for h in SESSION_HELPERS)
+        if p not in before and not any(h in cmd for h in LIFELONG_HELPERS)
     }
