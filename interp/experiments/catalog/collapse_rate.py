@@ -347,9 +347,9 @@ EXPERIMENT = register_experiment(
             ),
             "full": Tier(
                 sweeps=tuple(_sweeps(lr, steps, n) for lr, (steps, n) in LRS.items()),
-                cost="about 13 min per lr-0.03 run on one core: 36 of them, and 24 lr-0.01 runs "
-                "three times as long (about 24 h of one core in all)",
-                cost_s=86400,
+                cost="13-17 min per lr-0.03 run on one shared core: 36 of them, and 24 lr-0.01 "
+                "runs three times as long (about 27 h of one core in all)",
+                cost_s=97200,
                 note="paper-fig3, three forms, plain SGD: lr 0.03 to 15000 steps (seeds 0-11) "
                 "and lr 0.01 to 45000 steps (seeds 0-7), evaluated every 250 steps.",
             ),
