@@ -16,10 +16,10 @@ The threshold and span are provisional, the toolkit's choice: the threshold (2%)
 share that reported recovery went down to, and the span (7500 steps at lr 0.03, counted in
 ``lr x steps`` because SGD's drift per step scales with the learning rate) is longer than that
 recovery's silence can have lasted. The committed data (``docs/results/collapse-rate.md``, its
-section on silences that ended) list every silence a run recovered from; a recovery after a
-longer silence would disprove the rule. A run judged dead is not proof that it would never have
-recovered, only that no run measured so far came back from there. For optimisers other than SGD
-nothing is measured.
+section on silences that ended) list every silence a run recovered from, with the span at its
+learning rate; a recovery after a longer silence would disprove the rule. A run judged dead is
+not proof that it would never have recovered, only that no run measured so far came back from
+there. For optimisers other than SGD nothing is measured.
 """
 
 from __future__ import annotations

@@ -97,14 +97,20 @@ def test_forecast_prints_the_step_its_interval_and_the_budget(tmp_path, capsys):
 
 def test_the_probability_includes_the_measured_collapse_rate(tmp_path, capsys):
     law = write_law(tmp_path / "law.json")
-    rates = write_rates(tmp_path / "rates.csv", {("scalar", 0.03): (3, 12)})
+    rates = write_rates(tmp_path / "rates.csv", {("scalar", 0.03): (3, 12), ("tied", 0.03): (6, 6)})
     args = ["forecast", "--preset", "paper-fig3", "--law", str(law), "--rates", rates]
     assert main([*args, "--set", "lr=0.03"]) == 0
     out = capsys.readouterr().out
     # the law alone: P = 1.00 at 11,667 steps of 100,000; 3 of 12 died: P = 0.75, and the
     # Clopper-Pearson interval of 3 in 12 is 0.055 to 0.572
     assert "collapse risk (hidden_bias=scalar, SGD lr 0.03): 3 of 12 runs died (0.25," in out
-    assert "within the budget of 100,000 steps: yes (P = 0.75, 95% interval 0.43 to 0.95" in out
+    # the interval of P straddles an even chance: neither yes nor no
+    assert (
+        "within the budget of 100,000 steps: uncertain (P = 0.75, 95% interval 0.43 to 0.95" in out
+    )
+    # every run died: no, even at the interval's top (1 - 0.025^(1/6) = 0.46 of them alive)
+    assert main([*args, "--set", "lr=0.03", "--set", "hidden_bias=tied"]) == 0
+    assert "steps: no (P = 0.00, 95% interval 0.00 to 0.46," in capsys.readouterr().out
     # lr 0.01 was not measured: said so, and no probability is claimed
     assert main(args) == 0
     out = capsys.readouterr().out

@@ -123,11 +123,12 @@ def _say_within(budget: int, chance: float, risk, where: str, path) -> None:
         f"collapse risk ({where}): {dead} of {n} runs died ({dead / n:.2f}, 95% interval "
         f"{low:.2f} to {high:.2f}; {path})"
     )
-    p = (1 - dead / n) * chance
-    verdict = "yes" if p >= 0.5 else "no"
+    p, p_low, p_high = (1 - dead / n) * chance, (1 - high) * chance, (1 - low) * chance
+    # yes or no only where the interval of P lies on one side of an even chance
+    verdict = "yes" if p_low >= 0.5 else "no" if p_high < 0.5 else "uncertain"
     print(
         f"within the budget of {_k(budget)} steps: {verdict} (P = {p:.2f}, 95% interval "
-        f"{(1 - high) * chance:.2f} to {(1 - low) * chance:.2f}, the collapse risk included)"
+        f"{p_low:.2f} to {p_high:.2f}, the collapse risk included)"
     )
 
 
