@@ -143,3 +143,14 @@ def test_nested_logit_is_one_registered_model():
     est = NestedLogitFit(L=32, N=8, B=2, free_floor=False)
     model = est._build()
     assert model.param_names() == ("log_time_scale", "beta1_0", "xi_0")  # no floor when fixed
+
+
+def test_the_built_in_model_is_registered_whichever_module_is_imported_first():
+    """``fit --model`` and ``list models`` look the registry up before anything imports the
+    fitters: the nested-logit model must be there all the same (a fresh process)."""
+    import subprocess
+    import sys
+
+    code = "from phenomenology.models import model_names; print(model_names())"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert "nested-logit" in out.stdout
