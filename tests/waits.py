@@ -49,6 +49,8 @@ def descendants(pid: int | None = None) -> dict[int, str]:
     below, frontier = set(), {root}
     while frontier:
         frontier = {p for p, pp in parents.items() if pp in frontier} - below
+        # a lifelong helper and everything below it (a browser's own processes) are not counted
+        frontier = {p for p in frontier if not lifelong(command_line(p))}
         below |= frontier
     return {p: command_line(p) for p in sorted(below)}
 
@@ -77,8 +79,18 @@ LIFELONG_HELPERS = (
     "multiprocessing.resource_tracker",  # multiprocessing's shared-memory bookkeeping
     "multiprocessing.forkserver",
     "torch._inductor.compile_worker",  # torch.compile's pool of compiler processes
+    "choreographer",  # kaleido's browser, one per process (interp.viz.export), and its children
 )
 """Helpers that a library starts once and keeps for the whole process by design: not a leak."""
+
+LIFELONG_THREADS = ("ThreadPoolExecutor-",)
+"""Threads of a pool a library keeps for the whole process (torch.compile's, kaleido's)."""
+
+
+def lifelong(command: str) -> bool:
+    """Whether ``command`` is one of the :data:`LIFELONG_HELPERS`."""
+    return any(h in command for h in LIFELONG_HELPERS)
+
 
 GRACE_S = 60.0
 """How long a process or thread that a test stopped may take to finish exiting before it counts
@@ -132,10 +144,16 @@ def nothing_left_running(name: str):
     while any(alive(p) for p in left) and time.monotonic() < end:  # a process may be exiting
         time.sleep(0.1)
         left = _started(before)
-    new_threads = [t for t in threading.enumerate() if t not in threads and not t.daemon]
+    new_threads = [
+        t
+        for t in threading.enumerate()
+        if t not in threads and not t.daemon and not t.name.startswith(LIFELONG_THREADS)
+    ]
     for t in new_threads:
         t.join(timeout=max(end - time.monotonic(), 0.1))
-    unwaited = {p.pid: _args(p) for p in popens_since(serial) if _unwaited(p)}
+    unwaited = {
+        p.pid: _args(p) for p in popens_since(serial) if _unwaited(p) and not lifelong(_args(p))
+    }
     problems = [
         f"process {p} ({'running' if alive(p) else 'exited, never waited for'}): {cmd[:200]}"
         for p, cmd in {**unwaited, **left}.items()
@@ -158,7 +176,7 @@ def _args(p: subprocess.Popen) -> str:
 def stop_started(before: dict[int, str], serial: int) -> None:
     """Kill every process started since ``before`` (a :func:`descendants`) and every recorded
     Popen made since ``serial`` that was not waited for, and wait for each."""
-    popens = [p for p in popens_since(serial) if p.returncode is None]
+    popens = [p for p in popens_since(serial) if p.returncode is None and not lifelong(_args(p))]
     pids = set(_started(before)) | {p.pid for p in popens}
     for pid in pids:
         with contextlib.suppress(OSError):
@@ -177,8 +195,4 @@ def _started(before: dict[int, str]) -> dict[int, str]:
     import multiprocessing
 
     multiprocessing.active_children()  # waits for multiprocessing's finished children
-    return {
-        p: cmd
-        for p, cmd in descendants().items()
-        if p not in before and not any(h in cmd for h in LIFELONG_HELPERS)
-    }
+    return {p: cmd for p, cmd in descendants().items() if p not in before and not lifelong(cmd)}
