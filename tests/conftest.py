@@ -15,6 +15,20 @@ torch.set_num_threads(
 )
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _compile_cache_of_the_test_run(tmp_path_factory):
+    """The tests never read or write the user's compile cache (``~/.cache/induction-cliff``):
+    ``backend=auto`` then chooses from what the test run itself compiled, whatever earlier runs
+    left on the machine (subprocesses inherit the folder)."""
+    before = os.environ.get("INDUCTION_CLIFF_CACHE")
+    os.environ["INDUCTION_CLIFF_CACHE"] = str(tmp_path_factory.mktemp("compile-cache"))
+    yield
+    if before is None:
+        del os.environ["INDUCTION_CLIFF_CACHE"]
+    else:
+        os.environ["INDUCTION_CLIFF_CACHE"] = before
+
+
 @pytest.fixture(autouse=True)
 def _global_rng_untouched():
     """Library code must not touch torch's global RNG (randomness is explicit)."""
