@@ -347,7 +347,11 @@ def measures_figure(data: dict, step: float | None = None) -> go.Figure:
                 y=m[column],
                 mode="lines",
                 name=label,
-                line={"color": data["colors"][column], "width": 2, "dash": data["dashes"][column]},
+                line={
+                    "color": data["colors"][column],
+                    "width": 2,
+                    "dash": data.get("dashes", {}).get(column, "solid"),
+                },
                 hovertemplate=f"{label}<br>step %{{x}}<br>%{{y:.3f}}<extra></extra>",
             )
         )
@@ -431,7 +435,7 @@ function inductionCliffExplorer(root) {
     const m = data.measures;
     const traces = Object.keys(data.labels).map(c => ({
       type: "scatter", mode: "lines", x: m.step, y: m[c], name: data.labels[c],
-      line: {color: data.colors[c], width: 2, dash: data.dashes[c]},
+      line: {color: data.colors[c], width: 2, dash: (data.dashes || {})[c] || "solid"},
       hovertemplate: data.labels[c] + "<br>step %{x}<br>%{y:.3f}<extra></extra>"
     }));
     return {

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from interp.analysis.collapse import CollapseWatch
 from interp.analysis.evaluation import EvaluateSets, PerClassIW
 from interp.config.train_config import TrainConfig
 from interp.data.task import TaskConfig
@@ -66,9 +67,10 @@ def runs(tmp_path_factory):
 
 
 def test_the_standard_run_forecasts_live_unless_switched_off():
-    assert [type(c) for c in standard_callbacks(CFG)] == [EvaluateSets, PerClassIW, LiveForecast]
+    on = [EvaluateSets, PerClassIW, LiveForecast, CollapseWatch]
+    assert [type(c) for c in standard_callbacks(CFG)] == on
     off = dataclasses.replace(CFG, live_forecast=False)
-    assert [type(c) for c in standard_callbacks(off)] == [EvaluateSets, PerClassIW]
+    assert [type(c) for c in standard_callbacks(off)] == [EvaluateSets, PerClassIW, CollapseWatch]
 
 
 def test_live_columns_are_written_and_empty_before_a_forecast_is_possible(runs):

@@ -362,9 +362,11 @@ def test_plugin_measures_reach_metrics_csv_of_a_cli_run(registry, tmp_path, caps
         == 0
     )
     drawn = pd.read_csv(tmp_path / "f" / "progress_measures.csv")
-    curve = drawn[drawn["name"] == "L2 query self-attention"]
-    np.testing.assert_allclose(curve["y"], metrics["query_self_l2"], rtol=1e-6)
-    assert "query residual RMS" not in set(drawn["name"])  # panel="": not drawn
+    # the tidy table beside the figure: a row per step, a column per curve drawn
+    steps = drawn.columns[0]
+    curve = drawn.set_index(steps)["L2 query self-attention"]
+    np.testing.assert_allclose(curve.loc[metrics["step"]], metrics["query_self_l2"], rtol=1e-6)
+    assert "query residual RMS" not in set(drawn.columns)  # panel="": not drawn
     from interp.viz.explorer import ExplorerConfig, explorer_data
 
     data = explorer_data(load_run(out), ExplorerConfig(n_sequences=1))

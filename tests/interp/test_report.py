@@ -341,7 +341,7 @@ def test_report_prints_the_plateau_length_from_the_first_step_to_the_10_percent_
     section = _transition_section(run_context([load_run(d)], {}))
     row = next(r for r in _html_table_rows(section) if r["run"].endswith("run"))
     assert row["transitioned"] == "True"
-    assert row["step"] == "3e+04"
+    assert row["observed transition (IC-accuracy midpoint)"] == "3e+04"
     assert row["plateau_length"] == "2.57e+04"
 
 
@@ -365,4 +365,4 @@ def test_report_forecast_error_is_forecast_minus_observed(tmp_path, monkeypatch)
             interp.viz.dynamics_plots, "forecast_figure", lambda *a, **k: go.Figure()
         )
         text = _calibrated_forecast(run, "note", cutoff=900.0, fraction=0.8, observed=2000.0)
-        assert f"observed 2000; relative error {printed}." in text, text
+        assert f"IC-loss cliff 2000; relative error {printed}." in text, text

@@ -169,9 +169,9 @@ def test_serial_sweep_writes_runs_summary_and_figure(tmp_path):
     # the 1-D figure: IC / IC2 / IW against K, its data beside it
     data = pd.read_csv(out / "figures" / "phase_diagram.csv")
     assert (out / "figures" / "phase_diagram.html").exists()
-    ic_mean = data[data["name"] == "IC"]
-    assert ic_mean["x"].tolist() == [16, 32]
-    assert ic_mean["y"].tolist() == pytest.approx(summary["ic_acc"].tolist())
+    # tidy: a row per K (the first column), a column per curve
+    assert data.iloc[:, 0].tolist() == [16, 32]
+    assert data["IC"].tolist() == pytest.approx(summary["ic_acc"].tolist())
     assert "0 finished (skipped), 0 to resume, 2 to train" in lines[0]
     # a second run skips both points and rewrites nothing of theirs
     mtimes = [(out / n / "metrics.csv").stat().st_mtime_ns for n in summary["point"]]
@@ -479,8 +479,10 @@ def test_cli_sweep_then_summary(tmp_path, capsys):
     summary = pd.read_csv(out / "summary.csv")
     assert summary["point"].tolist() == [f"K={K}_B={B}_seed=0" for K in (16, 32) for B in (1, 2)]
     data = pd.read_csv(out / "figures" / "phase_diagram.csv")
-    ic = data[data["name"] == "IC"]
-    cell = ic[(ic["x"] == 32) & (ic["y"] == 2)]["z"].item()
+    # tidy: a row per cell, (panel, the y axis's field, the x axis's field, the value)
+    _, y_field, x_field, value = data.columns
+    ic = data[data["panel"] == "IC"]
+    cell = ic[(ic[x_field] == 32) & (ic[y_field] == 2)][value].item()
     assert cell == pytest.approx(summary.set_index("point").loc["K=32_B=2_seed=0", "ic_acc"])
     if "png" in formats:
         assert (out / "figures" / "phase_diagram.png").read_bytes()[:4] == b"\x89PNG"

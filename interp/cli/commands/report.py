@@ -37,7 +37,8 @@ def run(args) -> int:
 
     if args.sequences < 1:
         raise ValueError(f"--sequences {args.sequences} is invalid: must be >= 1")
-    if args.out is not None and Path(args.out).suffix.lower() not in (".html", ".htm"):
+    named = Path(args.out) if args.out is not None else None
+    if named is not None and not named.is_dir() and named.suffix.lower() not in (".html", ".htm"):
         raise ValueError(
             f"--out {args.out} is invalid: a report is one HTML file; give a name ending in .html"
         )
