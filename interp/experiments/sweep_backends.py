@@ -276,15 +276,23 @@ def _interrupt_once(signum, frame):
     raise KeyboardInterrupt
 
 
+_INTERRUPTED = False  # this worker was sent SIGINT: it starts no further point
+
+
 def _pool_run_job(job: list[SweepPoint], out: str, threads: int) -> list[dict]:
+    global _INTERRUPTED
     if _orphaned():
         os._exit(1)  # never start a point of a sweep that died
     signal.signal(signal.SIGINT, _interrupt_once)
     try:
-        if _STOP is not None and _STOP.is_set():
+        if _INTERRUPTED or (_STOP is not None and _STOP.is_set()):
             return []  # the sweep was interrupted before this job started
         return run_job(job, out, threads)
     except KeyboardInterrupt:
+        # Ctrl-C or the sweep's death. The kernel signals a dying parent's children when its
+        # first thread ends, while its other threads may still hold it alive for a moment (the
+        # parent pid is unchanged then): so an interrupted worker never starts another point.
+        _INTERRUPTED = True
         return [_interrupted(p, Path(out) / p.name) for p in job]
     finally:
         signal.signal(signal.SIGINT, _idle_sigint)
