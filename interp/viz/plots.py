@@ -21,6 +21,7 @@ import plotly.graph_objects as go
 from jaxtyping import Float
 from plotly.subplots import make_subplots
 
+from interp.analysis.dead_units import PANEL as ACTIVE_UNITS_PANEL
 from interp.analysis.measures import MEASURES, MeasureTable
 from interp.viz.vocabulary import OBSERVED
 
@@ -96,6 +97,7 @@ PANEL_Y_TITLES = {
     "attention (IC set)": "attention share",
     "accuracy (IC set)": "accuracy",
     "head scores": "score",
+    ACTIVE_UNITS_PANEL: "share firing",
 }
 
 # Two measures closer than this at every step are the same curve (e.g. the induction score and
