@@ -128,7 +128,11 @@ def _load(run_dir: Path):
     try:
         run = load_run(run_dir)
     except (ValueError, TypeError, KeyError, OSError, RuntimeError) as err:
-        raise ReportRunError(f"{run_dir / 'config.json'}: cannot be read ({err})") from err
+        # the run directory's reader names the damaged file; a message that does not gets the run
+        said = str(err)
+        raise ReportRunError(
+            said if str(run_dir) in said else f"{run_dir}: cannot be opened as a run ({said})"
+        ) from err
     if run.metrics.empty or "step" not in run.metrics.columns:
         raise ReportRunError(f"{run_dir / 'metrics.csv'}: missing or empty (train the run first)")
     if not run.checkpoint_steps:

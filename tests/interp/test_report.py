@@ -366,3 +366,15 @@ def test_report_forecast_error_is_forecast_minus_observed(tmp_path, monkeypatch)
         )
         text = _calibrated_forecast(run, "note", cutoff=900.0, fraction=0.8, observed=2000.0)
         assert f"IC-loss cliff 2000; relative error {printed}." in text, text
+
+
+def test_report_names_the_damaged_file_itself(run_dir, tmp_path, capsys):
+    """An emptied metrics.csv is named as the damaged file (exit 3), not config.json."""
+    import shutil
+    from pathlib import Path
+
+    run = Path(shutil.copytree(run_dir, tmp_path / "run"))
+    (run / "metrics.csv").write_text("")
+    assert main(["report", str(run)]) == 3
+    err = _err(capsys)
+    assert err.startswith(f"error: {run / 'metrics.csv'}") and "config.json" not in err, err
