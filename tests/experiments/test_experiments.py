@@ -18,6 +18,7 @@ from interp.experiments import (
     Check,
     check_rows,
     get_experiment,
+    load_catalogue,
     page_text,
     read_rows,
     render_page,
@@ -28,6 +29,7 @@ from interp.experiments.core import RESULTS_DIR, current_format_version
 ROOT = Path(__file__).resolve().parents[2]
 # Data produced elsewhere, whose CSV may arrive later; their renderer is tested below.
 FOREIGN = {"hidden-bias"}
+assert load_catalogue()  # the checkout's experiments/ (the declared experiments)
 
 
 @pytest.mark.parametrize("name", sorted(EXPERIMENTS))

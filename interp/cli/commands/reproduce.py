@@ -73,9 +73,16 @@ def _render(args, experiments) -> int:
 
 
 def run(args) -> int:
-    from interp.experiments import EXPERIMENTS, check_rows, get_experiment, reproduce
+    from interp.experiments import (
+        EXPERIMENTS,
+        check_rows,
+        get_experiment,
+        reproduce,
+        require_catalogue,
+    )
     from interp.experiments.sweep import SweepDirectoryError
 
+    require_catalogue("reproduce")
     names = sorted(EXPERIMENTS) if args.name == "all" and args.render_only else [args.name]
     experiments = [get_experiment(n) for n in names]  # an unknown name fails before any work
     if args.render_only:
