@@ -83,11 +83,12 @@ def test_from_an_empty_folder_the_notebooks_and_the_demo_are_there(installed, tm
 
 
 PLUGIN = """
-from interp.experiments import Experiment, Sweep, Tier, register_experiment
+from interp.experiments import Column, Experiment, Sweep, Tier, register_experiment
 
 register_experiment(Experiment(
     name="mine", title="Mine", question="Does my own experiment list without a checkout?",
-    tiers={"quick": Tier(sweeps=(Sweep(preset="tiny"),), cost="a minute")},
+    tiers={t: Tier(sweeps=(Sweep(preset="tiny"),), cost="a minute") for t in ("quick", "full")},
+    columns=(Column(key="ic_acc", header="IC accuracy"),),
 ))
 """
 
@@ -123,4 +124,4 @@ def test_the_project_experiments_need_a_checkout_and_say_so(installed, tmp_path)
     unknown = _run([cli, "--plugin", "mine.py", "reproduce", "demo"], tmp_path, env)
     assert unknown.returncode == 2
     assert unknown.stderr.startswith("error: experiment 'demo' is unknown: allowed values are")
-    assert "needs a checkout of the repository" in unknown.stderr
+    assert "experiments/ of a checkout" in unknown.stderr and "pip install -e ." in unknown.stderr

@@ -76,9 +76,8 @@ def register_experiment(experiment: Experiment, *, replace: bool = False) -> Exp
 CHECKOUT = Path(__file__).resolve().parents[2]
 CATALOGUE = CHECKOUT / "experiments"
 NO_CHECKOUT = (
-    "needs a checkout of the repository: the project's declared experiments are its folder "
-    "experiments/, not part of the installed package (clone the repository and run "
-    "`pip install -e .` in it)"
+    "the project's declared experiments are the folder experiments/ of a checkout, not part of "
+    "the installed package: clone the repository and run `pip install -e .` in it"
 )
 
 
@@ -115,14 +114,14 @@ def require_catalogue(command: str) -> None:
     """Load the checkout's experiments; a ``ValueError`` saying what ``command`` needs when
     there is no checkout and no plugin registered an experiment."""
     if not load_catalogue() and not EXPERIMENTS:
-        raise ValueError(f"{command} {NO_CHECKOUT}")
+        raise ValueError(f"{command} needs a checkout of the repository: {NO_CHECKOUT}")
 
 
 def get_experiment(name: str) -> Experiment:
     """The experiment called ``name`` (a checkout's own experiments loaded when it is not
     registered yet), or a ``ValueError`` listing the names."""
     if name not in EXPERIMENTS:
-        where = "" if load_catalogue() else f" (the project's own experiments {NO_CHECKOUT})"
+        where = "" if load_catalogue() else f" ({NO_CHECKOUT})"
     if name not in EXPERIMENTS:
         raise ValueError(
             f"experiment {name!r} is unknown: allowed values are {sorted(EXPERIMENTS)}{where}"

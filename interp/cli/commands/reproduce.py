@@ -11,6 +11,10 @@ HELP = (
     "(induction-cliff list experiments)"
 )
 EPILOG = """\
+The project's own experiments are the folder experiments/ of a checkout of the repository (next
+to interp/; not installed): run this from a clone installed with `pip install -e .`. An
+experiment of a plugin (--plugin FILE) needs no checkout.
+
 examples:
   induction-cliff reproduce tiny-k --tier quick
   induction-cliff reproduce all --render-only --out docs/results
