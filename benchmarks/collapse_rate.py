@@ -1,5 +1,5 @@
 """The collapse-rate table from trained runs: one row per run directory, its fate
-(:func:`interp.experiments.catalog.collapse_rate.fate_row`) with the commit it was trained with and
+(:func:`experiments.catalog.collapse_rate.fate_row`) with the commit it was trained with and
 the command that trains it.
 
     python benchmarks/collapse_rate.py RUN_DIR... --commit SHA --out docs/results/collapse-rate.csv
@@ -45,7 +45,10 @@ def train_command(run_dir: Path) -> str:
 def main(argv: list[str] | None = None) -> int:
     import pandas as pd
 
-    from interp.experiments.catalog.collapse_rate import COLUMNS, fate_row
+    from interp.experiments import load_catalogue
+
+    load_catalogue()  # the checkout's experiments/, whichever folder this runs from
+    from experiments.catalog.collapse_rate import COLUMNS, fate_row
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("runs", nargs="+", type=Path)

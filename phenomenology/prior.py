@@ -185,42 +185,6 @@ def _abs_log(pred: float, obs: float) -> float:
     return abs(math.log(pred / float(obs))) if math.isfinite(pred) and pred > 0 else math.inf
 
 
-def calibration_rows(forecasts: pd.DataFrame, priors: Mapping) -> pd.DataFrame:
-    """The rows :func:`calibrate` takes, from a table of forecasts (``point, seed, seen,
-    observed, extended, extended_method``) and each run's prior (``(point, seed) ->
-    Prediction``); forecasts without a step, or of runs whose prior is no transition, left out."""
-    out = []
-    for _, t in forecasts.iterrows():
-        p = priors.get((t["point"], int(t["seed"])))
-        if p is None or not p.transitions or t["extended"] is None or pd.isna(t["extended"]):
-            continue
-        out.append(
-            {
-                "method": t["extended_method"],
-                "step": float(t["extended"]),
-                "seen": float(t["seen"]),
-                "observed": float(t["observed"]),
-                "prior_step": p.step,
-                "prior_low": p.low,
-                "prior_high": p.high,
-                "prior_log_mean": p.log_mean,
-                "prior_log_sd": p.log_sd,
-            }
-        )
-    cols = [
-        "method",
-        "step",
-        "seen",
-        "observed",
-        "prior_step",
-        "prior_low",
-        "prior_high",
-        "prior_log_mean",
-        "prior_log_sd",
-    ]
-    return pd.DataFrame(out, columns=cols)
-
-
 def _truncated(mean: float, sd: float, seen: float) -> Prediction:
     """The normal ``N(mean, sd)`` of ``log T`` truncated to ``T > seen``, read at its median and
     10% / 90% quantiles."""

@@ -14,7 +14,7 @@ from the run's configuration alone, before anything is trained, with an 80% pred
   law's local bias near the data and fades, with a growing variance, away from them, both
   fitted for the mean (least squares, each configuration's mean error). It was chosen after
   five of the nine points declared to test the third law were read;
-  :data:`interp.experiments.catalog.transition_law.LATER` holds the points declared after each
+  :data:`experiments.catalog.transition_law.LATER` holds the points declared after each
   law;
 - :data:`FLOW_LAW`, the third law (:class:`FlowLaw`): plain SGD's steps are a gradient-flow time
   ``tau`` over the learning rate, stretched by a finite-step factor ``1 + kappa lr tau``; ``tau``

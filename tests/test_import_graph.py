@@ -1,8 +1,10 @@
 """Imports flow one way: every import of the package's modules (at module level and inside
 functions; only those under ``TYPE_CHECKING`` are exempt, as they never run) goes from a stage to
 the same stage or a lower one, no import cycle exists among the modules nor among the stages, and
-the library never imports the command line. The stage order is the one written in
-``docs/contributing.md`` (section "Layout"), which a test here also checks."""
+the library never imports the command line. The checkout's ``experiments/`` (the project's own
+declared experiments, not installed) is the last stage: it imports the package, and no module of
+the package imports it, by an import statement or by its name in a string. The stage order is the
+one written in ``docs/contributing.md`` (section "Layout"), which a test here also checks."""
 
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 _REPOSITORY = ROOT  # the checkout itself (tests below point ROOT at planted copies)
-PACKAGES = ("interp", "phenomenology")
+PACKAGES = ("interp", "phenomenology", "experiments")
 
 # Bottom up: each stage imports only itself and the stages before it. ``pkg.*`` is the package
 # ``pkg`` and everything in it; a name without ``.*`` is that module alone (the ``interp`` package
@@ -31,6 +33,7 @@ STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("viz", ("interp.viz.*",)),
     ("orchestration", ("interp.experiments.*",)),
     ("cli", ("interp.cli", "interp.cli.*", "interp")),
+    ("experiments", ("experiments.*",)),
 )
 
 
@@ -198,20 +201,23 @@ def stage_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
     return out
 
 
-def folder_graph(graph: dict[str, set[str]], root: Path | None = None) -> dict[str, set[str]]:
-    """The import graph between the stages' package folders (``interp/train``, ``phenomenology``,
-    ...). A subpackage counts as its stage folder: ``interp/experiments/catalog`` (the declared
-    experiments, which the registry of ``interp/experiments`` loads and which register into it) is
-    part of ``interp/experiments``."""
-    root = ROOT if root is None else root
+def folder_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """The import graph between the stages' folders (``interp/train``, ``phenomenology``, ...):
+    a module counts as the folder of the stage pattern it matches longest, so a subpackage is part
+    of its stage's folder (``experiments/catalog``, the declared experiments, which the
+    ``experiments`` package loads and which import its helpers, is part of ``experiments``)."""
 
     def folder(module: str) -> str:
-        parts = module.split(".")
-        for depth in (2, 1):
-            top = parts[:depth]
-            if len(parts) >= depth and (root / Path(*top)).is_dir():
-                return ".".join(top)
-        return parts[0]
+        best = module.split(".")[0]
+        for _, patterns in STAGES:
+            for pattern in patterns:
+                prefix = pattern.removesuffix(".*")
+                hit = module == prefix or (
+                    pattern.endswith(".*") and module.startswith(prefix + ".")
+                )
+                if hit and len(prefix) > len(best):
+                    best = prefix
+        return best
 
     out: dict[str, set[str]] = {}
     for module, targets in graph.items():
@@ -267,6 +273,7 @@ def test_no_cycle_among_the_stages_nor_the_folders():
     assert cycle is None, " -> ".join(cycle)
     folders = folder_graph(graph)
     assert "interp.analysis" in folders["phenomenology"]  # phenomenology reads analysis
+    assert "interp.experiments" in folders["experiments"]  # the declared experiments, the registry
     cycle = find_cycle(folders)
     assert cycle is None, " -> ".join(cycle)
 
@@ -289,6 +296,51 @@ def test_the_library_never_imports_the_cli():
         if target == "interp.cli" or target.startswith("interp.cli.")
     ]
     assert offenders == []
+
+
+def test_the_checkouts_experiments_import_the_package_and_never_the_reverse():
+    """``experiments/`` is read (its modules are in the graph) and imports the package; nothing in
+    the package names one of its modules (the command line loads it by its path alone)."""
+    direct = direct_imports()
+    assert "experiments.catalog.demo" in direct
+    assert "interp.experiments" in {t for t, _ in direct["experiments.catalog.demo"]}
+    assert stage_of("experiments.catalog.transition_law") == len(STAGES) - 1
+    offenders = [
+        f"{name}:{line} -> {target}"
+        for name, imports in direct.items()
+        if not name.startswith("experiments")
+        for target, line in imports
+        if target == "experiments" or target.startswith("experiments.")
+    ]
+    assert offenders == []
+
+
+def test_an_import_of_the_checkouts_experiments_from_the_package_is_found(tmp_path, monkeypatch):
+    """Planted: a package module importing a declared experiment, by a statement and by its name
+    in a string; both run against the stage order."""
+    root = _plant(
+        tmp_path,
+        monkeypatch,
+        {
+            "interp/__init__.py": "",
+            "interp/viz/__init__.py": "",
+            "interp/viz/pages.py": (
+                "import importlib\n"
+                "from experiments.catalog.demo import EXPERIMENT\n"
+                "def f():\n    return importlib.import_module('experiments.common')\n"
+            ),
+            "experiments/__init__.py": "",
+            "experiments/common.py": "",
+            "experiments/catalog/__init__.py": "",
+            "experiments/catalog/demo.py": "from interp.viz.pages import f\nEXPERIMENT = f\n",
+        },
+    )
+    monkeypatch.setitem(globals(), "PACKAGES", ("interp", "experiments"))
+    assert back_imports(root) == [
+        "interp.viz.pages:2 -> experiments.catalog.demo (viz -> experiments)",
+        "interp.viz.pages:4 -> experiments.common (viz -> experiments)",
+    ]
+    assert find_cycle(import_graph(root)) is not None
 
 
 # ---- the checker itself: planted faults are found --------------------------------------------
@@ -428,7 +480,9 @@ def test_imports_by_name_in_strings_are_imports(tmp_path, monkeypatch):
 def test_each_stage_package_docstring_gives_its_number_in_the_documented_order():
     """``interp/analysis/__init__.py`` opens with "Stage 6, ...", as the table of
     docs/contributing.md numbers it (the command line's docstring is its ``--help`` text)."""
-    for number, (name, patterns) in enumerate(STAGES[:-1], 1):
+    for number, (name, patterns) in enumerate(STAGES, 1):
+        if name == "cli":
+            continue
         package = patterns[0].removesuffix(".*")
         init = ROOT / Path(*package.split(".")) / "__init__.py"
         doc = ast.get_docstring(ast.parse(init.read_text())) or ""

@@ -81,7 +81,47 @@ def test_from_an_empty_folder_the_notebooks_and_the_demo_are_there(installed, tm
     demo = _run([cli, "demo", "--help"], here, env)
     assert demo.returncode == 0 and "--out DIR" in demo.stdout
 
-    render = _run([cli, "reproduce", "all", "--render-only"], here, env)
-    assert render.returncode == 2
-    assert "docs/results of a checkout of the repository" in render.stderr
-    assert not (here / "docs").exists()  # nothing written
+
+PLUGIN = """
+from interp.experiments import Column, Experiment, Sweep, Tier, register_experiment
+
+register_experiment(Experiment(
+    name="mine", title="Mine", question="Does my own experiment list without a checkout?",
+    tiers={t: Tier(sweeps=(Sweep(preset="tiny"),), cost="a minute") for t in ("quick", "full")},
+    columns=(Column(key="ic_acc", header="IC accuracy"),),
+))
+"""
+
+
+def test_the_project_experiments_need_a_checkout_and_say_so(installed, tmp_path):
+    """The wheel holds no ``experiments`` package (the project's own experiments are a folder of
+    the checkout): ``reproduce`` and ``list experiments`` say in one line what they need and how
+    to get it, before any work; a plugin's own experiment is listed all the same."""
+    bin_dir, env = installed
+    cli = str(bin_dir / "induction-cliff")
+    find = "import importlib.util as u; print(u.find_spec('experiments'))"
+    assert _run([str(bin_dir / "python"), "-c", find], tmp_path, env).stdout.strip() == "None"
+    for argv in (
+        ["reproduce", "all", "--render-only"],
+        ["reproduce", "demo", "--tier", "quick"],
+        ["list", "experiments"],
+        ["list", "experiments", "--markdown"],
+    ):
+        got = _run([cli, *argv], tmp_path, env)
+        assert got.returncode == 2, (argv, got.stderr)
+        lines = got.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("error: "), (argv, got.stderr)
+        assert "needs a checkout of the repository" in lines[0], lines[0]
+        assert "pip install -e ." in lines[0], lines[0]
+    assert sorted(p.name for p in tmp_path.iterdir()) == []  # nothing written
+
+    (tmp_path / "mine.py").write_text(PLUGIN)
+    listed = _run(
+        [cli, "--plugin", str(tmp_path / "mine.py"), "list", "experiments"], tmp_path, env
+    )
+    assert listed.returncode == 0, listed.stderr
+    assert listed.stdout.split()[0] == "mine"
+    unknown = _run([cli, "--plugin", "mine.py", "reproduce", "demo"], tmp_path, env)
+    assert unknown.returncode == 2
+    assert unknown.stderr.startswith("error: experiment 'demo' is unknown: allowed values are")
+    assert "experiments/ of a checkout" in unknown.stderr and "pip install -e ." in unknown.stderr

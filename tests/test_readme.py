@@ -12,12 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from interp.experiments import experiments_table, results_index
+from interp.experiments import experiments_table, load_catalogue, results_index
 from interp.experiments.core import RESULTS_DIR
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text()
 TABLE = re.compile(r"<!-- experiments table -->\n(.*?)<!-- end of experiments table -->", re.S)
+assert load_catalogue()  # the checkout's experiments/ (the declared experiments)
 
 
 def test_the_readme_is_short_and_starts_with_the_two_commands():

@@ -24,18 +24,25 @@ there. For optimisers other than SGD nothing is measured.
 
 from __future__ import annotations
 
+import math
 import sys
 from collections.abc import Sequence
+
+import pandas as pd
 
 from interp.analysis.dead_units import MAX_LAYERS, active_column
 
 __all__ = [
+    "FATES",
     "SPAN_LR_STEPS",
     "SPAN_STEPS_OTHER",
     "THRESHOLD",
     "CollapseWatch",
+    "clopper_pearson",
     "collapse_step",
     "last_layer_column",
+    "measured_risk",
+    "rates",
     "span_steps",
 ]
 
@@ -124,3 +131,83 @@ class CollapseWatch:
 
 def _value(v) -> float:
     return float("nan") if v is None else float(v)
+
+
+# ---- death rates of runs taken to their fate (docs/results/collapse-rate.md) ----
+
+# A run's fate: the first three count in a rate; "unfinished" (short of its budget) does not.
+FATES = ("transitioned", "dead", "alive", "unfinished")
+
+
+def clopper_pearson(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
+    """Exact binomial interval on a rate of ``k`` in ``n`` (``(0, 1)`` when ``n == 0``)."""
+    from scipy.stats import beta
+
+    if n == 0:
+        return 0.0, 1.0
+    a = (1 - level) / 2
+    low = 0.0 if k == 0 else float(beta.ppf(a, k, n - k + 1))
+    high = 1.0 if k == n else float(beta.ppf(1 - a, k + 1, n - k))
+    return low, high
+
+
+def rates(rows: pd.DataFrame) -> pd.DataFrame:
+    """Per (lr, form): runs with a fate, deaths, transitions, alive, the death rate and its
+    Clopper-Pearson 95% interval."""
+    out = []
+    for (lr, form), g in rows.groupby(["lr", "hidden_bias"], sort=True):
+        counts = g["fate"].value_counts()
+        n = int(sum(counts.get(f, 0) for f in FATES[:3]))
+        k = int(counts.get("dead", 0))
+        low, high = clopper_pearson(k, n)
+        out.append(
+            {
+                "lr": float(lr),
+                "hidden_bias": form,
+                "n": n,
+                "dead": k,
+                "transitioned": int(counts.get("transitioned", 0)),
+                "alive": int(counts.get("alive", 0)),
+                "unfinished": int(counts.get("unfinished", 0)),
+                "rate": k / n if n else math.nan,
+                "low": low,
+                "high": high,
+                "seeds": sorted(int(s) for s in g.loc[g["fate"] != "unfinished", "seed"]),
+            }
+        )
+    return pd.DataFrame(out)
+
+
+def measured_risk(rows: pd.DataFrame, task, model, train) -> tuple[dict | None, str]:
+    """The measured death rate of a configuration's hidden-bias form at its learning rate.
+
+    Rates apply only where they were measured: the ``paper-fig3`` task and network (any hidden
+    bias form), plain SGD at that preset's batch size, weight decay and momentum, and the same
+    learning rate.
+
+    Returns:
+        ``(rate, where)``: ``rate`` as a row of :func:`rates` (``None`` when unmeasured) and
+        ``where``, the configuration in words (``hidden_bias=scalar, SGD lr 0.03``).
+    """
+    import dataclasses
+
+    from interp.model.network import ModelConfig
+    from interp.train.presets import get_preset
+
+    where = f"hidden_bias={model.hidden_bias}, {train.optimizer.upper()} lr {train.lr:g}"
+    ref = get_preset("paper-fig3")
+    ref_model = ModelConfig.from_task(ref.task, **{**ref.model, "hidden_bias": model.hidden_bias})
+    ref_model = ref_model.to_dict()
+    fields = ("optimizer", "batch_size", "weight_decay", "weight_decay_form", "momentum")
+    same = (
+        dataclasses.replace(task, n_eval=ref.task.n_eval) == ref.task
+        and model.to_dict() == ref_model
+        and all(getattr(train, f) == getattr(ref.train, f) for f in fields)
+    )
+    if not same or rows is None or not len(rows):
+        return None, where
+    r = rates(rows)
+    hit = r[(r["hidden_bias"] == model.hidden_bias) & ((r["lr"] - train.lr).abs() < 1e-12)]
+    if not len(hit) or not hit.iloc[0]["n"]:
+        return None, where
+    return hit.iloc[0].to_dict(), where

@@ -3,17 +3,20 @@
 - The standard run (:mod:`interp.experiments.standard`: the one training loop with the standard
   evaluation and the live forecast handed in), and sweeps that train, summarise and draw one run
   per point of a grid (:mod:`interp.experiments.sweep`).
-- The declared experiments: one module per experiment in :mod:`interp.experiments.catalog`, found
-  through :data:`EXPERIMENTS` (``induction-cliff list experiments``; ``induction-cliff reproduce
-  NAME``). Each module defines one :class:`~interp.experiments.core.Experiment` and registers it
-  with :func:`register_experiment`; a plugin (``--plugin my_experiment.py``) registers its own the
-  same way. Nothing here imports the command line.
+- Declared experiments: an :class:`~interp.experiments.core.Experiment` registered with
+  :func:`register_experiment` is found through :data:`EXPERIMENTS` (``induction-cliff list
+  experiments``; ``induction-cliff reproduce NAME``); a plugin (``--plugin my_experiment.py``)
+  registers its own. The project's own experiments (one module each) are not part of the
+  installed package: they are the folder ``experiments/`` at the root of a checkout of the
+  repository, next to this package, which :func:`load_catalogue` loads by its path. Nothing here
+  imports the command line, nor that folder by name.
 """
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
+import importlib.util
+import sys
+from pathlib import Path
 
 from interp.experiments.core import (
     META,
@@ -47,6 +50,8 @@ __all__ = [
     "experiments_table",
     "results_index",
     "get_experiment",
+    "load_catalogue",
+    "require_catalogue",
     "read_rows",
     "register_experiment",
     "render",
@@ -67,24 +72,61 @@ def register_experiment(experiment: Experiment, *, replace: bool = False) -> Exp
     return experiment
 
 
+# A checkout of the repository: the folder holding this package (interp/) and pyproject.toml.
+CHECKOUT = Path(__file__).resolve().parents[2]
+CATALOGUE = CHECKOUT / "experiments"
+NO_CHECKOUT = (
+    "the project's declared experiments are the folder experiments/ of a checkout, not part of "
+    "the installed package: clone the repository and run `pip install -e .` in it"
+)
+
+
+def load_catalogue() -> bool:
+    """Register the project's declared experiments: the package ``experiments`` at the root of
+    the checkout this package runs from (``experiments/__init__.py`` imports every module of
+    ``experiments/catalog/``), loaded once by its path. ``False`` when there is none (the
+    package installed from a wheel)."""
+    init = CATALOGUE / "__init__.py"
+    if not (init.is_file() and (CHECKOUT / "pyproject.toml").is_file()):
+        return False
+    loaded = sys.modules.get(CATALOGUE.name)
+    if loaded is not None:
+        if Path(getattr(loaded, "__file__", "") or "").resolve() != init.resolve():
+            raise ValueError(
+                f"a module named {CATALOGUE.name!r} is already loaded from "
+                f"{getattr(loaded, '__file__', None)}, not {init}"
+            )
+        return True
+    spec = importlib.util.spec_from_file_location(
+        CATALOGUE.name, init, submodule_search_locations=[str(CATALOGUE)]
+    )
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[CATALOGUE.name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        sys.modules.pop(CATALOGUE.name, None)
+        raise
+    return True
+
+
+def require_catalogue(command: str) -> None:
+    """Load the checkout's experiments; a ``ValueError`` saying what ``command`` needs when
+    there is no checkout and no plugin registered an experiment."""
+    if not load_catalogue() and not EXPERIMENTS:
+        raise ValueError(f"{command} needs a checkout of the repository: {NO_CHECKOUT}")
+
+
 def get_experiment(name: str) -> Experiment:
-    """The experiment called ``name``, or a ``ValueError`` listing the names."""
+    """The experiment called ``name`` (a checkout's own experiments loaded when it is not
+    registered yet), or a ``ValueError`` listing the names."""
+    if name not in EXPERIMENTS:
+        where = "" if load_catalogue() else f" ({NO_CHECKOUT})"
     if name not in EXPERIMENTS:
         raise ValueError(
-            f"experiment {name!r} is unknown: allowed values are {sorted(EXPERIMENTS)}"
+            f"experiment {name!r} is unknown: allowed values are {sorted(EXPERIMENTS)}{where}"
         )
     return EXPERIMENTS[name]
-
-
-def _load_builtin() -> None:
-    from interp.experiments import catalog
-
-    for info in sorted(pkgutil.iter_modules(catalog.__path__), key=lambda i: i.name):
-        if not info.name.startswith("_"):
-            importlib.import_module(f"{catalog.__name__}.{info.name}")
-
-
-_load_builtin()
 
 
 def experiments_table(results_dir=None, prefix: str = "docs/results/") -> str:
@@ -109,7 +151,7 @@ def experiments_table(results_dir=None, prefix: str = "docs/results/") -> str:
 
 INDEX_HEAD = """# Results
 
-One page per declared experiment (`interp/experiments/catalog/`), rendered from its CSV by
+One page per declared experiment (`experiments/catalog/`), rendered from its CSV by
 `induction-cliff reproduce NAME --render-only`; `induction-cliff reproduce NAME --tier quick|full`
 reruns it. Each page says its tier, commit, defaults version, command and wall time, and marks
 rows transcribed from runs that are no longer kept. This index is written by `induction-cliff

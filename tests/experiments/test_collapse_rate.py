@@ -10,15 +10,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from interp.experiments import get_experiment
-from interp.experiments.catalog.collapse_rate import (
+from experiments.catalog.collapse_rate import (
     COLUMNS,
-    clopper_pearson,
     fate_row,
     fisher,
-    rates,
     render_collapse_rate,
 )
+from interp.analysis.collapse import clopper_pearson, rates
+from interp.experiments import get_experiment
 
 STEPS = np.arange(0, 15001, 250)
 

@@ -18,6 +18,7 @@ from interp.experiments import (
     Check,
     check_rows,
     get_experiment,
+    load_catalogue,
     page_text,
     read_rows,
     render_page,
@@ -28,6 +29,7 @@ from interp.experiments.core import RESULTS_DIR, current_format_version
 ROOT = Path(__file__).resolve().parents[2]
 # Data produced elsewhere, whose CSV may arrive later; their renderer is tested below.
 FOREIGN = {"hidden-bias"}
+assert load_catalogue()  # the checkout's experiments/ (the declared experiments)
 
 
 @pytest.mark.parametrize("name", sorted(EXPERIMENTS))
@@ -178,6 +180,30 @@ def test_the_command_line_lists_and_refuses_in_one_line(tmp_path):
     )
     assert missing.returncode == 2 and "demo.csv is missing" in missing.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+def test_without_the_checkouts_experiments_the_commands_say_what_they_need(
+    tmp_path, monkeypatch, capsys
+):
+    """The package with no ``experiments/`` beside it (as a wheel installs it): ``reproduce`` and
+    ``list experiments`` stop before any work with one line saying what they need and how to
+    get it (the wheel itself: tests/test_installed_package.py)."""
+    import interp.experiments as registry
+    from interp import cli
+
+    monkeypatch.setattr(registry, "CATALOGUE", tmp_path / "experiments")
+    monkeypatch.setattr(registry, "EXPERIMENTS", {})
+    assert registry.load_catalogue() is False
+    for argv in (
+        ["list", "experiments"],
+        ["reproduce", "demo"],
+        ["reproduce", "all", "--render-only", "--out", str(tmp_path)],
+    ):
+        assert cli.main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and err.startswith("error: "), err
+        assert "needs a checkout of the repository" in err and "pip install -e ." in err, err
+    assert sorted(tmp_path.iterdir()) == []
 
 
 def test_the_project_speaks_of_itself_only():

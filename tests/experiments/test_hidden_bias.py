@@ -2,8 +2,8 @@
 
 import pandas as pd
 
+from experiments.catalog.hidden_bias import COLUMNS, paired
 from interp.experiments import get_experiment, read_rows
-from interp.experiments.catalog.hidden_bias import COLUMNS, paired
 
 
 def _csv(tmp_path):

@@ -6,13 +6,14 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from interp.experiments import EXPERIMENTS, get_experiment
+from interp.experiments import EXPERIMENTS, get_experiment, load_catalogue
 from interp.experiments.core import RESULTS_DIR, Experiment, Sweep, Tier
 from interp.experiments.pins import hidden_bias_line, tier_forms, tier_is_sgd
 from interp.model.network import HIDDEN_BIASES
 
 # Runs written before run format 4 had per-unit hidden biases (docs/run-format.md).
 FIRST_SCALAR_FORMAT = 4
+assert load_catalogue()  # the checkout's experiments/ (the declared experiments)
 SGD = sorted(n for n, e in EXPERIMENTS.items() if any(tier_is_sgd(t) for t in e.tiers.values()))
 
 

@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from interp.experiments.transition_grid import (
+from experiments.transition_grid import (
     GridPoint,
     TransitionGrid,
     collect,
@@ -95,8 +95,8 @@ def test_a_point_with_its_own_seeds_runs_those_and_bad_seeds_are_refused():
 
 
 def test_a_grown_grid_trains_only_its_new_runs_and_keeps_the_committed_rows(tmp_path, monkeypatch):
+    from experiments.catalog import transition_law as tl
     from interp.experiments import get_experiment, reproduce
-    from interp.experiments.catalog import transition_law as tl
 
     def grid(*points):
         return TransitionGrid(

@@ -62,7 +62,7 @@ def test_the_held_out_table_is_what_the_rows_give():
 
 @pytest.mark.slow
 def test_every_score_table_is_what_the_rows_and_curves_give():
-    from interp.experiments.catalog.transition_law import COMPANIONS, CURVES, score_tables
+    from experiments.catalog.transition_law import COMPANIONS, CURVES, score_tables
 
     curves = pd.read_csv(RESULTS_DIR / CURVES)
     tables = score_tables(_rows(), curves, log=lambda _: None)

@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from experiments.transition_scores import _lead, auroc
 from phenomenology.prior import calibrate, combine, prior_bin, r_bin
 from phenomenology.transition_law import (
     DRIVE_LAW,
@@ -27,7 +28,6 @@ from phenomenology.transition_law import (
     log_p_distinct,
     power_exponent,
 )
-from phenomenology.transition_scores import _lead, auroc
 
 # The third law's parameters, as the data below are drawn (the law is the third law plus a
 # correction, which on these data has nothing to correct): log tau = c0 + sum of these times the
@@ -478,7 +478,7 @@ def test_the_third_laws_step_is_gradient_flow_time_over_lr_stretched_by_a_finite
 
 
 def test_configurations_that_did_not_transition_are_forecast_held_out_and_contradictions_named():
-    from interp.experiments.catalog.transition_law_page import _negative_lines
+    from experiments.catalog.transition_law_page import _negative_lines
 
     rows = grid_rows(sd=0.05).assign(role="axis")
     # two configurations with no transition in 20k steps: lr 0.001, where the drawn law's step is
@@ -510,7 +510,7 @@ def test_configurations_that_did_not_transition_are_forecast_held_out_and_contra
 
 
 def test_the_combined_verdict_names_each_fraction_lost_and_by_how_much():
-    from interp.experiments.catalog.transition_law_page import _combined_lines
+    from experiments.catalog.transition_law_page import _combined_lines
 
     def scores(fraction, law, curve, combined):  # three runs, the curve forecasting two
         return pd.DataFrame(
@@ -547,7 +547,7 @@ def test_the_combined_verdict_names_each_fraction_lost_and_by_how_much():
 def test_each_law_is_scored_on_the_points_declared_after_it_by_a_fit_without_later_ones(
     monkeypatch,
 ):
-    from interp.experiments.catalog import transition_law_page as page
+    from experiments.catalog import transition_law_page as page
 
     rows = grid_rows(sd=0.0, seeds=2).assign(role="axis")  # exact: a fit without p16 is the truth
     rows.loc[rows["point"] == "p16", "transition_step"] *= math.exp(0.3)  # p16 off the law

@@ -94,7 +94,7 @@ def _collapse_risk(path, task, model, train):
 
     import pandas as pd
 
-    from interp.experiments.catalog.collapse_rate import measured_risk
+    from interp.analysis.collapse import measured_risk
     from interp.experiments.core import RESULTS_DIR
 
     if path is not None and not Path(path).is_file():

@@ -65,7 +65,9 @@ def _tasks() -> list[str]:
 
 
 def _experiments() -> list[str]:
-    from interp.experiments import EXPERIMENTS
+    from interp.experiments import EXPERIMENTS, require_catalogue
+
+    require_catalogue("list experiments")
 
     width = max(map(len, EXPERIMENTS))
     lines = []
@@ -121,8 +123,9 @@ def run(args) -> int:
     if args.markdown:
         if args.registry != "experiments":
             raise ValueError("--markdown is for `list experiments` only")
-        from interp.experiments import experiments_table
+        from interp.experiments import experiments_table, require_catalogue
 
+        require_catalogue("list experiments")
         print(experiments_table())
         return 0
     print("\n".join(REGISTRIES[args.registry]()))

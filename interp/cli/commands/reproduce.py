@@ -11,6 +11,10 @@ HELP = (
     "(induction-cliff list experiments)"
 )
 EPILOG = """\
+The project's own experiments are the folder experiments/ of a checkout of the repository (next
+to interp/; not installed): run this from a clone installed with `pip install -e .`. An
+experiment of a plugin (--plugin FILE) needs no checkout.
+
 examples:
   induction-cliff reproduce tiny-k --tier quick
   induction-cliff reproduce all --render-only --out docs/results
@@ -73,9 +77,16 @@ def _render(args, experiments) -> int:
 
 
 def run(args) -> int:
-    from interp.experiments import EXPERIMENTS, check_rows, get_experiment, reproduce
+    from interp.experiments import (
+        EXPERIMENTS,
+        check_rows,
+        get_experiment,
+        reproduce,
+        require_catalogue,
+    )
     from interp.experiments.sweep import SweepDirectoryError
 
+    require_catalogue("reproduce")
     names = sorted(EXPERIMENTS) if args.name == "all" and args.render_only else [args.name]
     experiments = [get_experiment(n) for n in names]  # an unknown name fails before any work
     if args.render_only:

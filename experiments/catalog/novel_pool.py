@@ -1,7 +1,7 @@
 """The novel-class pool: does drawing novel classes from a pool of 128 move the transition?"""
 
+from experiments.common import TINY, TINY_NOTE, mean_sd, std_columns
 from interp.experiments import register_experiment
-from interp.experiments.common import TINY, TINY_NOTE, mean_sd, std_columns
 from interp.experiments.core import Experiment, PaperValue, Sweep, Tier
 
 EXPERIMENT = register_experiment(

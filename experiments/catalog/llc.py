@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from experiments.common import TINY, TINY_NOTE
 from interp.experiments import register_experiment
-from interp.experiments.common import TINY, TINY_NOTE
 from interp.experiments.core import Check, Column, Experiment, Sweep, Tier
 
 

@@ -11,8 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from phenomenology.transition_law import DRIVE_LAW, drive
-from phenomenology.transition_scores import (
+from experiments.transition_scores import (
     FRACTIONS,
     combined_gaps,
     combined_scores,
@@ -20,6 +19,7 @@ from phenomenology.transition_scores import (
     summarize_combined,
     warning_signals,
 )
+from phenomenology.transition_law import DRIVE_LAW, drive
 
 CENTRE = {"K": 256, "L": 32, "N": 8, "B": 1, "eps": 0.1, "p_C": 0.8, "lr": 0.1, "batch_size": 128}
 CHANGES = [

@@ -1,7 +1,7 @@
 """Positional encodings: which ones form an induction head, and how far they generalise."""
 
+from experiments.common import with_lengths
 from interp.experiments import register_experiment
-from interp.experiments.common import with_lengths
 from interp.experiments.core import Column, Experiment, Sweep, Tier
 
 _QUICK = {"steps": 600, "eval_every": 25, "num_threads": 1, "N_max": 8}

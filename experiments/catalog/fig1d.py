@@ -1,7 +1,7 @@
 """Fig 1d at the paper's optimiser: the jump, and that it needs novel-class sequences."""
 
+from experiments.common import TINY, TINY_NOTE, count, mean_sd, std_columns
 from interp.experiments import register_experiment
-from interp.experiments.common import TINY, TINY_NOTE, count, mean_sd, std_columns
 from interp.experiments.core import Check, Experiment, PaperValue, Sweep, Tier
 
 _SGD = {"lr": 0.03, "eval_every": 250, "hidden_bias": "per_unit", "num_threads": 1}

@@ -1,7 +1,7 @@
 """Quanta and the ICL jump on the same axis."""
 
+from experiments.catalog.quanta_alpha import _QUICK, analyse_quanta
 from interp.experiments import register_experiment
-from interp.experiments.catalog.quanta_alpha import _QUICK, analyse_quanta
 from interp.experiments.core import Column, Experiment, Sweep, Tier
 
 EXPERIMENT = register_experiment(

@@ -1,9 +1,9 @@
 """The transition step across configurations: a declared grid, a law fitted to it, held-out scores.
 
-The grid (:data:`GRID`) is trained by :mod:`interp.experiments.transition_grid` (each run until
+The grid (:data:`GRID`) is trained by :mod:`experiments.transition_grid` (each run until
 its IC-loss cliff, with a margin, or its budget); the law and its baselines are
 :mod:`phenomenology.transition_law`, the combination with the partial-curve forecasters
-:mod:`phenomenology.prior`, the scores :mod:`phenomenology.transition_scores`.
+:mod:`phenomenology.prior`, the scores :mod:`experiments.transition_scores`.
 
 ``induction-cliff reproduce transition-law --tier full`` trains what is missing (interrupted runs
 resume), writes ``transition-law.csv`` (one row per run), its companions (the curves and the
@@ -20,10 +20,10 @@ from pathlib import Path
 
 import pandas as pd
 
+from experiments.catalog.transition_law_page import DECLARED_AFTER
+from experiments.transition_grid import GridPoint, TransitionGrid
 from interp.experiments import register_experiment
-from interp.experiments.catalog.transition_law_page import DECLARED_AFTER
 from interp.experiments.core import Experiment, Tier
-from interp.experiments.transition_grid import GridPoint, TransitionGrid
 
 NAME = "transition-law"
 CURVES = f"{NAME}-curves.csv"
@@ -209,7 +209,7 @@ GRIDS = {"quick": QUICK_GRID, "full": GRID}
 
 
 def _produce(experiment, tier: str, runs: Path, workers, log, out: Path | None = None):
-    from interp.experiments.transition_grid import collect, run_grid
+    from experiments.transition_grid import collect, run_grid
 
     grid = GRIDS[tier]
     grid.validate()
@@ -228,7 +228,7 @@ def _produce(experiment, tier: str, runs: Path, workers, log, out: Path | None =
 def _curve_forecasts(rows: pd.DataFrame, curves: pd.DataFrame, log) -> pd.DataFrame | None:
     """Every transitioned run's partial-curve forecasts, computed once for the scores and the
     calibration (None when too few configurations transitioned to score)."""
-    from phenomenology.transition_scores import curve_forecasts
+    from experiments.transition_scores import curve_forecasts
 
     if rows.loc[rows["transitioned"].astype(bool), "point"].nunique() < 8:
         return None
@@ -239,9 +239,9 @@ def _curve_forecasts(rows: pd.DataFrame, curves: pd.DataFrame, log) -> pd.DataFr
 def _committed(grid, tier: str, out: Path | None, log) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The rows and curves of ``tier`` committed in ``out`` that are still the grid's (their runs
     are not trained again); none when ``out`` has no table yet."""
-    from interp.experiments.catalog.transition_law_table import check_table
+    from experiments.catalog.transition_law_table import check_table
+    from experiments.transition_grid import kept_runs
     from interp.experiments.core import META, read_rows, read_table
-    from interp.experiments.transition_grid import kept_runs
 
     csv = None if out is None else Path(out) / f"{NAME}.csv"
     if csv is None or not csv.exists():
@@ -284,8 +284,8 @@ def score_tables(
 ) -> dict[str, pd.DataFrame]:
     """The held-out score tables of the page, from the rows and curves alone (deterministic;
     ``forecasts``: their partial-curve forecasts, when the caller has them already)."""
+    from experiments.transition_scores import combined_scores, early_warning, warning_signals
     from phenomenology.transition_law import leave_one_out
-    from phenomenology.transition_scores import combined_scores, early_warning, warning_signals
 
     points = rows.loc[rows["transitioned"].astype(bool), "point"].nunique()
     if points < 8:  # too few to hold one out and fit the rest (least squares: the minimum-norm
@@ -309,8 +309,9 @@ def fit_law_record(
     the law fitted without its configuration), the grid's range of each field (its runs that did
     not transition included: the law's forecast of none is tested there) and the fields held
     fixed."""
+    from experiments.transition_scores import _priors, calibration_rows, curve_forecasts
     from interp.train.overrides import build_configs
-    from phenomenology.prior import calibrate, calibration_rows
+    from phenomenology.prior import calibrate
     from phenomenology.transition_law import (
         FIELDS,
         LAW,
@@ -318,7 +319,6 @@ def fit_law_record(
         law_inputs,
         observed_configurations,
     )
-    from phenomenology.transition_scores import _priors, curve_forecasts
 
     fitted = LAW.fit(rows)
     ok = rows[_transitioned(rows)]
@@ -357,7 +357,7 @@ def _full_tier_note(grid) -> str:
     )
 
 
-from interp.experiments.catalog.transition_law_page import render_page as _render  # noqa: E402
+from experiments.catalog.transition_law_page import render_page as _render  # noqa: E402
 
 EXPERIMENT = register_experiment(
     Experiment(
@@ -397,7 +397,7 @@ EXPERIMENT = register_experiment(
             "p_C=0.8) at the centre.",
         ),
         headline=lambda r: __import__(
-            "interp.experiments.catalog.transition_law_page", fromlist=["headline"]
+            "experiments.catalog.transition_law_page", fromlist=["headline"]
         ).headline(r),
         meta=(
             "source",

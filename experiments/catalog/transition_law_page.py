@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from interp.experiments.catalog.transition_law_table import (
+from experiments.catalog.transition_law_table import (
     NAME,
     SCHEMA,
     check_table,
@@ -77,7 +77,7 @@ DECLARED_AFTER = (
     ("law", ("L16-N11", "L16-N7", "lr0.15-N15", "L64-N7", "lr0.15-L64-N12", "N14", "B2-N14")),
 )
 """``(law, points)``: the points declared after each law's form was fixed and fitted on the
-points declared before them (:data:`interp.experiments.catalog.transition_law.LATER`, which is
+points declared before them (:data:`experiments.catalog.transition_law.LATER`, which is
 this tuple)."""
 MODEL_ORDER = ("law", "fourth", "flow", "threshold", "drive", "nearest", "tokens", "n2", "free")
 LAW_FORM = (
@@ -531,7 +531,7 @@ def _negative_lines(rows: pd.DataFrame) -> list[str]:
 
 
 def _combined_lines(combined: pd.DataFrame) -> list[str]:
-    from phenomenology.transition_scores import combined_gaps, summarize_combined
+    from experiments.transition_scores import combined_gaps, summarize_combined
 
     s = summarize_combined(combined)
     lines = [

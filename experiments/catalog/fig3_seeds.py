@@ -1,7 +1,7 @@
 """paper-fig3 at the paper's optimiser (SGD lr 0.01): the transition over seeds."""
 
+from experiments.common import TINY_SGD, count, mean_sd, std_columns
 from interp.experiments import register_experiment
-from interp.experiments.common import TINY_SGD, count, mean_sd, std_columns
 from interp.experiments.core import Check, Column, Experiment, PaperValue, Sweep, Tier
 
 EXPERIMENT = register_experiment(

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from experiments.common import line_figure, mean_sd
 from interp.experiments import register_experiment
-from interp.experiments.common import line_figure, mean_sd
 from interp.experiments.core import Column, Experiment, PaperValue, Sweep, Tier, sweep_rows
 
 _QUICK = {

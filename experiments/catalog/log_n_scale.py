@@ -1,7 +1,7 @@
 """The entropy-invariant log-n attention scale, used: does it help length generalisation?"""
 
+from experiments.common import line_figure, with_lengths
 from interp.experiments import register_experiment
-from interp.experiments.common import line_figure, with_lengths
 from interp.experiments.core import Column, Experiment, Sweep, Tier
 
 

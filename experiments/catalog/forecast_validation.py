@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from experiments.common import TINY_SGD, select
 from interp.experiments import register_experiment
-from interp.experiments.common import TINY_SGD, select
 from interp.experiments.core import Check, Column, Experiment, Sweep, Tier
 
 FRACTIONS = (0.5, 0.8, 0.9)

@@ -1,7 +1,7 @@
 """Interventions: clamp layer 1 to the ideal previous-token pattern, or make it uniform."""
 
+from experiments.common import TINY, TINY_NOTE, values
 from interp.experiments import register_experiment
-from interp.experiments.common import TINY, TINY_NOTE, values
 from interp.experiments.core import Column, Experiment, Sweep, Tier, sweep_rows
 
 

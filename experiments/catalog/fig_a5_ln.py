@@ -1,7 +1,7 @@
 """Fig A.5: with every label in the context (L = N) the network memorises instead."""
 
+from experiments.common import TINY, TINY_NOTE, count
 from interp.experiments import register_experiment
-from interp.experiments.common import TINY, TINY_NOTE, count
 from interp.experiments.core import Check, Column, Experiment, PaperValue, Sweep, Tier
 
 _FULL = {"lr": 0.03, "steps": 12000, "hidden_bias": "per_unit", "num_threads": 1}

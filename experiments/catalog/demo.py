@@ -1,7 +1,7 @@
 """The demo: a plateau, then the induction head forms and IC accuracy jumps."""
 
+from experiments.common import TINY, TINY_NOTE, count, values
 from interp.experiments import register_experiment
-from interp.experiments.common import TINY, TINY_NOTE, count, values
 from interp.experiments.core import Check, Column, Experiment, PaperValue, Sweep, Tier
 
 EXPERIMENT = register_experiment(

@@ -1,7 +1,7 @@
 """Fig 2, K x B: in-context learning rises with burstiness and the number of classes."""
 
+from experiments.common import heatmap_figure, select
 from interp.experiments import register_experiment
-from interp.experiments.common import heatmap_figure, select
 from interp.experiments.core import Column, Experiment, PaperValue, Sweep, Tier
 
 

@@ -19,17 +19,18 @@ from pathlib import Path
 import pandas as pd
 
 from interp.analysis.collapse import (
+    FATES,
     SPAN_LR_STEPS,
     THRESHOLD,
     collapse_step,
     last_layer_column,
+    rates,
     span_steps,
 )
 from interp.experiments import register_experiment
 from interp.experiments.core import Experiment, Sweep, Tier
 
 FORMS = ("scalar", "per_unit", "tied")
-FATES = ("transitioned", "dead", "alive", "unfinished")
 LRS = {0.03: (15000, 12), 0.01: (45000, 8)}  # lr -> (budget steps, declared seeds)
 COLUMNS = (
     "hidden_bias",
@@ -46,18 +47,6 @@ COLUMNS = (
     "commit",
     "command",
 )
-
-
-def clopper_pearson(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
-    """Exact binomial interval on a rate of ``k`` in ``n`` (``(0, 1)`` when ``n == 0``)."""
-    from scipy.stats import beta
-
-    if n == 0:
-        return 0.0, 1.0
-    a = (1 - level) / 2
-    low = 0.0 if k == 0 else float(beta.ppf(a, k, n - k + 1))
-    high = 1.0 if k == n else float(beta.ppf(1 - a, k + 1, n - k))
-    return low, high
 
 
 def recoveries(steps, active) -> list[int]:
@@ -109,33 +98,6 @@ def fate_row(run_dir: str | Path) -> dict:
         "final_ic_acc": float(m["ic_acc"].iloc[-1]),
         "recovered_after": max(back) if back else math.nan,
     }
-
-
-def rates(rows: pd.DataFrame) -> pd.DataFrame:
-    """Per (lr, form): runs with a fate, deaths, transitions, alive, the death rate and its
-    Clopper-Pearson 95% interval."""
-    out = []
-    for (lr, form), g in rows.groupby(["lr", "hidden_bias"], sort=True):
-        counts = g["fate"].value_counts()
-        n = int(sum(counts.get(f, 0) for f in FATES[:3]))
-        k = int(counts.get("dead", 0))
-        low, high = clopper_pearson(k, n)
-        out.append(
-            {
-                "lr": float(lr),
-                "hidden_bias": form,
-                "n": n,
-                "dead": k,
-                "transitioned": int(counts.get("transitioned", 0)),
-                "alive": int(counts.get("alive", 0)),
-                "unfinished": int(counts.get("unfinished", 0)),
-                "rate": k / n if n else math.nan,
-                "low": low,
-                "high": high,
-                "seeds": sorted(int(s) for s in g.loc[g["fate"] != "unfinished", "seed"]),
-            }
-        )
-    return pd.DataFrame(out)
 
 
 def fisher(a: dict, b: dict) -> float:
@@ -379,38 +341,3 @@ EXPERIMENT = register_experiment(
         headline=_headline,
     )
 )
-
-
-def measured_risk(rows: pd.DataFrame, task, model, train) -> tuple[dict | None, str]:
-    """The measured death rate of a configuration's hidden-bias form at its learning rate.
-
-    Rates apply only where they were measured: the ``paper-fig3`` task and network (any hidden
-    bias form), plain SGD at that preset's batch size, weight decay and momentum, and the same
-    learning rate.
-
-    Returns:
-        ``(rate, where)``: ``rate`` as a row of :func:`rates` (``None`` when unmeasured) and
-        ``where``, the configuration in words (``hidden_bias=scalar, SGD lr 0.03``).
-    """
-    import dataclasses
-
-    from interp.model.network import ModelConfig
-    from interp.train.presets import get_preset
-
-    where = f"hidden_bias={model.hidden_bias}, {train.optimizer.upper()} lr {train.lr:g}"
-    ref = get_preset("paper-fig3")
-    ref_model = ModelConfig.from_task(ref.task, **{**ref.model, "hidden_bias": model.hidden_bias})
-    ref_model = ref_model.to_dict()
-    fields = ("optimizer", "batch_size", "weight_decay", "weight_decay_form", "momentum")
-    same = (
-        dataclasses.replace(task, n_eval=ref.task.n_eval) == ref.task
-        and model.to_dict() == ref_model
-        and all(getattr(train, f) == getattr(ref.train, f) for f in fields)
-    )
-    if not same or rows is None or not len(rows):
-        return None, where
-    r = rates(rows)
-    hit = r[(r["hidden_bias"] == model.hidden_bias) & ((r["lr"] - train.lr).abs() < 1e-12)]
-    if not len(hit) or not hit.iloc[0]["n"]:
-        return None, where
-    return hit.iloc[0].to_dict(), where

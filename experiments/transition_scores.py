@@ -1,7 +1,7 @@
 """Held-out scores of forecasting a run's transition before and during training.
 
 From a grid's summary rows (one per run: configuration, ``transition_step``, ``budget``; see
-:mod:`interp.experiments.transition_grid`) and its curves (``point, seed, step, ic_loss, tila2``):
+:mod:`experiments.transition_grid`) and its curves (``point, seed, step, ic_loss, tila2``):
 
 - :func:`combined_scores`: at 10, 25, 50 and 80% of each held-out run's plateau (from its first
   step to the 10% point of IC accuracy's rise), the error of the
@@ -18,12 +18,12 @@ From a grid's summary rows (one per run: configuration, ``transition_step``, ``b
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
-from phenomenology.prior import calibrate, calibration_rows, combine, curve_step
+from phenomenology.prior import calibrate, combine, curve_step
 from phenomenology.transition_law import FIELDS, LAW, LogLinearLaw, _transitioned
 
 __all__ = [
@@ -45,6 +45,42 @@ WARNING_FRACTIONS = (0.05, 0.1, 0.2, 0.3)
 """Fractions of the budget at which the early warning is asked."""
 WARNING_GRID = 40
 """Observation steps per run (evenly over its budget) for the lead time."""
+
+
+def calibration_rows(forecasts: pd.DataFrame, priors: Mapping) -> pd.DataFrame:
+    """The rows :func:`calibrate` takes, from a table of forecasts (``point, seed, seen,
+    observed, extended, extended_method``) and each run's prior (``(point, seed) ->
+    Prediction``); forecasts without a step, or of runs whose prior is no transition, left out."""
+    out = []
+    for _, t in forecasts.iterrows():
+        p = priors.get((t["point"], int(t["seed"])))
+        if p is None or not p.transitions or t["extended"] is None or pd.isna(t["extended"]):
+            continue
+        out.append(
+            {
+                "method": t["extended_method"],
+                "step": float(t["extended"]),
+                "seen": float(t["seen"]),
+                "observed": float(t["observed"]),
+                "prior_step": p.step,
+                "prior_low": p.low,
+                "prior_high": p.high,
+                "prior_log_mean": p.log_mean,
+                "prior_log_sd": p.log_sd,
+            }
+        )
+    cols = [
+        "method",
+        "step",
+        "seen",
+        "observed",
+        "prior_step",
+        "prior_low",
+        "prior_high",
+        "prior_log_mean",
+        "prior_log_sd",
+    ]
+    return pd.DataFrame(out, columns=cols)
 
 
 def _key(r) -> tuple[str, int]:

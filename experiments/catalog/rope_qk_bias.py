@@ -1,8 +1,8 @@
 """RoPE with query/key biases: a content-free positional term lets layer 1 find the previous
 token (Adam and plain SGD)."""
 
+from experiments.common import with_transitions
 from interp.experiments import register_experiment
-from interp.experiments.common import with_transitions
 from interp.experiments.core import Column, Experiment, Sweep, Tier
 
 _TRANSITIONS = with_transitions(("ila1", "ic_acc", "tila2"))
