@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.waits import HANG_S
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -39,3 +41,35 @@ def test_train_start_up_imports_no_compiler_nor_fitter(tmp_path):
     assert done.returncode == 0, done.stderr
     assert (out / "metrics.csv").is_file()  # it did train and evaluate
     assert done.stdout.strip().splitlines()[-1] == "[]"
+
+
+@pytest.mark.slow
+def test_a_fresh_command_reopens_a_minimal_model_run_by_its_module_name(tmp_path):
+    """The command line registers the minimal model's kind by module name; a command opening
+    such a run imports the module then (``transition`` reads its model). A fresh process, about
+    3 s CPU, and 40 steps of the minimal model here."""
+    from interp.data.task import TaskConfig
+    from phenomenology.minimal import train_minimal
+
+    task = TaskConfig(D=15, K=64, L=8, N=4, N_max=4, B=1, p_C=0.5, n_eval=64)
+    train_minimal(task, steps=40, lr=1.0, eval_every=10, seed=0, out_dir=tmp_path / "m")
+    code = (
+        "import sys\n"
+        "from interp.cli import main\n"
+        "from interp.io.rundir import RUN_KINDS\n"
+        "code = main(['transition', sys.argv[1]])\n"
+        "print(type(RUN_KINDS['minimal_induction_head']).__name__, 'phenomenology.minimal' in "
+        "sys.modules)\n"
+        "sys.exit(code)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path / "m")],
+        capture_output=True,
+        text=True,
+        timeout=HANG_S,
+        env=dict(os.environ, PYTHONPATH=str(ROOT)),
+        cwd=ROOT,
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.strip().splitlines()
+    assert lines[-1] == "RunKind True"  # the module was imported and registered its classes
