@@ -12,18 +12,24 @@ rounds:
 - ``evaluation``: ms per evaluation of one model (IC, IC2, IW and the progress measures), and what
   an evaluation of every model every 500 steps adds per step;
 - ``end to end``: model-steps/s of sampling + step, and with the evaluations every 500 steps
-  (``S * 500 / (500 * (sampling + step) + S * evaluation)``).
+  (``S * 500 / (500 * (sampling + step) + S * evaluation)``);
+- with ``--compiled``: ``compiled step`` (ms per step of the same step with its stacked forward
+  and loss compiled by ``torch.compile``, its backward the compiled one, the update as above) and
+  ``compile`` (seconds of its first call: the compile, or a load from the per-user compile cache);
+  ``nan`` with a line on stderr saying why when the compiler cannot build it here.
 
 Every timed section ends with a device synchronisation. The last line is ``end to end at S
 models: R model-steps/s`` for the largest stack (target on one H200 at 256 models: 25000).
 
 Usage: python benchmarks/bench_device.py [--device cuda] [--stacks 1,16,64,256] [--steps 50]
-    [--rounds 3] [--dry]   (--dry: the CPU, stacks 1 and 2, two steps: the script's own check)
+    [--rounds 3] [--compiled] [--dry]   (--dry: the CPU, the same stacks, one step, one round,
+    compiled too: the script's own check, its times not a measurement of anything)
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import statistics
 import sys
 import time
@@ -44,7 +50,9 @@ def _sync(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-def rows(device: torch.device, S: int, steps: int, rounds: int, n_eval: int) -> dict[str, float]:
+def rows(
+    device: torch.device, S: int, steps: int, rounds: int, n_eval: int, compiled: bool = False
+) -> dict[str, float]:
     """The measured row of a stack of ``S`` paper-fig3 models on ``device``."""
     from interp.analysis.evaluation import evaluate
     from interp.data.device_sampler import CHUNK, DeviceSampler
@@ -93,7 +101,47 @@ def rows(device: torch.device, S: int, steps: int, rounds: int, n_eval: int) -> 
     per_step = med["sampling"] + med["step"]
     med["end to end"] = 1e3 * S / per_step
     med["with evaluations"] = 1e3 * S * EVAL_EVERY / (EVAL_EVERY * per_step + S * med["evaluation"])
+    if compiled:
+        med |= compiled_rows(stack, cfg, batch, steps, rounds, timed)
     return med
+
+
+def compiled_rows(stack, cfg, batch, steps: int, rounds: int, timed) -> dict[str, float]:
+    """``compiled step`` (ms) and ``compile`` (s) of the stacked step with its forward and loss
+    compiled (nan, and a line on stderr, when it cannot be built here)."""
+    from interp.model.compiled import _own_cache_dir, _shape_checks_off
+    from interp.model.position_range import positions_in_range
+    from interp.model.stacked import stacked_logits
+    from interp.train import training
+
+    _own_cache_dir()  # the per-user compile cache, as training uses it
+    S = len(stack)
+
+    def loss_fn(tokens, positions, target):
+        logits = stacked_logits(stack, tokens, positions)
+        loss = F.cross_entropy(logits.flatten(0, 1), target.flatten(), reduction="none")
+        return loss.view(S, -1).mean(1).sum()
+
+    fn = torch.compile(loss_fn, dynamic=False)
+    opt = training._make_optimizer(stack.parameters(), cfg)
+
+    def step() -> None:
+        with _shape_checks_off(), positions_in_range():
+            loss = fn(*batch)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        training._update(opt, cfg)
+
+    start = time.perf_counter()
+    try:
+        step()
+    except Exception as err:  # noqa: BLE001 - the compiler raises many kinds
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        print(f"bench_device: no compiled step at {S} models: {first}", file=sys.stderr)
+        return {"compiled step": math.nan, "compile": math.nan}
+    compile_s = time.perf_counter() - start
+    ms = statistics.median(timed(step, steps) for _ in range(rounds))
+    return {"compiled step": ms, "compile": compile_s}
 
 
 def main() -> None:
@@ -102,10 +150,11 @@ def main() -> None:
     parser.add_argument("--stacks", default="1,16,64,256")
     parser.add_argument("--steps", type=int, default=50, help="steps timed per round")
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--dry", action="store_true", help="the CPU, stacks 1 and 2, two steps")
+    parser.add_argument("--compiled", action="store_true", help="also the compiled step")
+    parser.add_argument("--dry", action="store_true", help="the CPU, one step, compiled too")
     args = parser.parse_args()
     if args.dry:
-        args.device, args.stacks, args.steps, args.rounds = "cpu", "1,2", 2, 1
+        args.device, args.steps, args.rounds, args.compiled = "cpu", 1, 1, True
     try:
         stacks = [int(s) for s in args.stacks.split(",")]
     except ValueError:
@@ -127,20 +176,25 @@ def main() -> None:
         f"paper-fig3, batch 128 per model, SGD, data drawn on the device; {name}; "
         f"{args.rounds} rounds of {args.steps} steps, medians"
     )
+    extra = f" {'compiled step ms':>17s} {'compile s':>10s}" if args.compiled else ""
     print(
         f"{'models':>6s} {'sampling ms':>12s} {'step ms':>9s} {'eval ms/model':>14s} "
-        f"{'end to end':>12s} {'with evals every 500':>21s}  (model-steps/s)"
+        f"{'end to end':>12s} {'with evals every 500':>21s}{extra}  (model-steps/s)"
     )
     got = {}
     for S in stacks:
-        r = got[S] = rows(device, S, args.steps, args.rounds, n_eval)
+        r = got[S] = rows(device, S, args.steps, args.rounds, n_eval, args.compiled)
+        extra = f" {r['compiled step']:17.2f} {r['compile']:10.1f}" if args.compiled else ""
         print(
             f"{S:6d} {r['sampling']:12.2f} {r['step']:9.2f} {r['evaluation']:14.1f} "
-            f"{r['end to end']:12.1f} {r['with evaluations']:21.1f}",
+            f"{r['end to end']:12.1f} {r['with evaluations']:21.1f}{extra}",
             flush=True,
         )
     S = max(stacks)
     print(f"end to end at {S} models: {got[S]['end to end']:.1f} model-steps/s")
+    if args.compiled:
+        ms = got[S]["compiled step"]
+        print(f"compiled step at {S} models: {ms:.2f} ms ({got[S]['step']:.2f} ms uncompiled)")
 
 
 if __name__ == "__main__":

@@ -9,12 +9,14 @@
 # 3. one paper-fig3 run of 2000 steps trained on the GPU with `train` (timed, metrics kept);
 # 4. the protocol on the GPU: bench_protocol --quick with all six seeds stacked in one worker
 #    (slices of 300 and 1800 steps, extrapolated to 6 x 1e5 and labelled so);
-# 5. data drawn on the device (sample_on=device): sampling, step, evaluation and end to end for
-#    stacks of 1, 16, 64 and 256 paper-fig3 models (benchmarks/bench_device.py), and one run
-#    trained with `--set sample_on=device`.
+# 5. data drawn on the device (sample_on=device): sampling, step, the compiled step (and its
+#    compile), evaluation and end to end for stacks of 1, 16, 64 and 256 paper-fig3 models
+#    (benchmarks/bench_device.py --compiled), and one run trained with `--set sample_on=device`.
 #
-#   bash benchmarks/gpu_check.sh --dry    # the new rows' CPU-side check: bench_device --dry and a
-#                                         # 20-step CPU run with sample_on=device, no GPU needed
+#   bash benchmarks/gpu_check.sh --dry    # the device rows' CPU-side check, no GPU needed:
+#                                         # bench_device --dry (the device sampler, the step and
+#                                         # the compiled step at 1, 16, 64 and 256 models, one
+#                                         # step each) and a 20-step CPU run with sample_on=device
 # Python packages the machine lacks (transformer-lens and the few it imports that are not there)
 # travel as wheels in .whl/ (benchmarks/results/gpu-h200-2026-11-30/README.md says how to get
 # them); they are installed to /tmp/site.
@@ -65,7 +67,7 @@ step train 150 python3 -m interp.cli train --preset paper-fig3 --set device=cuda
   --quiet --out /tmp/gpu-check-train
 cp /tmp/gpu-check-train/metrics.csv "$OUT/train_metrics.csv" 2>/dev/null
 step protocol 300 python3 benchmarks/bench_protocol.py --quick --workers 1 --stack 6 --device cuda
-step device_rows 420 python3 benchmarks/bench_device.py --device cuda --stacks 1,16,64,256
+step device_rows 540 python3 benchmarks/bench_device.py --device cuda --stacks 1,16,64,256 --compiled
 step device_train 150 python3 -m interp.cli train --preset paper-fig3 --set device=cuda \
   --set sample_on=device --set steps=2000 --quiet --out /tmp/gpu-check-device-train
 cp /tmp/gpu-check-device-train/metrics.csv "$OUT/device_train_metrics.csv" 2>/dev/null

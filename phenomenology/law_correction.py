@@ -63,10 +63,10 @@ class GaussianProcess:
         ``OPENBLAS_CORETYPE=Haswell`` on an AVX-512 machine to see it), send the optimizer to
         another optimum. The committed held-out table's fits then differ between CPUs, a few of
         its forecasts by percents; the best of several fixed starts differs too, as often."""
-        from scipy.optimize import minimize
-
         n, d = X.shape
         if theta is None:
+            from scipy.optimize import minimize  # only to fit: a stored law comes with its theta
+
             lo = [
                 math.log(GP_BOUNDS[0][0]),
                 *[math.log(GP_BOUNDS[1][0])] * d,

@@ -33,6 +33,26 @@ def test_the_device_rows_measure_a_stack_on_the_cpu():
     assert row["with evaluations"] < row["end to end"]
 
 
+def test_a_compiled_step_the_compiler_cannot_build_is_nan_with_one_line(monkeypatch, capsys):
+    """Where torch.compile fails (no C++ compiler, no Triton), the compiled columns are nan and
+    stderr says why in one line; the uncompiled row is still measured."""
+    torch.set_num_threads(1)
+
+    def refuse(fn, **kwargs):
+        def compiled(*args):
+            raise RuntimeError("no compiler here\nsecond line")
+
+        return compiled
+
+    monkeypatch.setattr(torch, "compile", refuse)
+    row = _load("bench_device").rows(torch.device("cpu"), 2, 1, 1, n_eval=64, compiled=True)
+    assert math.isnan(row["compiled step"]) and math.isnan(row["compile"])
+    assert math.isfinite(row["step"]) and row["step"] > 0
+    assert capsys.readouterr().err.strip().splitlines() == [
+        "bench_device: no compiled step at 2 models: no compiler here"
+    ]
+
+
 def test_bench_device_refuses_bad_input_in_one_line():
     for args, field in ((["--stacks", "0"], "--stacks"), (["--steps", "0"], "--steps")):
         done = subprocess.run(
@@ -57,7 +77,11 @@ def test_gpu_check_dry_runs_the_device_rows_and_a_device_sampled_run_on_the_cpu(
         timeout=HANG_S,
     )
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    assert "end to end at 2 models:" in (tmp_path / "device_rows.txt").read_text()
+    rows = (tmp_path / "device_rows.txt").read_text()
+    # the device sampler, the step and the compiled step at every stack the GPU run measures
+    assert [line.split()[0] for line in rows.splitlines()[2:6]] == ["1", "16", "64", "256"]
+    assert "end to end at 256 models:" in rows
+    assert "compiled step at 256 models:" in rows and " nan ms" not in rows
     assert '"sample_on": "device"' in (tmp_path / "device-train" / "config.json").read_text()
 
 

@@ -46,6 +46,7 @@ def time_backends(steps: int, rounds: int, threads: int = 1) -> pd.DataFrame:
                 "benchmark": "training steps/s, paper-fig3 shapes (start-up and two evaluations "
                 "included)",
                 "arrangement": b,
+                "backend": b,
                 "threads": threads,
                 "value": statistics.median(v),
                 "unit": "steps/s",
@@ -96,16 +97,21 @@ EXPERIMENT = register_experiment(
                 cost_s=480,
                 note="2000 steps per backend, five rounds; the transcribed rows come from "
                 "benchmarks/bench_train.py, bench_protocol.py and bench_many.py (ratios against a "
-                "baseline measured in the same run).",
+                "baseline measured in the same run); each row names its commit and backend (the "
+                "training path it timed, as its benchmark's output named it; `not recorded` where "
+                "the output named none).",
             ),
         },
         columns=(
             Column(key="benchmark", header="benchmark"),
             Column(key="arrangement", header="arrangement"),
+            Column(key="backend", header="backend"),
             Column(key="threads", header="threads", fmt="{:.0f}"),
             Column(key="value", header="value", fmt="{:.4g}"),
             Column(key="unit", header="unit"),
             Column(key="ratio", header="ratio to the baseline", fmt="{:.2f}"),
+            Column(key="commit", header="commit"),
+            Column(key="source", header="source"),
         ),
         deviations=("Not a paper experiment.",),
         checks=(

@@ -126,7 +126,13 @@ def main(argv: list[str] | None = None) -> int:
     from interp.train.threads import apply_thread_policy
 
     apply_thread_policy()  # one torch thread; train's num_threads and llc's --threads override it
-    import phenomenology.minimal  # noqa: F401  registers its run kind: every command reopens such runs
+    from interp.io.rundir import register_lazy_run_kind
+
+    # Every command reopens the minimal model's runs; its module (TransformerLens, pandas) is
+    # imported only when one is opened.
+    register_lazy_run_kind(
+        "minimal_induction_head", "phenomenology.minimal", "MinimalConfig", "MinimalInductionHead"
+    )
     from interp.io.errors import EXIT_UNEXPECTED, WriteError, exit_code
     from interp.train.training import TrainingDiverged, TrainingInterrupted
 

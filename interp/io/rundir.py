@@ -66,7 +66,11 @@ from interp.io.lock import LOCK_NAME, RunLock
 from interp.io.metrics import PER_CLASS_IW_NAME, MetricsFile, read_metrics, read_per_class_iw
 from interp.io.outputs import output_path, write_output
 from interp.io.paths import open_directory
-from interp.model.network import InductionNet, ModelConfig
+from interp.io.run_kinds import (
+    RUN_KINDS,
+    register_lazy_run_kind,
+    register_run_kind,
+)
 
 __all__ = [
     "FORMAT_VERSION",
@@ -83,6 +87,7 @@ __all__ = [
     "MetricsFile",
     "classify",
     "remove_run_files",
+    "register_lazy_run_kind",
     "register_run_kind",
     "RUN_KINDS",
     "OWNED_FILES",
@@ -115,43 +120,6 @@ _PRE_V4_HIDDEN_BIAS = "per_unit"
 # Format 5 made the device sampler the default; a run of formats 1-4 without the field (added within
 # format 3) drew its batches on the host.
 _PRE_V5_SAMPLE_ON = "host"
-
-
-# ---- model kinds -----------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class RunKind:
-    """How to rebuild the model of a run: its config class and its model class."""
-
-    config: type
-    model: type
-
-    def config_class(self) -> type:
-        return self.config
-
-    def model_class(self) -> type:
-        return self.model
-
-
-RUN_KINDS: dict[str, RunKind] = {"induction_net": RunKind(ModelConfig, InductionNet)}
-"""The kinds of model whose runs :func:`load_run` reopens, by the ``kind`` of ``config.json``. A
-kind is registered by the module that defines its model (:func:`register_run_kind`), so a higher
-stage's model (the minimal model of ``phenomenology``) is known once that module is imported: the
-command line imports it, and so does any program that trained such a run."""
-
-
-def register_run_kind(name: str, config: type, model: type) -> None:
-    """Register a kind of model whose runs :func:`load_run` can reopen.
-
-    Args:
-        name: the ``kind`` recorded in ``config.json``.
-        config: the config class (a dataclass; ``to_dict``/``from_dict`` optional).
-        model: the model class, built as ``model(config, seed=None)``.
-    """
-    if not (isinstance(config, type) and isinstance(model, type)):
-        raise TypeError(f"register_run_kind({name!r}, ...): give the config and model classes")
-    RUN_KINDS[name] = RunKind(config, model)
 
 
 # ---- configs ---------------------------------------------------------------------------------

@@ -62,17 +62,17 @@ def choose_backend(run: Any) -> str:
     if run.hooks or getattr(run, "task", None) is None or not supports_compile(run.model):
         choice, why = "fast", "the compiled loss does not apply to this model or device"
     else:
-        try:
-            check_compiler(cfg.device)
-        except ValueError:
-            choice, why = "fast", "no C++ compiler for torch.compile"
-        else:
-            cost, source = _compile_cost(run)
-            even = break_even_steps(cost, cfg.batch_size)
-            choice = "compiled" if steps_left > even else "fast"
-            why = (
-                f"{steps_left} steps {'>' if choice == 'compiled' else '<='} break-even {even} "
-                f"({cost:.0f} s compile, {source})"
-            )
+        cost, source = _compile_cost(run)
+        even = break_even_steps(cost, cfg.batch_size)
+        choice = "compiled" if steps_left > even else "fast"
+        why = (
+            f"{steps_left} steps {'>' if choice == 'compiled' else '<='} break-even {even} "
+            f"({cost:.0f} s compile, {source})"
+        )
+        if choice == "compiled":  # the compiler is looked for (importing it) only when needed
+            try:
+                check_compiler(cfg.device)
+            except ValueError:
+                choice, why = "fast", "no C++ compiler for torch.compile"
     log.info("backend: %s (auto: %s)", choice, why)
     return choice

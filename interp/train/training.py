@@ -53,6 +53,8 @@ from interp.model.interventions import intervention_hooks
 from interp.model.network import InductionNet, ModelConfig
 from interp.train.allocator import retain_freed_memory
 from interp.train.backend_choice import choose_backend
+from interp.train.optim import SGD, Adam
+from interp.train.optim import _Optimizer as Optimizer
 from interp.train.step_reads import add_loss, add_stacked_losses, positions_in_range_of
 from interp.train.stop_signals import stop_at_step_boundary
 from interp.train.threads import apply_thread_policy
@@ -265,16 +267,17 @@ def _train_stacked(runs, train_config, progress, stop_after) -> list[pd.DataFram
     return [pd.DataFrame(r.rows) for r in runs]
 
 
-def _make_optimizer(params: list, cfg: TrainConfig) -> torch.optim.Optimizer:
-    """The optimiser; with the ``multiplicative`` weight-decay form it gets no weight decay of its
-    own (:func:`_shrink_weights` applies it)."""
+def _make_optimizer(params: list, cfg: TrainConfig) -> Optimizer:
+    """The optimiser (:mod:`interp.train.optim`: torch's SGD and Adam updates as multi-tensor
+    operations); with the ``multiplicative`` weight-decay form it gets no weight decay of its own
+    (:func:`_shrink_weights` applies it)."""
     decay = cfg.weight_decay if cfg.weight_decay_form == "coupled" else 0.0
     if cfg.optimizer == "sgd":
-        return torch.optim.SGD(params, lr=cfg.lr, weight_decay=decay, momentum=cfg.momentum)
-    return torch.optim.Adam(params, lr=cfg.lr, weight_decay=decay)
+        return SGD(params, lr=cfg.lr, weight_decay=decay, momentum=cfg.momentum)
+    return Adam(params, lr=cfg.lr, weight_decay=decay)
 
 
-def _shrink_weights(optimizer: torch.optim.Optimizer, cfg: TrainConfig) -> None:
+def _shrink_weights(optimizer: Optimizer, cfg: TrainConfig) -> None:
     """The author's weight decay: every parameter times ``1 - weight_decay``, applied after the
     gradient was computed and before the optimiser's update, so one step is exactly
     ``theta <- (1 - wd) theta - lr * grad`` for SGD. Like torch's optimisers (and their coupled
@@ -289,27 +292,13 @@ def _shrink_weights(optimizer: torch.optim.Optimizer, cfg: TrainConfig) -> None:
         torch._foreach_mul_(params, 1.0 - cfg.weight_decay)
 
 
-def _update(optimizer: torch.optim.Optimizer, cfg: TrainConfig) -> None:
-    """The author's weight decay (:func:`_shrink_weights`), then the optimiser's update. Plain SGD
-    (no momentum, coupled decay or maximize: the paper's) is applied here as two multi-tensor ops,
-    without ``SGD.step``'s per-step Python work: the same two roundings per weight as
-    ``p.mul_(1 - wd)`` and ``SGD.step``'s ``p.add_(grad, alpha=-lr)``, bit for bit
+def _update(optimizer: Optimizer, cfg: TrainConfig) -> None:
+    """The author's weight decay (:func:`_shrink_weights`), then the optimiser's update: for the
+    paper's plain SGD two multi-tensor ops, the same two roundings per weight as
+    ``p.mul_(1 - wd)`` and ``torch.optim.SGD.step``'s ``p.add_(grad, alpha=-lr)``, bit for bit
     (``tests/interp/test_training.py``); such SGD keeps no state."""
-    groups = optimizer.param_groups
-    if type(optimizer) is not torch.optim.SGD or any(
-        g["momentum"] or g["weight_decay"] or g["maximize"] or g["differentiable"] for g in groups
-    ):
-        _shrink_weights(optimizer, cfg)
-        optimizer.step()
-        return
-    shrink = cfg.weight_decay_form == "multiplicative" and cfg.weight_decay != 0
-    with torch.no_grad():
-        for group in groups:
-            params = [p for p in group["params"] if p.grad is not None]
-            if params:
-                if shrink:
-                    torch._foreach_mul_(params, 1.0 - cfg.weight_decay)
-                torch._foreach_add_(params, [p.grad for p in params], alpha=-group["lr"])
+    _shrink_weights(optimizer, cfg)
+    optimizer.step()
 
 
 def _slice_optimizer_state(state: dict, i: int) -> dict:

@@ -1,0 +1,69 @@
+"""The kinds of model whose runs :func:`interp.io.rundir.load_run` reopens (the ``kind`` of a
+run's ``config.json``), and how a kind is registered."""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+
+from interp.model.network import InductionNet, ModelConfig
+
+__all__ = ["RUN_KINDS", "RunKind", "LazyRunKind", "register_run_kind", "register_lazy_run_kind"]
+
+
+@dataclass(frozen=True)
+class RunKind:
+    """How to rebuild the model of a run: its config class and its model class."""
+
+    config: type
+    model: type
+
+    def config_class(self) -> type:
+        return self.config
+
+    def model_class(self) -> type:
+        return self.model
+
+
+@dataclass(frozen=True)
+class LazyRunKind:
+    """A run kind whose classes live in a module imported only when a run of that kind is opened
+    (:func:`register_lazy_run_kind`): the module's own import registers the kind for good."""
+
+    module: str
+    config: str
+    model: str
+
+    def config_class(self) -> type:
+        return getattr(importlib.import_module(self.module), self.config)
+
+    def model_class(self) -> type:
+        return getattr(importlib.import_module(self.module), self.model)
+
+
+RUN_KINDS: dict[str, RunKind | LazyRunKind] = {"induction_net": RunKind(ModelConfig, InductionNet)}
+"""The kinds of model whose runs :func:`load_run` reopens, by the ``kind`` of ``config.json``. A
+kind is registered by the module that defines its model (:func:`register_run_kind`), so a higher
+stage's model (the minimal model of ``phenomenology``) is known once that module is imported, or
+named with the module that defines it (:func:`register_lazy_run_kind`, what the command line does,
+so that a command opening no such run does not import it)."""
+
+
+def register_run_kind(name: str, config: type, model: type) -> None:
+    """Register a kind of model whose runs :func:`load_run` can reopen.
+
+    Args:
+        name: the ``kind`` recorded in ``config.json``.
+        config: the config class (a dataclass; ``to_dict``/``from_dict`` optional).
+        model: the model class, built as ``model(config, seed=None)``.
+    """
+    if not (isinstance(config, type) and isinstance(model, type)):
+        raise TypeError(f"register_run_kind({name!r}, ...): give the config and model classes")
+    RUN_KINDS[name] = RunKind(config, model)
+
+
+def register_lazy_run_kind(name: str, module: str, config: str, model: str) -> None:
+    """Register a kind by the module that defines it and its classes' names there; the module is
+    imported when a run of the kind is opened. A kind already registered with its classes stays."""
+    if not isinstance(RUN_KINDS.get(name), RunKind):
+        RUN_KINDS[name] = LazyRunKind(module, config, model)
