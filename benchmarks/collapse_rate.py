@@ -1,75 +1,71 @@
 """The collapse-rate table from trained runs: one row per run directory, its fate
 (:func:`experiments.catalog.collapse_rate.fate_row`) with the commit it was trained with and
-the command that trains it.
+the command that trains it, and its curve (the last hidden layer's share of firing units and the
+IC accuracy at every evaluation) in ``collapse-rate-curves.csv`` beside ``--out``.
 
     python benchmarks/collapse_rate.py RUN_DIR... --commit SHA --out docs/results/collapse-rate.csv
 
-Rows already in ``--out`` for the same (hidden_bias, lr, seed) are replaced; the others are kept,
-so the table grows as runs finish. Then ``induction-cliff reproduce collapse-rate --render-only``
-renders the page from it.
+Rows (and curves) already there for the same (hidden_bias, lr, seed) are replaced; the others are
+kept, so the tables grow as runs finish. Then ``induction-cliff reproduce collapse-rate
+--render-only`` renders the page from them.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import shlex
 import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-KEY = ["hidden_bias", "lr", "seed"]
 
+def _merge(new, path: Path, key: list[str], columns: list[str]):
+    import pandas as pd
 
-def train_command(run_dir: Path) -> str:
-    """The ``induction-cliff train`` line that trains the run (its fields as set for it)."""
-    c = json.loads((run_dir / "config.json").read_text())
-    t, m = c["train"], c["model"]
-    sets = {
-        "hidden_bias": m["hidden_bias"],
-        "optimizer": t["optimizer"],
-        "lr": t["lr"],
-        "steps": t["steps"],
-        "eval_every": t["eval_every"],
-        "live_forecast": str(t["live_forecast"]).lower(),
-        "num_threads": t["num_threads"],
-    }
-    parts = ["induction-cliff", "train", "--preset", "paper-fig3", "--seed", str(t["seed"])]
-    for k, v in sets.items():
-        parts += ["--set", f"{k}={v}"]
-    return shlex.join(parts)
+    if path.exists() and path.stat().st_size:
+        old = pd.read_csv(path)
+        keep = ~old.set_index(key).index.isin(new.set_index(key).index)
+        new = pd.concat([old[keep], new], ignore_index=True)
+    sort = [*key, "step"] if "step" in columns else key
+    return new.sort_values(sort, kind="stable")[columns]
 
 
 def main(argv: list[str] | None = None) -> int:
     import pandas as pd
 
+    from interp.analysis.collapse import last_layer_column
     from interp.experiments import load_catalogue
 
     load_catalogue()  # the checkout's experiments/, whichever folder this runs from
-    from experiments.catalog.collapse_rate import COLUMNS, fate_row
+    from experiments.catalog.collapse_rate import (
+        COLUMNS,
+        CURVES,
+        KEY,
+        fate_row,
+        train_command,
+    )
+    from experiments.catalog.collapse_warning import CURVE_COLUMNS, curve_rows
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("runs", nargs="+", type=Path)
     p.add_argument("--commit", required=True, help="the commit the runs were trained with")
     p.add_argument("--out", type=Path, required=True)
     args = p.parse_args(argv)
-    new = pd.DataFrame(
-        [
-            {**fate_row(d), "commit": args.commit, "command": train_command(d)}
-            for d in args.runs
-            if (d / "metrics.csv").exists()
-        ],
-        columns=list(COLUMNS),
-    )
-    if args.out.exists():
-        old = pd.read_csv(args.out)
-        keep = ~old.set_index(KEY).index.isin(new.set_index(KEY).index)
-        new = pd.concat([old[keep], new], ignore_index=True)
-    new = new.sort_values(KEY, kind="stable")[list(COLUMNS)]
-    args.out.write_text(new.to_csv(index=False))
-    print(f"{len(new)} rows -> {args.out}")
+    done = [d for d in args.runs if (d / "metrics.csv").exists()]
+    rows = [{**fate_row(d), "commit": args.commit, "command": train_command(d)} for d in done]
+    curves = []
+    for d in done:
+        n_mlp = int(json.loads((d / "config.json").read_text())["model"]["n_mlp_layers"])
+        curves.append(curve_rows(d, last_layer_column(n_mlp)))
+    table = _merge(pd.DataFrame(rows, columns=list(COLUMNS)), args.out, KEY, list(COLUMNS))
+    args.out.write_text(table.to_csv(index=False))
+    curve_path = args.out.parent / CURVES
+    curve = pd.concat(curves, ignore_index=True) if curves else pd.DataFrame(columns=CURVE_COLUMNS)
+    curve = _merge(curve, curve_path, KEY, list(CURVE_COLUMNS))
+    curve_path.write_text(curve.to_csv(index=False))
+    print(f"{len(table)} rows -> {args.out}; {len(curve)} curve points -> {curve_path}")
     return 0
 
 

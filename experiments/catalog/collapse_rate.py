@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from experiments.catalog.collapse_warning import warning_lines
 from interp.analysis.collapse import (
     FATES,
     SPAN_LR_STEPS,
@@ -31,6 +32,8 @@ from interp.experiments import register_experiment
 from interp.experiments.core import Experiment, Sweep, Tier
 
 FORMS = ("scalar", "per_unit", "tied")
+KEY = ["hidden_bias", "lr", "seed"]
+CURVES = "collapse-rate-curves.csv"
 LRS = {0.03: (15000, 12), 0.01: (45000, 8)}  # lr -> (budget steps, declared seeds)
 COLUMNS = (
     "hidden_bias",
@@ -110,14 +113,56 @@ def fisher(a: dict, b: dict) -> float:
     return float(fisher_exact(table)[1])
 
 
-def _analyse(experiment: Experiment, tier: str, dirs) -> pd.DataFrame:
-    from interp.experiments.sweep import load_manifest, point_dir
+def _produce(experiment: Experiment, tier: str, runs: Path, workers, log, out):
+    """Train (or resume) the tier's sweeps under ``runs`` and return every run's fate row
+    (with its commit and training command) and curve (``collapse-rate-curves.csv``)."""
+    from experiments.catalog.collapse_warning import curve_rows
+    from interp.experiments.sweep import load_manifest, point_dir, run_sweep
 
-    rows = []
-    for d in dirs:
+    rows, curves = [], []
+    commit = _commit()
+    for sweep in experiment.tiers[tier].sweeps:
+        d = runs / sweep.name
+        log(f"{experiment.name} [{tier}] {sweep.command()} -> {d}")
+        run_sweep(sweep.spec(), d, workers=workers, figures=False, log=log)
         for p in load_manifest(d)["points"]:
-            rows.append(fate_row(point_dir(Path(d), p["name"])))
-    return pd.DataFrame(rows)
+            run = point_dir(d, p["name"])
+            if not (run / "metrics.csv").exists():
+                continue
+            row = fate_row(run)
+            rows.append({**row, "commit": commit, "command": train_command(run, sweep.preset)})
+            n_mlp = int(json.loads((run / "config.json").read_text())["model"]["n_mlp_layers"])
+            curves.append(curve_rows(run, last_layer_column(n_mlp)))
+    table = pd.DataFrame(rows, columns=list(COLUMNS)).sort_values(KEY, kind="stable")
+    curve = pd.concat(curves, ignore_index=True) if curves else pd.DataFrame()
+    return table.reset_index(drop=True), {CURVES: curve}
+
+
+def _commit() -> str:
+    from interp.experiments.core import _commit as commit
+
+    return commit()
+
+
+def train_command(run_dir: Path, preset: str = "paper-fig3") -> str:
+    """The ``induction-cliff train`` line that trains the run (its fields as set for it)."""
+    import shlex
+
+    c = json.loads((Path(run_dir) / "config.json").read_text())
+    t, m = c["train"], c["model"]
+    sets = {
+        "hidden_bias": m["hidden_bias"],
+        "optimizer": t["optimizer"],
+        "lr": t["lr"],
+        "steps": t["steps"],
+        "eval_every": t["eval_every"],
+        "live_forecast": str(t["live_forecast"]).lower(),
+        "num_threads": t["num_threads"],
+    }
+    parts = ["induction-cliff", "train", "--preset", preset, "--seed", str(t["seed"])]
+    for k, v in sets.items():
+        parts += ["--set", f"{k}={v}"]
+    return shlex.join(parts)
 
 
 def _sweeps(lr: float, steps: int, seeds: int, preset: str = "paper-fig3", **extra) -> Sweep:
@@ -203,7 +248,7 @@ def _fisher_lines(rows: pd.DataFrame) -> list[str]:
     return lines
 
 
-def render_collapse_rate(experiment, rows: pd.DataFrame) -> str:
+def render_collapse_rate(experiment, rows: pd.DataFrame, extra: dict | None = None) -> str:
     bad = sorted(set(rows["hidden_bias"].astype(str)) - set(FORMS))
     if bad:
         raise ValueError(f"collapse-rate.csv field hidden_bias has {bad}: allowed values {FORMS}")
@@ -270,12 +315,14 @@ def render_collapse_rate(experiment, rows: pd.DataFrame) -> str:
             f"No run here fell below {THRESHOLD:.0%} and came back: the rule's span rests on "
             "no recovery measured in these data, and is provisional."
         )
-    lines += ["", "## Deviations from the paper", ""]
+    curves = (extra or {}).get(CURVES)
+    lines += ["", *warning_lines(rows, curves if curves is not None else pd.DataFrame())]
+    lines += ["## Deviations from the paper", ""]
     lines += [f"- {d}" for d in experiment.deviations]
     lines += ["", "## Reproduce", "", "```bash"]
     lines += [
         f"induction-cliff reproduce {experiment.name} --render-only   # this page from "
-        f"{experiment.name}.csv",
+        f"{experiment.name}.csv and {CURVES}",
         f"induction-cliff reproduce {experiment.name} --tier full     # trains every declared run",
         "```",
         "",
@@ -298,7 +345,8 @@ EXPERIMENT = register_experiment(
             "classifier for the author's scalar hidden biases, per-unit ones and the author's "
             "tied initialisation, at lr 0.03 and the paper's lr 0.01?"
         ),
-        analyse=_analyse,
+        produce=_produce,
+        companions=(CURVES,),
         tiers={
             "quick": Tier(
                 sweeps=(
@@ -336,7 +384,7 @@ EXPERIMENT = register_experiment(
             "Budgets of 15000 (lr 0.03) and 45000 (lr 0.01) steps, where the paper trains 1e5: "
             "a run alive at its budget is reported as alive, not as transitioned or dead.",
         ),
-        page=lambda experiment, rows: render_collapse_rate(experiment, rows),
+        page=render_collapse_rate,
         meta=("commit", "command"),
         headline=_headline,
     )

@@ -1,35 +1,59 @@
-"""The classifier's hidden biases: one scalar per layer (the author's code) or one per unit.
+"""The classifier's hidden biases: does the form move the transition? A view of the
+collapse-rate runs.
 
-Its data come in a form of their own (``hidden-bias.csv``: ``hidden_bias, lr, seed, steps,
-eval_every, transition_ic_acc, transition_ic_loss, transitioned, final_ic_acc, wall_s, commit,
-command``), so it has its own page: the two forms side by side per learning rate, with the seeds'
-spread and the paired difference of each seed's transition steps.
+The same paper-fig3 runs as ``collapse-rate`` (plain SGD, the author's scalar biases, per-unit
+biases and the author's tied initialisation, paired by seed), read for what the transition does:
+each form's transition steps side by side per learning rate, and each seed's steps with the
+differences to the scalar form, for the seeds where every form has a fate. Its CSV
+(``hidden-bias.csv``, :data:`COLUMNS`) is derived from ``collapse-rate.csv`` by
+:func:`from_collapse_rows`; its page is rendered from it alone.
 """
 
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pandas as pd
 
 from interp.experiments import register_experiment
-from interp.experiments.core import Experiment, Sweep, Tier, current_format_version
+from interp.experiments.core import Experiment, Tier
 
-FORMS = ("scalar", "per_unit")
+FORMS = ("scalar", "per_unit", "tied")
 COLUMNS = (
     "hidden_bias",
     "lr",
     "seed",
     "steps",
-    "eval_every",
+    "fate",
     "transition_ic_acc",
-    "transition_ic_loss",
     "transitioned",
     "final_ic_acc",
-    "wall_s",
     "commit",
     "command",
 )
+
+
+def from_collapse_rows(rows: pd.DataFrame) -> pd.DataFrame:
+    """The rows of ``hidden-bias.csv`` from the collapse-rate rows: every run with a fate (an
+    unfinished run is left out), its transition step when it transitioned."""
+    r = rows[rows["fate"].isin(["transitioned", "dead", "alive"])]
+    jumped = r["fate"] == "transitioned"
+    out = pd.DataFrame(
+        {
+            "hidden_bias": r["hidden_bias"],
+            "lr": r["lr"],
+            "seed": r["seed"],
+            "steps": r["steps"],
+            "fate": r["fate"],
+            "transition_ic_acc": pd.to_numeric(r["fate_step"]).where(jumped),
+            "transitioned": jumped,
+            "final_ic_acc": r["final_ic_acc"],
+            "commit": r["commit"],
+            "command": r["command"],
+        }
+    )
+    return out[list(COLUMNS)].reset_index(drop=True)
 
 
 def _spread(values: pd.Series) -> str:
@@ -46,8 +70,8 @@ def _jumped(rows: pd.DataFrame) -> pd.Series:
 
 
 def paired(rows: pd.DataFrame) -> pd.DataFrame:
-    """One row per (lr, seed) with both forms' transition steps and their difference
-    (per-unit minus scalar; NaN unless both jumped)."""
+    """One row per (lr, seed) with each form's transition step (NaN when it did not jump or has
+    no run) and the differences to the scalar form (NaN unless both jumped)."""
     r = rows.assign(
         step=pd.to_numeric(rows["transition_ic_acc"], errors="coerce").where(_jumped(rows))
     )
@@ -56,7 +80,7 @@ def paired(rows: pd.DataFrame) -> pd.DataFrame:
     )
     wide = wide.reindex(columns=list(FORMS))
     wide["difference"] = wide["per_unit"] - wide["scalar"]
-    wide["ratio"] = wide["per_unit"] / wide["scalar"]
+    wide["tied_difference"] = wide["tied"] - wide["scalar"]
     return wide.reset_index()
 
 
@@ -76,28 +100,15 @@ def _headline(rows: pd.DataFrame) -> str:
     return "; ".join(parts)
 
 
-def render_hidden_bias(experiment: Experiment, rows: pd.DataFrame) -> str:
-    bad = sorted(set(rows["hidden_bias"].astype(str)) - set(FORMS))
-    if bad:
-        raise ValueError(f"hidden-bias.csv field hidden_bias has {bad}: allowed values {FORMS}")
-    pairs = paired(rows)
-    lines = [f"# {experiment.title}", "", f"**Question.** {experiment.question}", ""]
-    lines += ["## Data", ""]
-    counts = ", ".join(f"{int((rows['hidden_bias'] == f).sum())} {f}" for f in FORMS)
-    lines.append(
-        f"- **Runs:** {len(rows)} ({counts}; `hidden_bias` set per run), trained under run "
-        "format version "
-        f"{current_format_version()} or earlier (the CSV does not record it)."
-    )
-    commits = list(dict.fromkeys(str(c) for c in rows["commit"]))
-    lines.append(f"- **Commit:** {', '.join(f'`{c}`' for c in commits)}.")
-    wall = pd.to_numeric(rows["wall_s"], errors="coerce")
-    if wall.notna().any():
-        lines.append(f"- **Wall time:** {wall.sum() / 60:.1f} min in all.")
-    lines += ["", "## Both forms side by side", ""]
-    lines += [
-        "| lr | hidden biases | jumped | transition (IC acc), mean ± sd | final IC acc |",
-        "| --- | --- | --- | --- | --- |",
+def _num(v, spec="{:.0f}"):
+    return "-" if v is None or (isinstance(v, float) and math.isnan(v)) else spec.format(v)
+
+
+def _side_by_side(rows: pd.DataFrame) -> list[str]:
+    lines = [
+        "| lr | hidden biases | jumped | dead | alive at budget | transition (IC acc), "
+        "mean ± sd | final IC acc |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
     ]
     for lr, g in rows.groupby("lr", sort=True):
         for form in FORMS:
@@ -107,43 +118,71 @@ def render_hidden_bias(experiment: Experiment, rows: pd.DataFrame) -> str:
             j = _jumped(f)
             step = pd.to_numeric(f["transition_ic_acc"], errors="coerce").where(j)
             acc = pd.to_numeric(f["final_ic_acc"], errors="coerce")
-            accs = f"{acc.min():.3f}-{acc.max():.3f}" if acc.notna().any() else "-"
+            fates = f["fate"].value_counts()
             lines.append(
-                f"| {lr:g} | {form} | {int(j.sum())} of {len(f)} | {_spread(step)} | {accs} |"
+                f"| {lr:g} | {form} | {int(j.sum())} of {len(f)} | {fates.get('dead', 0)} | "
+                f"{fates.get('alive', 0)} | {_spread(step)} | "
+                f"{acc.min():.3f}-{acc.max():.3f} |"
             )
+    return lines
+
+
+def _by_seed(rows: pd.DataFrame) -> list[str]:
+    """Each seed whose runs of every form have a fate: the steps, or the fate of a form that
+    did not jump, and the differences to the scalar form."""
+    fate = {
+        (float(r["lr"]), int(r["seed"]), str(r["hidden_bias"])): r["fate"]
+        for r in rows.to_dict("records")
+    }
+    lines = [
+        "| lr | seed | scalar | per-unit | tied | per-unit - scalar | tied - scalar |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for p in paired(rows).to_dict("records"):
+        key = (float(p["lr"]), int(p["seed"]))
+        if not all((*key, f) in fate for f in FORMS):
+            continue  # a form without a run of this seed: not a pair
+        cells = [fate[(*key, f)] if pd.isna(p[f]) else _num(p[f]) for f in FORMS]
+        lines.append(
+            f"| {p['lr']:g} | {int(p['seed'])} | {' | '.join(cells)} | "
+            f"{_num(p['difference'], '{:+.0f}')} | {_num(p['tied_difference'], '{:+.0f}')} |"
+        )
+    return lines
+
+
+def render_hidden_bias(experiment: Experiment, rows: pd.DataFrame) -> str:
+    bad = sorted(set(rows["hidden_bias"].astype(str)) - set(FORMS))
+    if bad:
+        raise ValueError(f"hidden-bias.csv field hidden_bias has {bad}: allowed values {FORMS}")
+    lines = [f"# {experiment.title}", "", f"**Question.** {experiment.question}", ""]
+    lines += ["## Data", ""]
+    counts = ", ".join(f"{int((rows['hidden_bias'] == f).sum())} {f}" for f in FORMS)
+    lines.append(
+        f"- **Runs:** {len(rows)} ({counts}; `hidden_bias` set per run): the runs of "
+        "[collapse-rate](collapse-rate.md) that have a fate, paper-fig3 under plain SGD."
+    )
+    commits = list(dict.fromkeys(str(c) for c in rows["commit"]))
+    lines.append(f"- **Commit:** {', '.join(f'`{c}`' for c in commits)}.")
+    lines += ["", "## The forms side by side", "", *_side_by_side(rows)]
     lines += ["", "## Paired by seed", ""]
     lines += [
-        "| lr | seed | scalar | per-unit | per-unit - scalar | ratio |",
-        "| --- | --- | --- | --- | --- | --- |",
+        "Seeds where every form has a run with a fate; a form that did not jump shows its fate.",
+        "",
+        *_by_seed(rows),
     ]
-
-    def num(v, spec="{:.0f}"):
-        return "-" if v is None or (isinstance(v, float) and math.isnan(v)) else spec.format(v)
-
-    ran = {(float(r["lr"]), int(r["seed"]), str(r["hidden_bias"])) for _, r in rows.iterrows()}
-
-    def cell(p, form):
-        if (float(p["lr"]), int(p["seed"]), form) not in ran:
-            return "no run"
-        return "no jump" if pd.isna(p[form]) else num(p[form])
-
-    for _, p in pairs.iterrows():
-        if not any((float(p["lr"]), int(p["seed"]), f) in ran for f in FORMS):
-            continue  # no run of this seed at this lr: no row
-        lines.append(
-            f"| {p['lr']:g} | {int(p['seed'])} | {cell(p, 'scalar')} | "
-            f"{cell(p, 'per_unit')} | {num(p['difference'], '{:+.0f}')} | "
-            f"{num(p['ratio'], '{:.3f}')} |"
-        )
     lines += ["", "Paired difference over the seeds where both forms jumped:", ""]
-    for lr, g in pairs.groupby("lr", sort=True):
-        lines.append(f"- lr {lr:g}: {_spread(g['difference']).replace(' (', ' steps (', 1)}")
+    for lr, g in paired(rows).groupby("lr", sort=True):
+        for col, name in (("difference", "per-unit"), ("tied_difference", "tied")):
+            spread = _spread(g[col]).replace(" (", " steps (", 1)
+            lines.append(f"- lr {lr:g}, {name} - scalar: {spread}")
     lines += ["", "## Deviations from the paper", ""]
     lines += [f"- {d}" for d in experiment.deviations]
     lines += ["", "## Reproduce", "", "```bash"]
     lines += [
         f"induction-cliff reproduce {experiment.name} --render-only   # this page from "
         f"{experiment.name}.csv",
+        f"induction-cliff reproduce {experiment.name} --tier full     # from collapse-rate.csv "
+        "(trains its runs when it is missing)",
         "```",
         "",
         "The rows' data came from:",
@@ -154,78 +193,57 @@ def render_hidden_bias(experiment: Experiment, rows: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
-def _analyse(experiment: Experiment, tier: str, dirs) -> pd.DataFrame:
-    from interp.experiments.sweep import summarize_sweep
+def _produce(experiment: Experiment, tier: str, runs: Path, workers, log, out):
+    """The rows from ``out/collapse-rate.csv`` when it is there, or else from the collapse-rate
+    experiment's runs of the same tier (trained when missing)."""
+    from interp.experiments import get_experiment
+    from interp.experiments.core import read_rows
 
-    frames = []
-    for d in dirs:
-        s = summarize_sweep(d)
-        frames.append(
-            pd.DataFrame(
-                {
-                    "hidden_bias": s["hidden_bias"],
-                    "lr": s.get("lr", float("nan")),
-                    "seed": s["seed"],
-                    "steps": s["steps"],
-                    "eval_every": s.get("eval_every", float("nan")),
-                    "transition_ic_acc": s["transition_step"],
-                    "transition_ic_loss": float("nan"),
-                    "transitioned": s["transition_step"].notna(),
-                    "final_ic_acc": s["ic_acc"],
-                }
-            )
+    source = None if out is None else Path(out) / "collapse-rate.csv"
+    if source is not None and source.exists():
+        log(f"{experiment.name}: from {source}")
+        rows = read_rows(source, ("commit", "command"))
+    else:
+        collapse = get_experiment("collapse-rate")
+        rows, _ = collapse.produce(
+            collapse, tier, runs.parent.parent / "collapse-rate" / tier, workers, log, out
         )
-    return pd.concat(frames, ignore_index=True)
+        rows = rows.assign(command=f"induction-cliff reproduce collapse-rate --tier {tier}")
+    return from_collapse_rows(rows), {}
 
 
 EXPERIMENT = register_experiment(
     Experiment(
         name="hidden-bias",
-        title="The classifier's hidden biases: one scalar per layer or one per unit",
+        title="The classifier's hidden biases: one scalar per layer, one per unit, or tied",
         question=(
-            "Does giving the classifier's hidden layers one bias per unit, instead of the "
-            "author's one scalar per layer, move the transition at the paper-fig3 settings?"
+            "Does the form of the classifier's hidden biases (the author's one scalar per layer, "
+            "one per unit, or the author's tied initialisation) move the transition at the "
+            "paper-fig3 settings?"
         ),
-        analyse=_analyse,
         tiers={
             "quick": Tier(
-                sweeps=(
-                    Sweep(
-                        preset="tiny",
-                        grid={"hidden_bias": FORMS},
-                        overrides={
-                            "steps": 1500,
-                            "eval_every": 25,
-                            "optimizer": "sgd",
-                            "lr": 0.3,
-                            "num_threads": 1,
-                        },
-                    ),
-                ),
-                cost="about 40 s on one core",
-                cost_s=40,
-                note="the `tiny` preset at plain SGD lr 0.3, both forms, seed 0.",
+                sweeps=(),
+                cost="about 60 s on one core (the collapse-rate quick tier's runs)",
+                cost_s=60,
+                note="the collapse-rate quick tier: the `tiny` preset at plain SGD lr 3.",
             ),
             "full": Tier(
-                sweeps=(
-                    Sweep(
-                        preset="paper-fig3",
-                        grid={"hidden_bias": FORMS, "lr": (0.03, 0.01)},
-                        overrides={"num_threads": 1},
-                        seeds=(0, 1, 2),
-                    ),
-                ),
-                cost="hours on two cores",
-                cost_s=36000,
-                note="paper-fig3, both forms, plain SGD at lr 0.03 and 0.01, paired seeds.",
+                sweeps=(),
+                cost="none beyond the collapse-rate full tier, whose runs it reads",
+                cost_s=0,
+                note="the collapse-rate full tier: paper-fig3, three forms, plain SGD at lr "
+                "0.03 and 0.01, paired seeds.",
             ),
         },
         columns=(),
         deviations=(
             "lr 0.03 runs deviate from the paper's lr 0.01 (the transition time scales as 1/lr).",
+            "Budgets of 15000 (lr 0.03) and 45000 (lr 0.01) steps, where the paper trains 1e5.",
         ),
         page=render_hidden_bias,
-        meta=("commit", "command", "wall_s"),
+        produce=_produce,
+        meta=("commit", "command"),
         headline=_headline,
     )
 )
