@@ -1,7 +1,7 @@
 """A Gaussian-process correction of a parametric transition law: :class:`GaussianProcess` (a
-squared-exponential kernel with one length scale per input and white noise, fitted by maximum
-marginal likelihood) and :class:`CorrectedLaw`, a law of :mod:`phenomenology.law_forms` plus the
-process fitted to its error across configurations."""
+squared-exponential kernel with one length scale per input and white noise, fitted as the mode
+of its marginal likelihood times weak priors) and :class:`CorrectedLaw`, a law of
+:mod:`phenomenology.law_forms` plus the process fitted to its error across configurations."""
 
 from __future__ import annotations
 
@@ -22,16 +22,33 @@ from phenomenology.law_forms import (
     config_key,
 )
 
-__all__ = ["GP_FIELDS", "CorrectedLaw", "FittedCorrected", "GaussianProcess"]
+__all__ = [
+    "GP_DIGITS",
+    "GP_FIELDS",
+    "GP_PRIOR",
+    "GP_SPAN",
+    "CorrectedLaw",
+    "FittedCorrected",
+    "GaussianProcess",
+]
 
 
 GP_FIELDS = ("lr", "N", "B", "L", "K", "eps", "p_C")
 """The configuration fields the correction of :class:`CorrectedLaw` reads (as logarithms)."""
 
 
-GP_BOUNDS = ((1e-6, 10.0), (0.05, 100.0), (1e-6, 1.0))
-"""Bounds of the correction's prior variance, of each length scale (in sd of the field's log over
-the configurations) and of the white-noise variance."""
+GP_PRIOR = ((math.log(0.01), 3.0), (0.0, 2.0), (math.log(0.01), 3.0))
+"""The correction's weak priors, normal on the logarithms (mean, sd) of its prior variance, of
+each length scale (in sd of the field's log over the configurations) and of the white-noise
+variance. Without them the marginal likelihood is flat along a length scale whose field hardly
+matters, and its maximum is not a point but a plateau."""
+
+GP_SPAN = 4.0
+"""The search's bounds, in prior sds either side of each prior mean (a trial step of the search
+beyond them would overflow the kernel)."""
+
+GP_DIGITS = 6
+"""The decimals the fitted log hyperparameters are rounded to."""
 
 
 @dataclass(frozen=True)
@@ -48,50 +65,103 @@ class GaussianProcess:
 
     @staticmethod
     def _parts(X: np.ndarray, theta: np.ndarray):
-        s2, ell, w2 = math.exp(theta[0]), np.exp(theta[1:-1]), math.exp(theta[-1])
-        D = (X[:, None, :] - X[None, :, :]) ** 2 / ell**2  # [n, n, d]
+        s2, w2 = math.exp(theta[0]), math.exp(theta[-1])
+        with np.errstate(over="ignore"):  # a search's trial step: an infinite length scale
+            ell = np.exp(theta[1:-1])
+            D = (X[:, None, :] - X[None, :, :]) ** 2 / ell**2  # [n, n, d]
         Kf = s2 * np.exp(-0.5 * D.sum(axis=-1))
         return Kf, D, w2
 
     @classmethod
     def fit(cls, X: np.ndarray, y: np.ndarray, theta: np.ndarray | None = None) -> GaussianProcess:
-        """The process on ``X -> y``, its hyperparameters set to ``theta`` or fitted by maximum
-        marginal likelihood (L-BFGS-B from a fixed start, analytic gradient: deterministic on one
-        machine, not across machines). The likelihood has many local optima of nearly equal
-        height, with length scales at their bounds or along flat directions: the last bits of
-        the linear algebra, which differ between BLAS kernels (OpenBLAS picks one per CPU; set
-        ``OPENBLAS_CORETYPE=Haswell`` on an AVX-512 machine to see it), send the optimizer to
-        another optimum. The committed held-out table's fits then differ between CPUs, a few of
-        its forecasts by percents; the best of several fixed starts differs too, as often."""
-        n, d = X.shape
+        """The process on ``X -> y``, its hyperparameters set to ``theta`` or fitted: the mode of
+        the marginal likelihood times the weak priors of :data:`GP_PRIOR` (L-BFGS-B from a fixed
+        start, then Newton steps to the mode within the arithmetic's precision), rounded to
+        :data:`GP_DIGITS` decimals. The maximum of the likelihood alone is ill-posed: flat along
+        the length scale of a field that hardly matters, it has many nearly equal optima, and
+        the last bits of the linear algebra, which differ between BLAS kernels and thread
+        counts, sent the optimizer to one or another. The priors make each mode a point, the
+        Newton steps find it to about 1e-12, and the rounding keeps those last bits out of the
+        forecasts. The posterior can still have more than one mode (for a few subsets of the
+        transition grid, the length scale of log eps near 1 or near 30): the search from its
+        fixed start reaches the same one under OpenBLAS's Haswell and SkylakeX kernels and one
+        or two threads, but another start, or other bounds, can reach another."""
         if theta is None:
-            from scipy.optimize import minimize  # only to fit: a stored law comes with its theta
-
-            lo = [
-                math.log(GP_BOUNDS[0][0]),
-                *[math.log(GP_BOUNDS[1][0])] * d,
-                math.log(GP_BOUNDS[2][0]),
-            ]
-            hi = [
-                math.log(GP_BOUNDS[0][1]),
-                *[math.log(GP_BOUNDS[1][1])] * d,
-                math.log(GP_BOUNDS[2][1]),
-            ]
-            start = np.array([math.log(0.01), *[0.0] * d, math.log(0.01)])
-            sol = minimize(
-                cls._neg_log_likelihood,
-                start,
-                args=(X, y),
-                jac=True,
-                method="L-BFGS-B",
-                bounds=list(zip(lo, hi, strict=True)),
-            )
-            theta = sol.x
+            theta = cls._mode(X, y)
         theta = np.asarray(theta, float)
+        n = len(y)
         Kf, _, w2 = cls._parts(X, theta)
         chol = np.linalg.cholesky(Kf + w2 * np.eye(n))
         alpha = _cho_solve(chol, y)
         return cls(X, y, theta, chol, alpha)
+
+    @classmethod
+    def _mode(cls, X: np.ndarray, y: np.ndarray) -> np.ndarray:
+        """The posterior mode of the log hyperparameters, rounded to :data:`GP_DIGITS`."""
+        from scipy.optimize import minimize
+
+        mean, sd = _prior(X.shape[1])
+        bounds = list(zip(mean - GP_SPAN * sd, mean + GP_SPAN * sd, strict=True))
+        theta = mean
+        for _ in range(8):  # L-BFGS-B can stop short of the mode (its line search failing)
+            sol = minimize(
+                cls._neg_log_posterior,
+                theta,
+                args=(X, y),
+                jac=True,
+                method="L-BFGS-B",
+                bounds=bounds,
+                options={"maxiter": 1000, "ftol": 1e-15, "gtol": 1e-9},
+            )
+            theta = cls._newton(sol.x, X, y, bounds)
+            if np.max(np.abs(cls._neg_log_posterior(theta, X, y)[1])) < 1e-8:
+                break
+        return np.round(theta, GP_DIGITS) + 0.0
+
+    @classmethod
+    def _newton(cls, theta: np.ndarray, X: np.ndarray, y: np.ndarray, bounds) -> np.ndarray:
+        """``theta`` moved by Newton steps on the gradient of :meth:`_neg_log_posterior`, while
+        its Hessian is positive definite and the steps are small and within ``bounds``, to the
+        mode nearby within the arithmetic's precision."""
+        lo, hi = np.array(bounds).T
+        for _ in range(30):
+            g, H = cls._gradient_and_hessian(theta, X, y)
+            try:
+                chol = np.linalg.cholesky(H)
+            except np.linalg.LinAlgError:
+                break  # not a mode's neighbourhood
+            step = -_cho_solve(chol, g)
+            if np.max(np.abs(step)) > 0.1 or np.any(theta + step < lo) or np.any(theta + step > hi):
+                break  # a Newton step is for the last digits of a mode inside the bounds
+            theta = theta + step
+            if np.max(np.abs(step)) < 1e-13:
+                break
+        return theta
+
+    @classmethod
+    def _gradient_and_hessian(cls, theta: np.ndarray, X: np.ndarray, y: np.ndarray):
+        """The gradient of :meth:`_neg_log_posterior` and its Hessian, by central differences
+        of the gradient (symmetrized)."""
+        h, k = 1e-5, len(theta)
+        H = np.empty((k, k))
+        for i in range(k):
+            e = np.zeros(k)
+            e[i] = h
+            up, down = (
+                cls._neg_log_posterior(theta + e, X, y),
+                cls._neg_log_posterior(theta - e, X, y),
+            )
+            H[:, i] = (up[1] - down[1]) / (2 * h)
+        return cls._neg_log_posterior(theta, X, y)[1], (H + H.T) / 2
+
+    @classmethod
+    def _neg_log_posterior(cls, theta: np.ndarray, X: np.ndarray, y: np.ndarray):
+        """Minus the log marginal likelihood minus the log priors of :data:`GP_PRIOR`, and its
+        gradient in ``theta``."""
+        nll, grad = cls._neg_log_likelihood(theta, X, y)
+        mean, sd = _prior(len(theta) - 2)
+        z = (theta - mean) / sd
+        return nll + 0.5 * float(z @ z), grad + z / sd
 
     @classmethod
     def _neg_log_likelihood(cls, theta: np.ndarray, X: np.ndarray, y: np.ndarray):
@@ -115,6 +185,12 @@ class GaussianProcess:
         k = s2 * np.exp(-0.5 * (((self.X - x) / ell) ** 2).sum(axis=1))
         v = np.linalg.solve(self.chol, k)
         return float(k @ self.alpha), float(math.sqrt(max(s2 + w2 - v @ v, 0.0)))
+
+
+def _prior(d: int) -> tuple[np.ndarray, np.ndarray]:
+    """The means and sds of :data:`GP_PRIOR` for ``d`` inputs, in the order of ``theta``."""
+    (m0, s0), (m1, s1), (m2, s2) = GP_PRIOR
+    return np.array([m0, *[m1] * d, m2]), np.array([s0, *[s1] * d, s2])
 
 
 def _cho_solve(chol: np.ndarray, b: np.ndarray) -> np.ndarray:

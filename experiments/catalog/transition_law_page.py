@@ -94,8 +94,15 @@ LAW_FORM = (
     "of the seeds' scatter), so that it follows the median step and a configuration's late "
     "seeds pull it less than in least squares. The correction f is a Gaussian process over the "
     "logarithms of lr, N, B, L, K, eps and p_C (a squared-exponential kernel with one length "
-    "scale per field, and a white-noise term), fitted by maximum marginal likelihood to each "
-    "configuration's median error of the third law: near the data it takes out the third "
+    "scale per field, and a white-noise term), fitted to each configuration's median error of "
+    "the third law as the mode of its marginal likelihood times weak priors (normal on the "
+    "logarithms: each length scale's centred on {ell} sd of its field with sd {ell_sd}, the "
+    "prior variance's on {s2} with sd {s2_sd}, the noise variance's on {w2} with sd {w2_sd}), "
+    "its logarithms found to about 1e-12 and rounded to {digits} decimals. Without the priors "
+    "the likelihood is flat along the length scale of a field that hardly matters and has many "
+    "nearly equal optima, between which the last bits of a machine's linear algebra chose; "
+    "with them the search ends on a mode, not somewhere on a plateau, and the rounding keeps "
+    "those last bits out of the forecasts. Near the data it takes out the third "
     "law's local bias, away from them it returns to 0 and its variance grows. A run's 80% "
     "interval is normal, with the process's predictive variance plus the seeds' pooled "
     "variance about their configuration's mean.",
@@ -116,6 +123,25 @@ LAW_FORM = (
     "censored): every model is scored on them apart, in the section on the configurations that "
     "did not transition.",
 )
+
+
+def _law_form() -> list[str]:
+    """:data:`LAW_FORM`, the correction's priors and rounding as the code sets them."""
+    from phenomenology.law_correction import GP_DIGITS, GP_PRIOR
+
+    (s2, s2_sd), (ell, ell_sd), (w2, w2_sd) = GP_PRIOR
+    values = {
+        "s2": f"{math.exp(s2):g}",
+        "s2_sd": f"{s2_sd:g}",
+        "ell": f"{math.exp(ell):g}",
+        "ell_sd": f"{ell_sd:g}",
+        "w2": f"{math.exp(w2):g}",
+        "w2_sd": f"{w2_sd:g}",
+        "digits": GP_DIGITS,
+    }
+    return [t.format(**values) for t in LAW_FORM]
+
+
 """What the page says of the law's form and of how it was chosen."""
 
 
@@ -230,7 +256,7 @@ def _law_lines(rows: pd.DataFrame) -> list[str]:
         f"The correction, fitted on the {len(fitted.y)} configurations' "
         f"{LAW.target} errors "
         "of the third law (length scales in sd of the field's log over the "
-        "configurations; at the bound of 100, the correction ignores that field):",
+        "configurations; a large one: the correction hardly reads that field):",
         "",
         "| scale | value |",
         "| --- | --- |",
@@ -709,7 +735,7 @@ def render_page(experiment, rows: pd.DataFrame, companions: dict) -> str:
     if loo.empty:
         lines += ["Too few configurations transitioned to fit and score the law.", ""]
     else:
-        lines += ["## The law", "", *LAW_FORM, "", *_law_lines(rows), ""]
+        lines += ["## The law", "", *_law_form(), "", *_law_lines(rows), ""]
         lines += ["## Held out: one configuration at a time", "", *_loo_lines(rows, loo), ""]
         lines += _declared_after_sections(rows)
         paired = _pair_lines(rows)

@@ -13,7 +13,7 @@ import zipfile
 from pathlib import Path
 
 import torch
-from safetensors import SafetensorError
+from safetensors import SafetensorError, safe_open
 from safetensors.torch import load_file, save
 
 from interp.io.atomic import (
@@ -22,7 +22,7 @@ from interp.io.atomic import (
     write_text_atomic,
     write_with_atomic,
 )
-from interp.io.errors import CheckpointError
+from interp.io.errors import CheckpointError, RunDirectoryError
 
 __all__ = [
     "RESUME_NAME",
@@ -36,6 +36,8 @@ __all__ = [
     "load_weights",
     "check_state",
     "list_steps",
+    "stored_shape",
+    "refuse_scalar_hidden_biases",
     "save_resume",
     "load_resume",
 ]
@@ -120,6 +122,37 @@ def list_steps(directory: Path) -> list[int]:
     if not directory.is_dir():
         return []
     return sorted(int(m.group(1)) for p in directory.iterdir() if (m := STEP_RE.match(p.name)))
+
+
+def stored_shape(directory: Path, name: str) -> tuple[Path, list[int]] | None:
+    """The shape of tensor ``name`` in the earliest weight checkpoint in ``directory``, read from
+    the file's header alone, and that file; None when there is no checkpoint, or it does not hold
+    ``name`` or cannot be read (:func:`load_weights` names a damaged one when the run reads it)."""
+    steps = list_steps(directory)
+    if not steps:
+        return None
+    path = weights_path(directory, steps[0])
+    try:
+        with safe_open(str(path), "pt") as f:
+            if name not in f.keys():
+                return None
+            return path, list(f.get_slice(name).get_shape())
+    except (SafetensorError, OSError, ValueError):
+        return None
+
+
+def refuse_scalar_hidden_biases(config_path: Path, version: int, assumed: str) -> None:
+    """Refuse a network's config labelled older than format 4 (no ``model.hidden_bias``, read as
+    ``assumed``, the per-unit form of those runs) whose checkpoints hold one bias per hidden
+    layer, the scalar form of a later run: a mislabelled config, refused in one line naming it
+    and the checkpoint before anything loads or is written."""
+    found = stored_shape(Path(config_path).parent / "checkpoints", "classifier.hidden.0.bias")
+    if found is not None and found[1] == [1]:
+        raise RunDirectoryError(
+            f"{config_path}: format_version {version} without model.hidden_bias reads as "
+            f"{assumed!r}, but {found[0]} holds one bias per hidden layer: a mislabelled config "
+            '(add "hidden_bias": "scalar" to its model to open the run)'
+        )
 
 
 def save_resume(path: Path, state: dict, *, root=None) -> None:

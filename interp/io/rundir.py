@@ -271,6 +271,7 @@ def _migrate(config: dict, path: Path) -> tuple[dict, list[str]]:
         model = config.get("model")
         if isinstance(model, Mapping) and config.get("kind") == "induction_net":
             if "hidden_bias" not in model:
+                checkpoints.refuse_scalar_hidden_biases(path, version, _PRE_V4_HIDDEN_BIAS)
                 config["model"] = {**model, "hidden_bias": _PRE_V4_HIDDEN_BIAS}
                 notes.append(
                     f"model.hidden_bias absent before format 4: taken as {_PRE_V4_HIDDEN_BIAS!r} "

@@ -188,3 +188,41 @@ def test_a_format_3_run_opens_per_unit_and_says_so(runs, tmp_path, caplog):
         load_run(run.path)
         load_run(runs["scalar"].path)
     assert not any("hidden_bias" in r.getMessage() for r in caplog.records)
+
+
+def test_a_scalar_run_mislabelled_format_3_is_refused_in_one_line_before_anything(
+    runs, tmp_path, capsys
+):
+    """A config that says format 3 (hence per-unit hidden biases) beside checkpoints of the
+    author's scalar ones: its resume, or any reading of it, is refused naming the config and the
+    checkpoint (exit 3, nothing written), not a crash on the weights' shapes."""
+    from interp.cli import main
+    from interp.io.errors import RunDirectoryError
+
+    shutil.copytree(runs["scalar"].path, tmp_path / "mislabelled")
+    path = tmp_path / "mislabelled" / "config.json"
+    config = json.loads(path.read_text())
+    config["format_version"] = 3
+    del config["model"]["hidden_bias"]
+    path.write_text(json.dumps(config))
+    before = {p: p.read_bytes() for p in path.parent.rglob("*") if p.is_file()}
+    out = str(path.parent)
+    assert main(["train", "--resume", "--out", out, "--set", "steps=2", "--quiet"]) == 3
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    lines = [line for line in err.splitlines() if line.startswith("error:")]
+    assert lines == [
+        f"error: {path}: format_version 3 without model.hidden_bias reads as 'per_unit', but "
+        f"{path.parent / 'checkpoints' / 'step_00000000.safetensors'} holds one bias per hidden "
+        'layer: a mislabelled config (add "hidden_bias": "scalar" to its model to open the run)'
+    ]
+    assert {p: p.read_bytes() for p in path.parent.rglob("*") if p.is_file()} == before
+    assert main(["evaluate", out]) == 3
+    with pytest.raises(RunDirectoryError, match="mislabelled config"):
+        load_run(out)
+    # as the refusal says: with the field written, the run opens in its own form and resumes
+    config["model"]["hidden_bias"] = "scalar"
+    path.write_text(json.dumps(config))
+    assert load_run(out).load_model().classifier.hidden[0].bias.shape == (1,)
+    assert main(["train", "--resume", "--out", out, "--set", "steps=2", "--quiet"]) == 0
+    assert load_run(out).metrics["step"].max() == 2

@@ -608,6 +608,24 @@ def test_the_correction_process_agrees_with_an_independent_implementation():
     assert scales[0] < 2.0 < min(scales[1:])
 
 
+def test_the_correction_fit_is_one_point_that_the_last_bits_of_the_data_do_not_move():
+    from phenomenology.law_correction import GP_DIGITS, GaussianProcess
+
+    rng = np.random.default_rng(5)
+    X = rng.standard_normal((30, 3))
+    y = 0.3 * np.sin(2 * X[:, 0]) + 0.05 * rng.standard_normal(30)  # the last two do not matter
+    theta = GaussianProcess.fit(X, y).theta
+    # the data's last bits changed (as another BLAS kernel's rounding changes the base law's
+    # residuals): the same hyperparameters, to the last digit
+    for nudged in (y * (1 + 2**-50), y + 2**-55, y[::-1][::-1] * (1 - 2**-51)):
+        np.testing.assert_array_equal(GaussianProcess.fit(X, nudged).theta, theta)
+    # it is the mode itself, not a point on a plateau where the optimizer stopped: the gradient
+    # of the posterior vanishes there, up to the rounding of theta
+    _, grad = GaussianProcess._neg_log_posterior(theta, X, y)
+    _, curvature = GaussianProcess._gradient_and_hessian(theta, X, y)
+    assert np.all(np.abs(grad) <= np.abs(curvature).sum(axis=1) * 10.0**-GP_DIGITS)
+
+
 def test_the_correction_takes_out_a_local_bias_of_the_base_law_and_fades_away_from_the_data():
     rows = grid_rows(sd=0.05, seeds=4, seed=2)
     # the base law's form misses the L = 16 and L = 16, N = 12 configurations by +0.3
