@@ -100,6 +100,8 @@ class TokenGrid:
     n_test: int = 256
     n_final: int = 2048
     min_answers: int = 0
+    first: tuple[str, ...] = ()
+    """Arms trained before the others, in this order (the rows keep the declared order)."""
 
     def jobs(self) -> list[tuple[TokenArm, str, int]]:
         return [(a, p, s) for a in self.arms for p in self.positionals for s in self.seeds]
@@ -219,7 +221,9 @@ def run_token_grid(
     grid.validate()
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    todo = [j for j in grid.jobs() if not (out / f"{run_name(*j)}.done.json").exists()]
+    rank = {name: i for i, name in enumerate(grid.first)}
+    jobs = sorted(grid.jobs(), key=lambda j: rank.get(j[0].name, len(rank)))  # stable
+    todo = [j for j in jobs if not (out / f"{run_name(*j)}.done.json").exists()]
     n = len(grid.jobs())
     log(f"{n - len(todo)} of {n} runs ended already; {len(todo)} to go")
     failed = []

@@ -291,6 +291,12 @@ def render(experiment, rows: pd.DataFrame, grids) -> str:
     for t in TIERS:
         tier = e.tiers[t]
         lines.append(f"- `{t}` ({tier.cost}): {tier.note}")
+    if e.checks:
+        lines += ["", "Key numbers of the `quick` tier, checked by the tests:", ""]
+        for c in e.checks:
+            lo = "-inf" if c.low is None else f"{c.low:g}"
+            hi = "inf" if c.high is None else f"{c.high:g}"
+            lines.append(f"- {c.what}: {c.reduce} of `{c.column}` in [{lo}, {hi}]")
     lines += ["", "## Reproduce", "", "```bash"]
     lines += [
         f"induction-cliff reproduce {e.name} --tier {t}"
