@@ -97,7 +97,7 @@ def _settings(grid: TokenGrid) -> str:
         f"{arms}; encodings {', '.join(grid.positionals)}; seeds "
         f"{', '.join(map(str, grid.seeds))}; Adam lr {grid.lr:g}, batch {grid.batch_size}; "
         f"{grid.n_final} fresh sequences per test set"
-        + (f", flip-flop sets grown to {grid.min_answers} reads" if grid.min_answers else "")
+        + (f", grown until a set holds {grid.min_answers} answers" if grid.min_answers else "")
     )
 
 

@@ -211,8 +211,8 @@ def _tail_table(rows: pd.DataFrame) -> list[str]:
                 continue
             r = r.iloc[0]
             cells.append(
-                f"{r['per_10k']:.3g} ({int(r['errors'])} of {int(r['answers'])}; "
-                f"<= {r['upper95_per_10k']:.3g})"
+                f"{r['per_10k']:.4g} ({int(r['errors'])} of {int(r['answers'])}; "
+                f"<= {r['upper95_per_10k']:.4g})"
             )
         lines.append(
             f"| {ENCODING_NAMES.get(enc, enc)} | {int(seed)} | " + " | ".join(cells) + " |"
@@ -223,6 +223,24 @@ def _tail_table(rows: pd.DataFrame) -> list[str]:
 def _steps(rows: pd.DataFrame) -> str:
     by_arm = rows.groupby("arm", sort=False)["steps"].agg(lambda s: sorted({int(v) for v in s}))
     return ", ".join(f"{a} {'/'.join(map(str, v))}" for a, v in by_arm.items())
+
+
+def _coverage(rows: pd.DataFrame, grids) -> list[str]:
+    """Per tier in the rows: how many of its declared runs have rows, and which do not."""
+    lines = []
+    for tier in sorted(set(rows["tier"].astype(str)), key=TIERS.index):
+        sel = rows[rows["tier"].astype(str) == tier]
+        have = set(zip(sel["arm"].astype(str), sel["positional"].astype(str), sel["seed"]))
+        jobs = [(a.name, p, s) for a, p, s in grids[tier].jobs()]
+        missing = [j for j in jobs if j not in have]
+        line = (
+            f"- **Runs of the `{tier}` tier:** {len(jobs) - len(missing)} of {len(jobs)} declared"
+        )
+        if missing:
+            said = ", ".join(f"{a} {ENCODING_NAMES.get(p, p)} seed {s}" for a, p, s in missing)
+            line += f"; not run yet (their rows are missing, not zero): {said}"
+        lines.append(line + ".")
+    return lines
 
 
 def render(experiment, rows: pd.DataFrame, grids) -> str:
@@ -239,7 +257,8 @@ def render(experiment, rows: pd.DataFrame, grids) -> str:
             "",
         ]
     lines += [f"# {e.title}", "", f"**Question.** {e.question}", ""]
-    lines += ["## Data", "", *_provenance(rows, e), f"- **Steps per run:** {_steps(rows)}.", ""]
+    lines += ["## Data", "", *_provenance(rows, e), f"- **Steps per run:** {_steps(rows)}."]
+    lines += [*_coverage(rows, grids), ""]
     lines += [
         "## Error rates (%)",
         "",
