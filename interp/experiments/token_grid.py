@@ -289,7 +289,8 @@ def collect(grid: TokenGrid, out: str | os.PathLike) -> pd.DataFrame:
                     "per_10k": round(per_10k(c["errors"], c["answers"]), 3),
                     "upper95_per_10k": round(upper_per_10k(c["errors"], c["answers"]), 3),
                     "final_train_loss": round(rec["final_train_loss"], 5),
-                    **{k: rec[k] for k in ("wall_s", "commit", "date", "machine")},
+                    "wall_s": round(rec["wall_s"] / len(rec["counts"]), 2),  # a run's, shared
+                    **{k: rec[k] for k in ("commit", "date", "machine")},
                     "format_version": current_format_version(),
                 }
             )

@@ -56,13 +56,14 @@ def test_grows_and_the_sporadic_tail():
     assert up(rows)[0] is True
     rows.loc[3, "error_pct"] = 6.0
     assert up(rows)[0] is False
-    tail = sporadic("flipflop")
+    tail = sporadic("flipflop", ("cope", "rope"))
     rows = _rows(
         {("flipflop", "cope", "id"): (0.0, 2.5), ("flipflop", "rope", "id"): (150, 0)}, "per_10k"
     )
     assert tail(rows) == (True, "cope seed 1: 2.5")
     rows.loc[1, "per_10k"] = 0.0
     assert tail(rows) == (False, "no run in (0, 100) per 10^4")
+    assert tail(rows.iloc[:3]) == (None, "rope: fewer than 2 seeds")
 
 
 def test_every_direction_reads_only_columns_of_the_csv():

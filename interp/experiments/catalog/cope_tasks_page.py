@@ -91,13 +91,16 @@ def at_most(arm: str, positional: str, set_: str, bound: float):
     return verdict
 
 
-def sporadic(arm: str, set_: str = "id"):
-    """Some encoding errs on more than 0 but fewer than 100 of 10^4 reads, on some seed."""
+def sporadic(arm: str, encodings: tuple[str, ...], set_: str = "id"):
+    """Some encoding errs on more than 0 but fewer than 100 of 10^4 reads, on some seed (untested
+    until every one of ``encodings`` has 2 seeds)."""
 
     def verdict(rows: pd.DataFrame) -> tuple[bool | None, str]:
         sel = rows[(rows["arm"].astype(str) == arm) & (rows["set"].astype(str) == set_)]
-        if not len(sel):
-            return None, "no runs"
+        seeds = sel.groupby(sel["positional"].astype(str))["seed"].nunique()
+        short = [e for e in encodings if seeds.get(e, 0) < 2]
+        if short:
+            return None, f"{', '.join(short)}: fewer than 2 seeds"
         tail = sel[(sel["per_10k"] > 0) & (sel["per_10k"] < 100)]
         said = ", ".join(
             f"{r['positional']} seed {int(r['seed'])}: {r['per_10k']:.3g}"
@@ -146,7 +149,7 @@ DIRECTIONS = (
     Direction(
         text="Flip-flop, in distribution: a sporadic tail, some encoding on some seed wrong on "
         "more than 0 and fewer than 100 of 10^4 reads (Liu et al. 2023's rare errors).",
-        verdict=sporadic("flipflop"),
+        verdict=sporadic("flipflop", ("learned", "rope", "cope")),
     ),
 )
 
