@@ -125,7 +125,7 @@ DIRECTIONS = (
 )
 
 _QUICK = {"steps": 600, "eval_every": 25, "num_threads": 1, "N_max": 8}
-_FULL = {"steps": 8000, "num_threads": 1}
+_FULL = {"lr": 1e-3, "eval_every": 100, "num_threads": 1}
 _SEEDS = (0, 1, 2)
 _SCALES = {"attn_scale": ("none", "log_n")}
 
@@ -154,14 +154,20 @@ EXPERIMENT = register_experiment(
                         name="onehot",
                         preset="pe-attn-scale",
                         grid=_SCALES,
-                        overrides={**_FULL, "positional": "onehot"},
+                        overrides={**_FULL, "steps": 2000, "positional": "onehot"},
                         seeds=_SEEDS,
                     ),
                     Sweep(
                         name="rope-bias",
                         preset="pe-attn-scale",
                         grid=_SCALES,
-                        overrides={**_FULL, "positional": "rope", "qk_bias": True, "d_head": 64},
+                        overrides={
+                            **_FULL,
+                            "steps": 3000,
+                            "positional": "rope",
+                            "qk_bias": True,
+                            "d_head": 64,
+                        },
                         seeds=_SEEDS,
                     ),
                 ),

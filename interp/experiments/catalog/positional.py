@@ -174,7 +174,7 @@ DIRECTIONS = (
 )
 
 _QUICK = {"steps": 600, "eval_every": 25, "num_threads": 1, "N_max": 8}
-_FULL = {"d_head": 64, "N_max": 64, "eval_every": 100, "num_threads": 1}
+_FULL = {"lr": 1e-3, "d_head": 64, "N_max": 64, "eval_every": 100, "num_threads": 1}
 _SEEDS = (0, 1, 2)
 
 EXPERIMENT = register_experiment(
@@ -210,20 +210,20 @@ EXPERIMENT = register_experiment(
                         name="fast",
                         preset="demo",
                         grid={"positional": ("none", "onehot")},
-                        overrides={**_FULL, "steps": 3500},
+                        overrides={**_FULL, "steps": 1500},
                         seeds=_SEEDS,
                     ),
                     Sweep(
                         name="slow",
                         preset="demo",
                         grid={"positional": ("learned", "cope")},
-                        overrides={**_FULL, "steps": 8000},
+                        overrides={**_FULL, "steps": 2500},
                         seeds=_SEEDS,
                     ),
                     Sweep(
                         name="rope-bias",
                         preset="demo",
-                        overrides={**_FULL, "positional": "rope", "qk_bias": True, "steps": 10000},
+                        overrides={**_FULL, "positional": "rope", "qk_bias": True, "steps": 3000},
                         seeds=_SEEDS,
                     ),
                 ),
