@@ -163,7 +163,7 @@ EXPERIMENT = register_experiment(
                         grid=_SCALES,
                         overrides={
                             **_FULL,
-                            "steps": 3000,
+                            "steps": 2000,
                             "positional": "rope",
                             "qk_bias": True,
                             "d_head": 64,
