@@ -196,8 +196,9 @@ EXPERIMENT = register_experiment(
                         seeds=_SEEDS,
                     ),
                 ),
-                cost="about 30 min of one core (about 35 min on two loaded cores)",
-                cost_s=1800,
+                cost="about 15 min of one idle core, from the time per step; "
+                "15-18 min a run on a loaded two-core machine",
+                cost_s=900,
                 note="pe-attn-scale (the paper-fig1d task with p_C 0.8, a position table for "
                 "N_max 64) with Adam at lr 1e-3 (the preset's 2e-4 times five), evaluations every "
                 "100 steps; one-hot (2000 steps) and RoPE + q/k bias (d_head 64, 2000 steps) x "

@@ -242,8 +242,9 @@ EXPERIMENT = register_experiment(
                         seeds=_SEEDS,
                     ),
                 ),
-                cost="about 25 min of one core (about 30 min on two loaded cores)",
-                cost_s=1500,
+                cost="about 15 min of one idle core, from the time per step; "
+                "6-10 min a run on a loaded two-core machine",
+                cost_s=900,
                 note="the demo task with Adam at lr 1e-3 (five times the demo's 2e-4), d_head 64 "
                 "and a position table for N_max 64 in every arm, seeds 0-2, evaluations every 100 "
                 "steps; none and one-hot 1500 steps, learned and CoPE 2000, RoPE + q/k bias 2500; "
