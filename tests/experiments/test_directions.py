@@ -119,7 +119,7 @@ def test_the_pages_state_their_directions(name):
     module = {"positional": positional, "log-n-scale": log_n_scale}[name]
     assert len(module.DIRECTIONS) >= 5
     e = get_experiment(name)
-    rows = pd.DataFrame({"arm": ["x"], "seed": [0]})
+    rows = pd.DataFrame({"arm": ["x"], "seed": [0], "attn_scale": ["none"]})
     text = e.notes(rows)
     for d in module.DIRECTIONS:
         assert f"| {d.claim} | **untestable** | no data |" in text
