@@ -113,8 +113,11 @@ def test_a_check_selects_reduces_and_bounds():
     assert not ok and "nan" in line  # nothing to check is a failure, not a pass
 
 
-# The quick tiers in the default run: three experiments, about 60 s on one idle core together.
-@pytest.mark.parametrize("name", ["demo", "fig-a5-ln", "forecast-validation"])
+# The quick tiers in the default run: five experiments, about 110 s on one idle core together
+# (positional about 30 s, log-n-scale about 20 s).
+@pytest.mark.parametrize(
+    "name", ["demo", "fig-a5-ln", "forecast-validation", "positional", "log-n-scale"]
+)
 def test_the_quick_tier_keeps_its_key_numbers(name, tmp_path):
     e = get_experiment(name)
     rows, written = reproduce(
