@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 
+import pandas as pd
 import pytest
 
 from interp.cli import main
@@ -122,12 +123,20 @@ def test_the_probability_includes_the_measured_collapse_rate(tmp_path, capsys):
 
 
 def test_the_default_forecast_never_promises_a_jump_the_network_may_not_make(capsys):
-    """The committed rates: paper-fig3's default form at the paper's lr has none (its lr 0.01
-    runs are not in the data), so no P = 1.00 is printed."""
+    """The committed rates: paper-fig3's default form (scalar) at the paper's lr 0.01 has runs
+    that died, so the chance of a jump within the budget carries that risk and is never
+    P = 1.00; the step is the step given a transition."""
+    from interp.analysis.collapse import rates
+    from interp.experiments.core import RESULTS_DIR
+
+    r = rates(pd.read_csv(RESULTS_DIR / "collapse-rate.csv")).set_index(["lr", "hidden_bias"])
+    dead, n = (int(r.loc[(0.01, "scalar"), c]) for c in ("dead", "n"))
+    assert dead >= 1  # the committed data have a death there (else this test says nothing)
     assert main(["forecast", "--preset", "paper-fig3"]) == 0
     out = capsys.readouterr().out
     assert "transition step given a transition: " in out
-    assert "(hidden_bias=scalar, SGD lr 0.01): unmeasured" in out and "P = 1.00" not in out
+    assert f"(hidden_bias=scalar, SGD lr 0.01): {dead} of {n} runs died" in out
+    assert "the collapse risk included" in out and "P = 1.00" not in out
 
 
 def test_a_configuration_the_data_trained_says_what_its_runs_did(tmp_path, capsys):
