@@ -54,11 +54,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", type=Path, required=True)
     args = p.parse_args(argv)
     done = [d for d in args.runs if (d / "metrics.csv").exists()]
-    rows = [{**fate_row(d), "commit": args.commit, "command": train_command(d)} for d in done]
-    curves = []
-    for d in done:
-        n_mlp = int(json.loads((d / "config.json").read_text())["model"]["n_mlp_layers"])
-        curves.append(curve_rows(d, last_layer_column(n_mlp)))
+    rows, curves = [], []
+    for d in done:  # every run read before anything is written
+        try:
+            rows.append({**fate_row(d), "commit": args.commit, "command": train_command(d)})
+            n_mlp = int(json.loads((d / "config.json").read_text())["model"]["n_mlp_layers"])
+            curves.append(curve_rows(d, last_layer_column(n_mlp)))
+        except (OSError, ValueError, KeyError, pd.errors.EmptyDataError) as err:
+            print(f"error: {d}: a damaged run file ({err}); nothing was written", file=sys.stderr)
+            return 3
     table = _merge(pd.DataFrame(rows, columns=list(COLUMNS)), args.out, KEY, list(COLUMNS))
     args.out.write_text(table.to_csv(index=False))
     curve_path = args.out.parent / CURVES

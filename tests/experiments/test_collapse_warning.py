@@ -79,3 +79,22 @@ def test_the_page_section_shows_each_check_and_says_when_nothing_is_recorded():
     assert "| 0.03 | 2000 |" not in text  # nothing open there
     empty = warning_lines(rows, curves.iloc[0:0])
     assert "No run here has its curve recorded: nothing is scored." in empty
+
+
+def test_the_table_script_refuses_a_damaged_run_and_writes_nothing(tmp_path, capsys):
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "collapse_rate.py"
+    spec = importlib.util.spec_from_file_location("collapse_rate_script", path)
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "config.json").write_text("{}")
+    (run / "metrics.csv").write_text("")
+    out = tmp_path / "collapse-rate.csv"
+    assert script.main([str(run), "--commit", "abc", "--out", str(out)]) == 3
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "damaged run file" in err and str(run) in err
+    assert not out.exists() and not (tmp_path / "collapse-rate-curves.csv").exists()
