@@ -6,7 +6,8 @@ network), 3 :mod:`interp.config` (how a run trains), 4 :mod:`interp.io` (the run
 5 :mod:`interp.train` (the training loop), 6 :mod:`interp.analysis` (progress measures, evaluation,
 transitions), 7 :mod:`phenomenology` (dynamics models, fits and forecasts), 8 :mod:`interp.viz`
 (figures), 9 :mod:`interp.experiments` (orchestration: the standard run, sweeps, experiments) and
-10 :mod:`interp.cli`, the command line on top.
+10 :mod:`interp.cli`, the command line on top. Below them all, :mod:`interp.registry` is the one
+registry mechanism every kind of plug-in uses.
 
 ``import interp`` imports nothing heavy; the main user API and the registries are reached lazily
 (loaded on first use, so that ``import interp.cli`` stays light)::

@@ -80,18 +80,10 @@ def live_forecast(
     ok = np.isfinite(y)
     steps, y = steps[ok], y[ok]
     nan = dict.fromkeys(FORECAST_COLUMNS, math.nan)
-    if len(steps) == 0:
-        return nan
     if len(steps) < MIN_POINTS:
         return nan
     if (len(rows) - 1) % every:
-        prev = rows[-2] if len(rows) > 1 else {}
-        carried = [float(prev.get(c, math.nan)) for c in FORECAST_COLUMNS]
-        if not all(math.isfinite(v) for v in carried):
-            return nan
-        if find_transition(steps, y, method="cliff", direction="falling").transitioned:
-            return nan
-        return dict(zip(FORECAST_COLUMNS, carried, strict=True))
+        return _carried(rows, steps, y) or nan
     idx = thin(len(steps))
     if prior is not None:
         return _live_combined(rows, steps, y, idx, task, progress_column, prior, calibration)
@@ -101,6 +93,18 @@ def live_forecast(
     if not fc.ok:
         return nan
     return dict(zip(FORECAST_COLUMNS, (fc.step, fc.low, fc.high), strict=True))
+
+
+def _carried(rows, steps: np.ndarray, y: np.ndarray) -> dict | None:
+    """The previous row's forecast, carried to a row between fits (None: it had none, or the
+    transition is seen now)."""
+    prev = rows[-2] if len(rows) > 1 else {}
+    carried = [float(prev.get(c, math.nan)) for c in FORECAST_COLUMNS]
+    if not all(math.isfinite(v) for v in carried):
+        return None
+    if find_transition(steps, y, method="cliff", direction="falling").transitioned:
+        return None
+    return dict(zip(FORECAST_COLUMNS, carried, strict=True))
 
 
 def _live_combined(rows, steps, y, idx, task, progress_column, prior, calibration) -> dict:

@@ -39,6 +39,7 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
+from interp.registry import Registry
 from phenomenology.landscape import flow
 
 __all__ = [
@@ -53,7 +54,14 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-_REGISTRY: dict[str, type[DynamicsModel]] = {}
+_REGISTRY: Registry[type[DynamicsModel]] = Registry(
+    "model",
+    field="model",
+    entry="DynamicsModel",
+    hint="(a plugin's model needs --plugin PATH_OR_MODULE)",
+    sort=True,
+)
+"""Name -> dynamics model class (:class:`interp.registry.Registry`)."""
 
 
 class DynamicsModel:
@@ -296,6 +304,43 @@ def _starts(start, steps, y, task) -> list[Mapping[str, float]]:
     return list(s)
 
 
+def _check_model_args(name, params, bounds, start, curve, loss, predicts) -> None:
+    """The arguments of :func:`register_model`'s curve and loss forms, each refused in one line."""
+    _REGISTRY.check_name(name)
+    if (curve is None) == (loss is None):
+        raise ValueError(f"register_model({name!r}): give exactly one of curve= and loss=")
+    if not params:
+        raise ValueError(f"register_model({name!r}): params must name the parameters")
+    if start is None:
+        raise ValueError(f"register_model({name!r}): start is required")
+    if not predicts:
+        raise ValueError(
+            f"register_model({name!r}): predicts must map network measures to quantities"
+        )
+    unknown = sorted(set(bounds or {}) - set(params))
+    if unknown:
+        raise ValueError(f"register_model({name!r}): bounds name unknown params {unknown}")
+    for p, (lo, hi) in (bounds or {}).items():
+        if not lo < hi:
+            raise ValueError(f"register_model({name!r}): bounds[{p!r}] must have low < high")
+
+
+def _model_class(name, params, bounds, start, curve, loss, quantities, predicts) -> type:
+    """The :class:`CurveModel` or :class:`LossModel` subclass of a checked curve or loss form."""
+    attrs = {
+        "name": name,
+        "predicts": dict(predicts),
+        "params": tuple(params),
+        "param_bounds": dict(bounds or {}),
+        "start": staticmethod(start) if callable(start) else start,
+    }
+    if curve is not None:
+        return type(f"Registered_{name}", (CurveModel,), attrs | {"curve_fn": staticmethod(curve)})
+    attrs["loss_fn"] = staticmethod(loss)
+    attrs["quantities_fn"] = staticmethod(quantities) if quantities else None
+    return type(f"Registered_{name}", (LossModel,), attrs)
+
+
 def register_model(
     name: str | type[DynamicsModel] | None = None,
     *,
@@ -337,50 +382,17 @@ def register_model(
             raise ValueError("a registered class must subclass DynamicsModel and set its name")
         cls = name
     else:
-        if not isinstance(name, str) or not name.strip():
-            raise ValueError(f"register_model: name must be a non-empty string, got {name!r}")
-        if (curve is None) == (loss is None):
-            raise ValueError(f"register_model({name!r}): give exactly one of curve= and loss=")
-        if not params:
-            raise ValueError(f"register_model({name!r}): params must name the parameters")
-        if start is None:
-            raise ValueError(f"register_model({name!r}): start is required")
-        if not predicts:
-            raise ValueError(
-                f"register_model({name!r}): predicts must map network measures to quantities"
-            )
-        unknown = sorted(set(bounds or {}) - set(params))
-        if unknown:
-            raise ValueError(f"register_model({name!r}): bounds name unknown params {unknown}")
-        for p, (lo, hi) in (bounds or {}).items():
-            if not lo < hi:
-                raise ValueError(f"register_model({name!r}): bounds[{p!r}] must have low < high")
-        attrs = {
-            "name": name,
-            "description": description or f"{'curve' if curve else 'loss'} model {name}",
-            "predicts": dict(predicts),
-            "params": tuple(params),
-            "param_bounds": dict(bounds or {}),
-            "start": staticmethod(start) if callable(start) else start,
-        }
-        if curve is not None:
-            attrs["curve_fn"] = staticmethod(curve)
-            base = CurveModel
-        else:
-            attrs["loss_fn"] = staticmethod(loss)
-            attrs["quantities_fn"] = staticmethod(quantities) if quantities else None
-            base = LossModel
-        cls = type(f"Registered_{name}", (base,), attrs)
-    if cls.name in _REGISTRY and not replace and _REGISTRY[cls.name] is not cls:
-        raise ValueError(f"a dynamics model named {cls.name!r} is already registered")
-    _REGISTRY[cls.name] = cls
+        _check_model_args(name, params, bounds, start, curve, loss, predicts)
+        cls = _model_class(name, params, bounds, start, curve, loss, quantities, predicts)
+        cls.description = description or f"{'curve' if curve else 'loss'} model {name}"
+    _REGISTRY.declare(cls.name, cls, replace=replace)
     logger.debug("registered dynamics model %s", cls.name)
     return cls
 
 
 def unregister_model(name: str) -> None:
     """Removes a model from the registry (tests and notebooks that re-register)."""
-    _REGISTRY.pop(name, None)
+    _REGISTRY.withdraw(name)
 
 
 def get_model(name: str) -> type[DynamicsModel]:
@@ -389,9 +401,7 @@ def get_model(name: str) -> type[DynamicsModel]:
     Raises:
         ValueError: naming the unknown model and the registered ones.
     """
-    if name not in _REGISTRY:
-        raise ValueError(f"unknown model {name!r}: registered models are {model_names()}")
-    return _REGISTRY[name]
+    return _REGISTRY.require(name)
 
 
 def model_names() -> list[str]:

@@ -138,37 +138,34 @@ def calibrate(errors: pd.DataFrame) -> dict:
         for (b, pb), h in g.groupby(["bin", "prior_bin"], sort=True):
             if b < 0 or len(h) < MIN_CALIBRATION:
                 continue
-            v = h["log_error"].astype(float)
-            runs = [
-                (_prior_of(t), float(t["step"]), float(t["seen"]), float(t["observed"]))
-                for _, t in h.iterrows()
-            ]
-            best = None
-            for bias in (0.0, float(v.mean())):
-                sd = float(max(np.sqrt(((v - bias) ** 2).sum() / max(len(v) - 1, 1)), 1e-3))
-                for mode in MODES:
-                    rec = {
-                        "bin": int(b),
-                        "prior_bin": int(pb),
-                        "n": int(len(v)),
-                        "bias": bias,
-                        "sd": sd,
-                        "mode": mode,
-                    }
-                    err = np.median(
-                        [
-                            _abs_log(
-                                combine(prior, step, str(method), seen, {str(method): [rec]}).step,
-                                observed,
-                            )
-                            for prior, step, seen, observed in runs
-                        ]
-                    )
-                    if best is None or err < best[0] - 1e-12:
-                        best = (err, rec)
-            rows.append(best[1])
+            rows.append(_best_cell(str(method), int(b), int(pb), h))
         out[str(method)] = rows
     return out
+
+
+def _best_cell(method: str, b: int, pb: int, h: pd.DataFrame) -> dict:
+    """The calibration of one cell (its forecasts ``h``): of each bias (none, the mean) and
+    :data:`MODES`, the one that gives these runs the smallest median ``|log error|``."""
+    v = h["log_error"].astype(float)
+    runs = [
+        (_prior_of(t), float(t["step"]), float(t["seen"]), float(t["observed"]))
+        for _, t in h.iterrows()
+    ]
+    best = None
+    for bias in (0.0, float(v.mean())):
+        sd = float(max(np.sqrt(((v - bias) ** 2).sum() / max(len(v) - 1, 1)), 1e-3))
+        for mode in MODES:
+            rec = {"bin": b, "prior_bin": pb, "n": int(len(v)), "bias": bias, "sd": sd}
+            rec["mode"] = mode
+            err = np.median(
+                [
+                    _abs_log(combine(prior, step, method, seen, {method: [rec]}).step, observed)
+                    for prior, step, seen, observed in runs
+                ]
+            )
+            if best is None or err < best[0] - 1e-12:
+                best = (err, rec)
+    return best[1]
 
 
 def _prior_of(t) -> Prediction:
@@ -199,6 +196,19 @@ def _truncated(mean: float, sd: float, seen: float) -> Prediction:
     return Prediction(quantile(0.5), quantile(0.1), quantile(0.9), mean, sd)
 
 
+def _calibration_cell(prior, step, method, seen: float, calibration: Mapping) -> dict | None:
+    """The calibration of ``method`` in the cell of ``r = seen / step`` and the prior's bin, kept
+    for updating (None: no forecast, no such cell, or a cell that keeps the prior)."""
+    if step is None or method is None or not step > 0:
+        return None
+    want, pb = r_bin(seen / step), prior_bin(seen, prior)
+    cells = calibration.get(method, [])
+    cal = next((r for r in cells if r["bin"] == want and r.get("prior_bin", pb) == pb), None)
+    if cal is not None and cal.get("mode", "weighted") == "prior" and prior.transitions:
+        return None
+    return cal
+
+
 def combine(
     prior: Prediction,
     step: float | None,
@@ -212,19 +222,7 @@ def combine(
     :func:`prior_bin`, the prior truncated to ``T > seen``. With a prior of no transition the
     calibrated forecast alone (or the prior when there is none).
     """
-    cal = None
-    if step is not None and method is not None and step > 0:
-        want, pb = r_bin(seen / step), prior_bin(seen, prior)
-        cal = next(
-            (
-                r
-                for r in calibration.get(method, [])
-                if r["bin"] == want and r.get("prior_bin", pb) == pb
-            ),
-            None,
-        )
-        if cal is not None and cal.get("mode", "weighted") == "prior" and prior.transitions:
-            cal = None
+    cal = _calibration_cell(prior, step, method, seen, calibration)
     if cal is None:
         return _truncated(prior.log_mean, prior.log_sd, seen) if prior.transitions else prior
     mu_c, s_c = math.log(step) + cal["bias"], cal["sd"]

@@ -50,6 +50,7 @@ def test_every_stage_is_a_documented_package():
         "experiments",
         "io",
         "model",
+        "registry",
         "train",
         "viz",
     ]

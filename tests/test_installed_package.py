@@ -123,5 +123,7 @@ def test_the_project_experiments_need_a_checkout_and_say_so(installed, tmp_path)
     assert listed.stdout.split()[0] == "mine"
     unknown = _run([cli, "--plugin", "mine.py", "reproduce", "demo"], tmp_path, env)
     assert unknown.returncode == 2
-    assert unknown.stderr.startswith("error: experiment 'demo' is unknown: allowed values are")
+    assert unknown.stderr.startswith(
+        "error: experiment='demo' is invalid: registered experiments are"
+    )
     assert "experiments/ of a checkout" in unknown.stderr and "pip install -e ." in unknown.stderr

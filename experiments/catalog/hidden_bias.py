@@ -17,7 +17,7 @@ from pathlib import Path
 import pandas as pd
 
 from interp.experiments import register_experiment
-from interp.experiments.core import Experiment, Tier
+from interp.experiments.core import Experiment, Tier, reproduce_lines
 
 FORMS = ("scalar", "per_unit", "tied")
 COLUMNS = (
@@ -177,19 +177,16 @@ def render_hidden_bias(experiment: Experiment, rows: pd.DataFrame) -> str:
             lines.append(f"- lr {lr:g}, {name} - scalar: {spread}")
     lines += ["", "## Deviations from the paper", ""]
     lines += [f"- {d}" for d in experiment.deviations]
-    lines += ["", "## Reproduce", "", "```bash"]
-    lines += [
-        f"induction-cliff reproduce {experiment.name} --render-only   # this page from "
-        f"{experiment.name}.csv",
-        f"induction-cliff reproduce {experiment.name} --tier full     # from collapse-rate.csv "
-        "(trains its runs when it is missing)",
-        "```",
-        "",
-        "The rows' data came from:",
-        "",
-    ]
-    lines += [f"- `{c}`" for c in dict.fromkeys(str(c) for c in rows["command"])]
-    lines.append("")
+    lines += reproduce_lines(
+        experiment,
+        [
+            f"induction-cliff reproduce {experiment.name} --render-only   # this page from "
+            f"{experiment.name}.csv",
+            f"induction-cliff reproduce {experiment.name} --tier full     # from collapse-rate.csv "
+            "(trains its runs when it is missing)",
+        ],
+        rows,
+    )
     return "\n".join(lines)
 
 

@@ -108,6 +108,12 @@ class RunGroup:
         return [Path(r.path).name for r in self.runs]
 
 
+def _differing_fields(configs: list[dict]) -> list[str]:
+    """The fields, sorted, whose value is not the same in every config (absent counts as None)."""
+    all_keys = sorted(set().union(*(c.keys() for c in configs)))
+    return [k for k in all_keys if len({_key({k: c.get(k)}) for c in configs}) > 1]
+
+
 def group_runs(runs: Sequence) -> list[RunGroup]:
     """Group runs by config (everything in ``config.json`` except the seed).
 
@@ -127,8 +133,7 @@ def group_runs(runs: Sequence) -> list[RunGroup]:
         key = _key(fields)
         configs.setdefault(key, fields)
         members.setdefault(key, []).append(run)
-    all_keys = sorted(set().union(*(c.keys() for c in configs.values())))
-    differing = [k for k in all_keys if len({_key({k: c.get(k)}) for c in configs.values()}) > 1]
+    differing = _differing_fields(list(configs.values()))
     short = _short_names(differing)
     groups = []
     for key, fields in configs.items():

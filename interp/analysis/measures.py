@@ -37,10 +37,11 @@ from __future__ import annotations
 
 import logging
 import re
-import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
+
+from interp.registry import Check, Registry, source_of
 
 if TYPE_CHECKING:
     from torch import Tensor
@@ -78,13 +79,54 @@ RESERVED_COLUMNS = frozenset(
 )
 """``metrics.csv`` columns that are not measures: a measure may not take their names."""
 
-_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 _COLOR = re.compile(r"^#[0-9A-Fa-f]{6}$")
 _PATTERN_HOOK = re.compile(r"^blocks\.(\d+)\.attn\.hook_pattern$")
 
 
 def _pattern_hook(layer: int) -> str:
     return f"blocks.{layer}.attn.hook_pattern"
+
+
+# The checks of a Measure's fields (interp.registry.Registry.check_fields), in order.
+_CHECKS_BEFORE_READS: tuple[Check, ...] = (
+    (
+        "name",
+        lambda v: v not in RESERVED_COLUMNS,
+        f"it is a reserved metrics.csv column {sorted(RESERVED_COLUMNS)}",
+    ),
+    ("compute", callable, "must be a function of MeasureInputs returning a float"),
+    (
+        "reads",
+        lambda v: not isinstance(v, str) and isinstance(v, Iterable),
+        "must be a tuple of hook names, e.g. ('blocks.0.attn.hook_pattern',)",
+    ),
+)
+_CHECKS: tuple[Check, ...] = (
+    (
+        "reads",
+        lambda v: all(isinstance(h, str) and h for h in v),
+        "must be a tuple of hook names (non-empty strings)",
+    ),
+    (
+        "rows",
+        lambda v: v is None or callable(v),
+        "must be a function batch -> query positions, or None (all rows)",
+    ),
+    ("label", lambda v: isinstance(v, str) and bool(v), "must be a non-empty string"),
+    (
+        "color",
+        lambda v: isinstance(v, str) and bool(_COLOR.match(v)),
+        "must be a colour '#RRGGBB'",
+    ),
+    ("direction", lambda v: v in DIRECTIONS, f"allowed values are {DIRECTIONS}"),
+)
+_CHECKS_AFTER_FIT: tuple[Check, ...] = (
+    ("panel", lambda v: isinstance(v, str), "must be a panel name, or '' for none"),
+)
+
+
+def _bad_fit_map(value, why: str) -> ValueError:
+    return ValueError(f"Measure.fit_map={value!r} is invalid: {why}")
 
 
 @dataclass(frozen=True)
@@ -166,51 +208,34 @@ class Measure:
     source: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
-        def bad(name: str, why: str) -> ValueError:
-            return ValueError(f"Measure.{name}={getattr(self, name)!r} is invalid: {why}")
-
-        if not (isinstance(self.name, str) and _NAME.match(self.name)):
-            raise bad("name", "must be lower case letters, digits and '_', starting with a letter")
-        if self.name in RESERVED_COLUMNS:
-            raise bad("name", f"it is a reserved metrics.csv column {sorted(RESERVED_COLUMNS)}")
-        if not callable(self.compute):
-            raise bad("compute", "must be a function of MeasureInputs returning a float")
-        if isinstance(self.reads, str) or not isinstance(self.reads, Iterable):
-            raise bad(
-                "reads", "must be a tuple of hook names, e.g. ('blocks.0.attn.hook_pattern',)"
-            )
+        MEASURES.check_name(self.name)
+        MEASURES.check_fields(vars(self), _CHECKS_BEFORE_READS)
         object.__setattr__(self, "reads", tuple(self.reads))
-        for hook in self.reads:
-            if not (isinstance(hook, str) and hook):
-                raise bad("reads", "must be a tuple of hook names (non-empty strings)")
-        if self.rows is not None and not callable(self.rows):
-            raise bad("rows", "must be a function batch -> query positions, or None (all rows)")
-        if not (isinstance(self.label, str) and self.label):
-            raise bad("label", "must be a non-empty string")
-        if not (isinstance(self.color, str) and _COLOR.match(self.color)):
-            raise bad("color", "must be a colour '#RRGGBB'")
-        if self.direction not in DIRECTIONS:
-            raise bad("direction", f"allowed values are {DIRECTIONS}")
+        MEASURES.check_fields(vars(self), _CHECKS)
         if (self.fit_quantity is None) != (self.fit_map is None):
-            raise bad("fit_map", "fit_quantity and fit_map are given together or not at all")
+            raise _bad_fit_map(
+                self.fit_map, "fit_quantity and fit_map are given together or not at all"
+            )
         if self.fit_map is not None and self.fit_map not in FIT_MAPS:
-            raise bad("fit_map", f"allowed values are {FIT_MAPS}")
-        if not isinstance(self.panel, str):
-            raise bad("panel", "must be a panel name, or '' for none")
+            raise _bad_fit_map(self.fit_map, f"allowed values are {FIT_MAPS}")
+        MEASURES.check_fields(vars(self), _CHECKS_AFTER_FIT)
 
     @property
     def pattern_layers(self) -> tuple[int, ...]:
         """Layers whose attention pattern the measure reads."""
         return tuple(int(m.group(1)) for h in self.reads if (m := _PATTERN_HOOK.match(h)))
 
-    @property
-    def patterns_only(self) -> bool:
-        """Whether every activation it reads is an attention pattern (the fast path applies)."""
-        return all(_PATTERN_HOOK.match(h) for h in self.reads)
 
-
-MEASURES: dict[str, Measure] = {}
-"""The registered measures by name, in registration order (the order of ``metrics.csv``)."""
+MEASURES: Registry[Measure] = Registry(
+    "measure",
+    field="measure",
+    entry="Measure",
+    pattern=r"^[a-z][a-z0-9_]*$",
+    pattern_says="must be lower case letters, digits and '_', starting with a letter",
+    hint="(a plugin's measure needs --plugin PATH_OR_MODULE)",
+)
+"""The registered measures by name, in registration order (the order of ``metrics.csv``;
+:class:`interp.registry.Registry`)."""
 
 
 def register_measure(
@@ -258,41 +283,23 @@ def register_measure(
         fit_map=fit_map,
         panel=OTHER_PANEL if panel is None else panel,
         optional=bool(optional),
-        source=_source(compute),
+        source=source_of(compute),
     )
-    if name in MEASURES and not replace:
-        raise ValueError(
-            f"Measure.name={name!r} is invalid: already registered by "
-            f"{MEASURES[name].source or 'another module'} (pass replace=True to replace it)"
-        )
-    MEASURES[name] = measure
+    taken = MEASURES[name].source if name in MEASURES else ""
+    MEASURES.declare(name, measure, replace=replace, by=taken or "another module")
     log.debug("registered measure %s from %s", name, measure.source)
     return measure
 
 
-def _source(compute: Callable) -> str:
-    """The module (or, for a plugin loaded from a file, the file) that defines ``compute``."""
-    module = getattr(compute, "__module__", None) or ""
-    if module.startswith("induction_cliff_plugin_"):  # see interp.train.plugins.load_plugin
-        return str(getattr(sys.modules.get(module), "__file__", module))
-    return module
-
-
 def unregister_measure(name: str) -> None:
     """Remove a registered measure (tests and notebooks that register temporary ones)."""
-    if name not in MEASURES:
-        raise ValueError(f"measure {name!r} is not registered (registered: {list(MEASURES)})")
-    del MEASURES[name]
+    MEASURES.require(name)
+    MEASURES.withdraw(name)
 
 
 def get_measure(name: str) -> Measure:
     """The registered measure ``name``; a ``ValueError`` listing the names if there is none."""
-    try:
-        return MEASURES[name]
-    except KeyError:
-        raise ValueError(
-            f"measure {name!r} is not registered: registered measures are {list(MEASURES)}"
-        ) from None
+    return MEASURES.require(name)
 
 
 def measure_names() -> tuple[str, ...]:

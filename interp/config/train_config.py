@@ -121,7 +121,7 @@ class TrainConfig:
             many batches per call with the run's own generator there (no host work per step; the
             stream a GPU run needs, and about half the host sampler's cost on the CPU); a task
             with a sampler of its own (a registered task whose generator overrides ``sample``)
-            draws with it on the host whatever this says. ``host``: the CPU sampler
+            draws with it on the host, and its run records ``host``. ``host``: the CPU sampler
             :meth:`interp.data.task.TaskGenerator.sample`, then moved to ``device`` (the default
             before format 5). The two draw the same distribution but different streams, so a
             ``device`` run is not bit-identical to the ``host`` run of its seed; stacked runs

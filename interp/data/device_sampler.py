@@ -31,6 +31,7 @@ position offset. The normals: the items' noise, and the novel classes' means (a 
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Sequence
 from typing import NamedTuple
@@ -40,8 +41,11 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from interp.data.task import Batch, TaskGenerator
+from interp.data.tasks import get_task, task_name
 
-__all__ = ["CHUNK", "DeviceSampler", "TrainingInputs", "draws"]
+__all__ = ["CHUNK", "DeviceSampler", "TrainingInputs", "draws", "draws_task", "sample_on_used"]
+
+log = logging.getLogger(__name__)
 
 CHUNK = 8  # batches drawn per refill; part of the stream's definition
 
@@ -60,6 +64,25 @@ def draws(generator: object) -> bool:
     :class:`TaskGenerator` whose ``sample`` is the in-context task's own (a registered task that
     subclasses it with another ``sample``, like ``tests/fixtures/extra_task.py``, is not)."""
     return isinstance(generator, TaskGenerator) and type(generator).sample is TaskGenerator.sample
+
+
+def draws_task(config: object) -> bool:
+    """Whether :class:`DeviceSampler` draws the training batches of the task ``config``
+    describes: decided from its registered generator (a class, else one generator built)."""
+    factory = get_task(task_name(config)).generator
+    if isinstance(factory, type):
+        return issubclass(factory, TaskGenerator) and factory.sample is TaskGenerator.sample
+    return draws(factory(config, 0))
+
+
+def sample_on_used(config: object, sample_on: str) -> str:
+    """The sampler a run of the task ``config`` uses when asked for ``sample_on``, which its
+    ``config.json`` records: a task whose generator has a sampler of its own draws its batches
+    on the host."""
+    if sample_on != "device" or draws_task(config):
+        return sample_on
+    log.info("task %r draws its own batches: sample_on=host", task_name(config))
+    return "host"
 
 
 class DeviceSampler:

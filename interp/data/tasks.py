@@ -25,18 +25,16 @@ with its own ``config`` and ``generator``.
 
 from __future__ import annotations
 
-import re
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import no_type_check
 
 from interp.data.task import EVAL_SET_NAMES, TaskConfig, TaskGenerator
+from interp.registry import Check, Registry, source_of
 
 __all__ = ["Task", "TASKS", "register_task", "get_task", "task_name", "make_generator"]
 
 LAYOUTS = ("pairs", "tokens")
-_NAME = re.compile(r"^[a-z][a-z0-9_-]*$")
 
 
 @dataclass(frozen=True)
@@ -53,8 +51,31 @@ class Task:
     source: str
 
 
-TASKS: dict[str, Task] = {}
-"""Name -> :class:`Task`, in registration order."""
+TASKS: Registry[Task] = Registry(
+    "task",
+    field="TaskConfig.task",
+    entry="Task",
+    pattern=r"^[a-z][a-z0-9_-]*$",
+    pattern_says="lower case, digits, '_' or '-'",
+    hint="(a plugin's task needs --plugin FILE)",
+)
+"""Name -> :class:`Task`, in registration order (:class:`interp.registry.Registry`)."""
+
+
+_CHECKS: tuple[Check, ...] = (
+    ("generator", callable, "generator(config, seed)"),
+    ("layout", lambda v: v in LAYOUTS, f"allowed values are {LAYOUTS}"),
+    (
+        "eval_sets",
+        lambda v: bool(v) and all(isinstance(s, str) and s for s in v),
+        "one or more set names",
+    ),
+    (
+        "measures",
+        lambda v: v is None or all(isinstance(m, str) for m in v),
+        "None or measure names",
+    ),
+)
 
 
 # Self-validating (one-line errors naming the field): the test run's runtime type checker would
@@ -78,21 +99,11 @@ def register_task(
             ``replace``), a generator that is not callable, an unknown layout, empty
             ``eval_sets``.
     """
-    if not isinstance(name, str) or not _NAME.match(name):
-        raise ValueError(f"Task.name={name!r} is invalid: lower case, digits, '_' or '-'")
+    TASKS.check_name(name)
     if name in TASKS and not replace:
-        raise ValueError(f"Task.name={name!r} is already registered (pass replace=True)")
-    if not callable(generator):
-        raise ValueError(f"Task.generator={generator!r} is invalid: generator(config, seed)")
-    if layout not in LAYOUTS:
-        raise ValueError(f"Task.layout={layout!r} is invalid: allowed values are {LAYOUTS}")
-    if not eval_sets or not all(isinstance(s, str) and s for s in eval_sets):
-        raise ValueError(f"Task.eval_sets={eval_sets!r} is invalid: one or more set names")
-    if measures is not None and not all(isinstance(m, str) for m in measures):
-        raise ValueError(f"Task.measures={measures!r} is invalid: None or measure names")
-    module = getattr(generator, "__module__", None) or "?"
-    if module.startswith("induction_cliff_plugin_"):  # a plugin file: name the file
-        module = getattr(sys.modules.get(module), "__file__", None) or module
+        raise TASKS.taken(name)
+    fields = {"generator": generator, "layout": layout, "eval_sets": eval_sets}
+    TASKS.check_fields(fields | {"measures": measures}, _CHECKS)
     task = Task(
         name=name,
         generator=generator,
@@ -101,10 +112,9 @@ def register_task(
         layout=layout,
         measures=None if measures is None else tuple(measures),
         description=description or (generator.__doc__ or "").strip().split("\n")[0],
-        source=str(module),
+        source=source_of(generator) or "?",
     )
-    TASKS[name] = task
-    return task
+    return TASKS.declare(name, task, replace=replace)
 
 
 def task_name(config) -> str:
@@ -126,12 +136,7 @@ def get_task(name: str) -> Task:
         ValueError: one line naming the field and the registered tasks (a plugin's task is there
             only once ``--plugin`` loaded it).
     """
-    if name not in TASKS:
-        raise ValueError(
-            f"TaskConfig.task={name!r} is invalid: registered tasks are {list(TASKS)} "
-            "(a plugin's task needs --plugin FILE)"
-        )
-    return TASKS[name]
+    return TASKS.require(name)
 
 
 def make_generator(config, seed: int):

@@ -34,6 +34,7 @@ from interp.experiments.core import (
     render_page,
     reproduce,
 )
+from interp.registry import Registry
 
 __all__ = [
     "EXPERIMENTS",
@@ -59,17 +60,21 @@ __all__ = [
     "reproduce",
 ]
 
-EXPERIMENTS: dict[str, Experiment] = {}
+EXPERIMENTS: Registry[Experiment] = Registry(
+    "experiment",
+    field="experiment",
+    entry="Experiment",
+    hint="(a plugin's experiment needs --plugin PATH_OR_MODULE)",
+    sort=True,
+)
+"""Name -> :class:`Experiment` (:class:`interp.registry.Registry`)."""
 
 
 def register_experiment(experiment: Experiment, *, replace: bool = False) -> Experiment:
     """Add ``experiment`` to :data:`EXPERIMENTS` (a name taken is refused unless ``replace``)."""
     if not isinstance(experiment, Experiment):
         raise TypeError(f"register_experiment takes an Experiment, got {type(experiment).__name__}")
-    if experiment.name in EXPERIMENTS and not replace:
-        raise ValueError(f"experiment {experiment.name!r} is already registered")
-    EXPERIMENTS[experiment.name] = experiment
-    return experiment
+    return EXPERIMENTS.declare(experiment.name, experiment, replace=replace)
 
 
 # A checkout of the repository: the folder holding this package (interp/) and pyproject.toml.
@@ -120,13 +125,9 @@ def require_catalogue(command: str) -> None:
 def get_experiment(name: str) -> Experiment:
     """The experiment called ``name`` (a checkout's own experiments loaded when it is not
     registered yet), or a ``ValueError`` listing the names."""
-    if name not in EXPERIMENTS:
-        where = "" if load_catalogue() else f" ({NO_CHECKOUT})"
-    if name not in EXPERIMENTS:
-        raise ValueError(
-            f"experiment {name!r} is unknown: allowed values are {sorted(EXPERIMENTS)}{where}"
-        )
-    return EXPERIMENTS[name]
+    if name not in EXPERIMENTS and not load_catalogue():
+        raise ValueError(f"{EXPERIMENTS.unknown(name)} ({NO_CHECKOUT})")
+    return EXPERIMENTS.require(name)
 
 
 def experiments_table(results_dir=None, prefix: str = "docs/results/") -> str:

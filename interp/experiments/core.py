@@ -418,16 +418,27 @@ def _provenance(rows: pd.DataFrame, experiment: Experiment | None = None) -> lis
     if dates:
         span = dates[0] if len(dates) == 1 else f"{dates[0]} to {dates[-1]}"
         lines.append(f"- **Date of the runs:** {span}.")
-    wall = pd.to_numeric(rows["wall_s"], errors="coerce")
-    if wall.notna().any():
-        lines.append(
-            f"- **Wall time:** {_duration(float(wall.sum()))} in all "
-            f"({int(wall.notna().sum())} of {n} rows timed)."
-        )
+    lines += _wall_line(rows)
     machines = list(dict.fromkeys(str(m) for m in rows["machine"] if isinstance(m, str) and m))
     if machines:
         lines.append(f"- **Machine:** {'; '.join(machines)}.")
     return lines + hidden_bias_line(experiment, rows)
+
+
+def _wall_line(rows: pd.DataFrame) -> list[str]:
+    """The page's wall time: a run that gives several rows (one per rescaling, say) counts once,
+    so where rows name their run (``sweep`` and ``point``) the time is summed over runs."""
+    wall = pd.to_numeric(rows["wall_s"], errors="coerce")
+    if not wall.notna().any():
+        return []
+    what = "rows"
+    if {"sweep", "point"} <= set(rows.columns):
+        runs = rows.assign(wall_s=wall).drop_duplicates(["sweep", "point"])
+        wall, what = runs["wall_s"], "runs"
+    return [
+        f"- **Wall time:** {_duration(float(wall.sum()))} in all "
+        f"({int(wall.notna().sum())} of {len(wall)} {what} timed)."
+    ]
 
 
 def _duration(seconds: float) -> str:
@@ -483,25 +494,39 @@ def render_page(experiment: Experiment, rows: pd.DataFrame) -> str:
         what = f"`{t}` ({tier.cost})" if tier.cost else f"`{t}`"
         lines.append(f"- {what}: {tier.note}".rstrip())
         lines += [f"  - `{s.command()}`" for s in tier.sweeps]
-    if e.checks:
-        lines += ["", "Key numbers of the `quick` tier, checked by the tests:", ""]
-        for c in e.checks:
-            lo = "-inf" if c.low is None else f"{c.low:g}"
-            hi = "inf" if c.high is None else f"{c.high:g}"
-            lines.append(f"- {c.what}: {c.reduce} of `{c.column}` in [{lo}, {hi}]")
-    lines += ["", "## Reproduce", "", "```bash"]
-    lines += [
-        f"induction-cliff reproduce {e.name} --tier {t}"
-        for t in sorted(set(rows["tier"]), key=TIERS.index)
-    ]
-    lines += [f"induction-cliff reproduce {e.name} --render-only   # this page from {e.name}.csv"]
-    lines += ["```", ""]
-    commands = list(dict.fromkeys(str(c) for c in rows["command"] if isinstance(c, str) and c))
-    if commands:
-        lines += ["The rows' data came from:", ""]
-        lines += [f"- `{c}`" for c in commands]
-        lines.append("")
+    lines += checks_lines(e)
+    lines += reproduce_lines(
+        e,
+        [
+            f"induction-cliff reproduce {e.name} --tier {t}"
+            for t in sorted(set(rows["tier"]), key=TIERS.index)
+        ]
+        + [f"induction-cliff reproduce {e.name} --render-only   # this page from {e.name}.csv"],
+        rows,
+    )
     return "\n".join(lines)
+
+
+def checks_lines(e: Experiment) -> list[str]:
+    """The page's list of the quick tier's key numbers that the tests check (none: no lines)."""
+    if not e.checks:
+        return []
+    lines = ["", "Key numbers of the `quick` tier, checked by the tests:", ""]
+    for c in e.checks:
+        lo = "-inf" if c.low is None else f"{c.low:g}"
+        hi = "inf" if c.high is None else f"{c.high:g}"
+        lines.append(f"- {c.what}: {c.reduce} of `{c.column}` in [{lo}, {hi}]")
+    return lines
+
+
+def reproduce_lines(e: Experiment, commands: Sequence[str], rows: pd.DataFrame) -> list[str]:
+    """The page's closing section: the ``commands`` that rebuild it, then the distinct commands
+    recorded in the rows' ``command`` column (where the data came from)."""
+    lines = ["", "## Reproduce", "", "```bash", *commands, "```", ""]
+    made_by = list(dict.fromkeys(str(c) for c in rows["command"] if isinstance(c, str) and c))
+    if made_by:
+        lines += ["The rows' data came from:", "", *[f"- `{c}`" for c in made_by], ""]
+    return lines
 
 
 def write_figure(experiment: Experiment, rows: pd.DataFrame, out: Path) -> list[Path]:

@@ -39,6 +39,7 @@ import logging
 import math
 import os
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
@@ -286,21 +287,20 @@ def run_sweep(
         _prepare_check_foreign(out, points)  # refused before even the lock file is made
     out.mkdir(parents=True, exist_ok=True)
     # One sweep driver per folder; each point's run directory has its own lock too.
+    how = _Execution(backend, workers, threads_per_worker, stack, ray_address)
     with RunLock(out):
-        return _run_sweep_locked(
-            spec,
-            out,
-            points,
-            backend,
-            workers,
-            threads_per_worker,
-            stack,
-            ray_address,
-            overwrite,
-            figures,
-            formats,
-            log,
-        )
+        return _run_sweep_locked(spec, out, points, how, overwrite, figures, formats, log)
+
+
+@dataclass(frozen=True)
+class _Execution:
+    """Where and how a sweep's points train (the validated arguments of :func:`run_sweep`)."""
+
+    backend: str
+    workers: int | None
+    threads_per_worker: int
+    stack: int
+    ray_address: str | None
 
 
 def _prepare_check_foreign(out: Path, points: Sequence[SweepPoint] = ()) -> None:
@@ -316,21 +316,10 @@ def _prepare_check_foreign(out: Path, points: Sequence[SweepPoint] = ()) -> None
         )
 
 
-def _run_sweep_locked(
-    spec,
-    out,
-    points,
-    backend,
-    workers,
-    threads_per_worker,
-    stack,
-    ray_address,
-    overwrite,
-    figures,
-    formats,
-    log,
-) -> pd.DataFrame:
+def _run_sweep_locked(spec, out, points, how: _Execution, overwrite, figures, formats, log):
     _prepare(out, spec, points, overwrite)
+    backend, threads_per_worker, stack = how.backend, how.threads_per_worker, how.stack
+    workers, ray_address = how.workers, how.ray_address
 
     todo, n_resume = [], 0
     for p in points:

@@ -20,6 +20,7 @@ Every file the toolkit writes (run directories, sweeps, figures' data) goes thro
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import math
@@ -97,25 +98,49 @@ def _atomic(path: str | os.PathLike, write, root: str | os.PathLike | None = Non
             _check_destination(name, dir_fd, path)
             os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
         except BaseException as err:
-            try:
+            with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp, dir_fd=dir_fd)
-            except FileNotFoundError:
-                pass
-            if isinstance(err, OSError) and not isinstance(err, (UnsafePathError, WriteError)):
-                if err.errno is not None:  # the disk's complaint, said of the destination
-                    raise _write_error(err, path) from None
-            if isinstance(err, RuntimeError) and "write" in str(err).lower():
-                # torch.save's stream writer reports a full disk as a RuntimeError
-                full = shutil.disk_usage(path.parent).free < (1 << 20)
-                reason = "No space left on device" if full else str(err).splitlines()[0]
-                raise WriteError(
-                    errno.ENOSPC if full else errno.EIO, f"cannot write {path}: {reason}"
-                ) from None
+            said = _said_as_write_error(err, path)
+            if said is not None:
+                raise said from None
             raise
-        try:
+        with contextlib.suppress(OSError):  # some filesystems do not sync directories
             os.fsync(dir_fd)
-        except OSError:  # some filesystems do not sync directories; the rename stands
-            pass
+    finally:
+        os.close(dir_fd)
+
+
+def _said_as_write_error(err: BaseException, path: Path) -> WriteError | None:
+    """The one-line error a failed write of ``path`` is said as (None: raised as it is)."""
+    if isinstance(err, OSError) and not isinstance(err, (UnsafePathError, WriteError)):
+        if err.errno is not None:  # the disk's complaint, said of the destination
+            return _write_error(err, path)
+    if isinstance(err, RuntimeError) and "write" in str(err).lower():
+        # torch.save's stream writer reports a full disk as a RuntimeError
+        full = shutil.disk_usage(path.parent).free < (1 << 20)
+        reason = "No space left on device" if full else str(err).splitlines()[0]
+        return WriteError(errno.ENOSPC if full else errno.EIO, f"cannot write {path}: {reason}")
+    return None
+
+
+def _probe(existing: Path, root, directory: Path) -> None:
+    """Create and remove a probe file in ``existing`` (opened below ``root``), or refuse."""
+    try:
+        dir_fd = open_directory(existing, root)
+    except UnsafePathError:
+        raise
+    except OSError as err:
+        raise _write_error(err, directory) from None
+    try:
+        probe = f".write-probe.{secrets.token_hex(4)}.tmp"  # a temp name: cleaned if left
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+        try:
+            os.close(os.open(probe, flags, 0o600, dir_fd=dir_fd))
+            os.unlink(probe, dir_fd=dir_fd)
+        except OSError as err:
+            raise WriteError(
+                err.errno or errno.EIO, f"cannot write to {existing}: {err.strerror or err}"
+            ) from None
     finally:
         os.close(dir_fd)
 
@@ -140,24 +165,7 @@ def check_can_write(
         root = enclosing_root(existing)
     elif existing != directory:
         root = None if Path(os.path.abspath(root)) not in [existing, *existing.parents] else root
-    try:
-        dir_fd = open_directory(existing, root)
-    except UnsafePathError:
-        raise
-    except OSError as err:
-        raise _write_error(err, directory) from None
-    try:
-        probe = f".write-probe.{secrets.token_hex(4)}.tmp"  # a temp name: cleaned if left
-        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-        try:
-            os.close(os.open(probe, flags, 0o600, dir_fd=dir_fd))
-            os.unlink(probe, dir_fd=dir_fd)
-        except OSError as err:
-            raise WriteError(
-                err.errno or errno.EIO, f"cannot write to {existing}: {err.strerror or err}"
-            ) from None
-    finally:
-        os.close(dir_fd)
+    _probe(existing, root, directory)
     directory = existing
     if nbytes:
         free = shutil.disk_usage(directory).free

@@ -81,20 +81,21 @@ def check_state(state: dict, model: torch.nn.Module, path: Path) -> None:
             f"checkpoint {path} holds the tensor {unexpected[0]}, which this model does not have"
         )
     for name, want in expected.items():
-        have = state[name]
-        if tuple(have.shape) != tuple(want.shape):
-            raise CheckpointError(
-                f"checkpoint {path}: tensor {name} has shape {list(have.shape)}, this model's "
-                f"is {list(want.shape)}"
-            )
-        if have.dtype != want.dtype:
-            raise CheckpointError(
-                f"checkpoint {path}: tensor {name} is {str(have.dtype).removeprefix('torch.')}, "
-                f"this model's is {str(want.dtype).removeprefix('torch.')}"
-            )
-        if have.is_floating_point() and not bool(torch.isfinite(have).all()):
-            bad = "NaN" if bool(torch.isnan(have).any()) else "infinite values"
-            raise CheckpointError(f"checkpoint {path}: tensor {name} holds {bad}")
+        problem = _tensor_problem(state[name], want)
+        if problem:
+            raise CheckpointError(f"checkpoint {path}: tensor {name} {problem}")
+
+
+def _tensor_problem(have: torch.Tensor, want: torch.Tensor) -> str | None:
+    """Why the saved tensor ``have`` cannot stand for the model's ``want`` (None: it can)."""
+    if tuple(have.shape) != tuple(want.shape):
+        return f"has shape {list(have.shape)}, this model's is {list(want.shape)}"
+    if have.dtype != want.dtype:
+        have_type, want_type = (str(t.dtype).removeprefix("torch.") for t in (have, want))
+        return f"is {have_type}, this model's is {want_type}"
+    if have.is_floating_point() and not bool(torch.isfinite(have).all()):
+        return "holds " + ("NaN" if bool(torch.isnan(have).any()) else "infinite values")
+    return None
 
 
 def load_weights(directory: Path, step: int, model: torch.nn.Module) -> None:

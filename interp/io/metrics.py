@@ -39,21 +39,9 @@ def read_metrics(path: str | os.PathLike) -> MetricsFile:
     """Read ``metrics.csv``, detecting a torn last row, rows with a wrong number of fields and
     steps out of order. The valid prefix is kept; what was dropped is said in ``problem``."""
     path = Path(path)
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-        with open(fd, encoding="utf-8") as f:
-            text = f.read()
-    except FileNotFoundError:
+    text = _read_text(path)
+    if text is None:
         return MetricsFile(pd.DataFrame())
-    except OSError as err:
-        if err.errno == errno.ELOOP:
-            raise UnsafePathError(
-                f"{path} is a symbolic link; refusing to read a run's metrics through it "
-                "(replace the link by the file)"
-            ) from None
-        raise RunDirectoryError(f"cannot read {path}: {err}") from None
-    except UnicodeDecodeError as err:
-        raise DamagedFileError(f"{path} is not text ({err.reason}): a damaged run file") from None
     if not text.strip():
         # The toolkit writes metrics.csv whole (header first) and atomically: an empty one was
         # damaged after it was written.
@@ -67,33 +55,65 @@ def read_metrics(path: str | os.PathLike) -> MetricsFile:
         raise RunDirectoryError(f"{path}: the column 'step' is missing; not a metrics file")
     if len(lines) == 1 and not complete:
         return MetricsFile(pd.DataFrame(), f"{path}: the header line is cut; no rows")
-    keep, problem = [lines[0]], None
-    for number, line in enumerate(lines[1:], start=2):
-        last = number == len(lines)
-        if last and not complete:
-            problem = f"{path}: line {number} (the last) is cut off mid-row; dropped"
-            break
-        if line.count(",") != len(header) - 1:
-            problem = (
-                f"{path}: line {number} has {line.count(',') + 1} fields, not {len(header)}; "
-                f"it and the {len(lines) - number} lines after it dropped"
-            )
-            break
-        keep.append(line)
+    keep, problem = _whole_rows(lines, len(header), complete, path)
     frame = pd.read_csv(io.StringIO("\n".join(keep) + "\n"))
     if len(frame):
-        steps = pd.to_numeric(frame["step"], errors="coerce")
-        bad = steps.isna() | (steps.diff() <= 0)
-        if bad.any():
-            first = int(bad.to_numpy().argmax())
-            problem = (
-                f"{path}: row {first + 1} has step {frame['step'].iloc[first]!r}, not after the "
-                f"previous one; it and {len(frame) - first - 1} rows after it dropped"
-            )
-            frame = frame.iloc[:first].reset_index(drop=True)
+        frame, problem = _ordered_prefix(frame, path, problem)
         frame["step"] = frame["step"].astype(int)
         _refuse_text(frame, path)
     return MetricsFile(frame, problem)
+
+
+def _read_text(path: Path) -> str | None:
+    """The text of ``path``, read without following a link (None: there is no such file)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        with open(fd, encoding="utf-8") as f:
+            return f.read()
+    except FileNotFoundError:
+        return None
+    except OSError as err:
+        if err.errno == errno.ELOOP:
+            raise UnsafePathError(
+                f"{path} is a symbolic link; refusing to read a run's metrics through it "
+                "(replace the link by the file)"
+            ) from None
+        raise RunDirectoryError(f"cannot read {path}: {err}") from None
+    except UnicodeDecodeError as err:
+        raise DamagedFileError(f"{path} is not text ({err.reason}): a damaged run file") from None
+
+
+def _whole_rows(
+    lines: list[str], n_fields: int, complete: bool, path: Path
+) -> tuple[list[str], str | None]:
+    """The header and the rows before the first cut or malformed one, and what was dropped."""
+    for number, line in enumerate(lines[1:], start=2):
+        if number == len(lines) and not complete:
+            return lines[
+                : number - 1
+            ], f"{path}: line {number} (the last) is cut off mid-row; dropped"
+        if line.count(",") != n_fields - 1:
+            return lines[: number - 1], (
+                f"{path}: line {number} has {line.count(',') + 1} fields, not {n_fields}; "
+                f"it and the {len(lines) - number} lines after it dropped"
+            )
+    return lines, None
+
+
+def _ordered_prefix(
+    frame: pd.DataFrame, path: Path, problem: str | None
+) -> tuple[pd.DataFrame, str | None]:
+    """The rows before the first whose step is not a number after the previous one's."""
+    steps = pd.to_numeric(frame["step"], errors="coerce")
+    bad = steps.isna() | (steps.diff() <= 0)
+    if not bad.any():
+        return frame, problem
+    first = int(bad.to_numpy().argmax())
+    problem = (
+        f"{path}: row {first + 1} has step {frame['step'].iloc[first]!r}, not after the "
+        f"previous one; it and {len(frame) - first - 1} rows after it dropped"
+    )
+    return frame.iloc[:first].reset_index(drop=True), problem
 
 
 def _refuse_text(frame: pd.DataFrame, path: Path) -> None:
@@ -137,7 +157,11 @@ def read_per_class_iw(run_dir: str | os.PathLike, n_classes: int | None = None) 
     read = read_metrics(path)
     if read.problem:
         log.warning("warning: %s", read.problem)
-    frame = read.frame
+    _check_class_columns(read.frame, n_classes, path)
+    return read.frame
+
+
+def _check_class_columns(frame: pd.DataFrame, n_classes: int | None, path: Path) -> None:
     columns = [c for c in frame.columns if c != "step"]
     expected = [f"c{k}" for k in range(len(columns) if n_classes is None else n_classes)]
     if columns != expected:
@@ -147,4 +171,3 @@ def read_per_class_iw(run_dir: str | os.PathLike, n_classes: int | None = None) 
             f"c{len(expected) - 1} ({len(expected)} classes); found {len(columns)} columns"
             + (f", {first!r} out of place" if first is not None else "")
         )
-    return frame

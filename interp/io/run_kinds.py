@@ -4,9 +4,11 @@ run's ``config.json``), and how a kind is registered."""
 from __future__ import annotations
 
 import importlib
+import operator
 from dataclasses import dataclass
 
 from interp.model.network import InductionNet, ModelConfig
+from interp.registry import Registry
 
 __all__ = ["RUN_KINDS", "RunKind", "LazyRunKind", "register_run_kind", "register_lazy_run_kind"]
 
@@ -41,7 +43,14 @@ class LazyRunKind:
         return getattr(importlib.import_module(self.module), self.model)
 
 
-RUN_KINDS: dict[str, RunKind | LazyRunKind] = {"induction_net": RunKind(ModelConfig, InductionNet)}
+RUN_KINDS: Registry[RunKind | LazyRunKind] = Registry(
+    "run kind",
+    field="kind",
+    entry="RunKind",
+    hint="(a kind is known once the module that defines its model is imported, e.g. with --plugin)",
+    same=operator.eq,
+)
+RUN_KINDS.declare("induction_net", RunKind(ModelConfig, InductionNet))
 """The kinds of model whose runs :func:`load_run` reopens, by the ``kind`` of ``config.json``. A
 kind is registered by the module that defines its model (:func:`register_run_kind`), so a higher
 stage's model (the minimal model of ``phenomenology``) is known once that module is imported, or
@@ -59,11 +68,13 @@ def register_run_kind(name: str, config: type, model: type) -> None:
     """
     if not (isinstance(config, type) and isinstance(model, type)):
         raise TypeError(f"register_run_kind({name!r}, ...): give the config and model classes")
-    RUN_KINDS[name] = RunKind(config, model)
+    # A kind named lazily (below) becomes its classes once its module is imported.
+    lazy = isinstance(RUN_KINDS.get(name), LazyRunKind)
+    RUN_KINDS.declare(name, RunKind(config, model), replace=lazy)
 
 
 def register_lazy_run_kind(name: str, module: str, config: str, model: str) -> None:
     """Register a kind by the module that defines it and its classes' names there; the module is
     imported when a run of the kind is opened. A kind already registered with its classes stays."""
     if not isinstance(RUN_KINDS.get(name), RunKind):
-        RUN_KINDS[name] = LazyRunKind(module, config, model)
+        RUN_KINDS.declare(name, LazyRunKind(module, config, model), replace=True)

@@ -52,6 +52,13 @@ from interp.data.task import TaskConfig, TaskGenerator
 from interp.data.tasks import get_task, make_generator
 from interp.io import checkpoints
 from interp.io.atomic import clean_temp_files, write_json_atomic, write_text_atomic
+from interp.io.config_file import (
+    FORMAT_VERSION,
+    build_config,
+    check_format_version,
+    migrate,
+    read_json_object,
+)
 from interp.io.errors import RunDirectoryError, RunLockedError, UnsafePathError, WriteError
 from interp.io.layout import (
     CHECKPOINTS,
@@ -99,27 +106,8 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-FORMAT_VERSION = 5
 # Train fields that may change when resuming without changing the mathematics of the run.
 RESUMABLE_TRAIN_FIELDS = ("steps", "device", "num_threads")
-# Fields added after format version 1 was first written, with the value that older runs used.
-_LEGACY_TRAIN_DEFAULTS = {"backend": "hooked"}
-# Train fields added within format 3 whose default is what a run without the field did: an absent
-# one is taken as the default, with no migration note (nothing about the run changes), so such a
-# run still loads, compares equal to its own config and resumes.
-_NEUTRAL_TRAIN_DEFAULTS = {"per_class_iw": 0}
-# Format 3 made three of the author's forms the defaults; runs of formats 1 and 2 used these.
-_PRE_V3_FORMS = {
-    "task": {"novel_pool": (None, "per-sequence novel classes")},
-    "model": {"readout_init": ("he", "He-initialised readout with a bias")},
-    "train": {"weight_decay_form": ("coupled", "torch's coupled (L2) weight decay")},
-}
-# Format 4 made the author's scalar hidden biases the default; runs of formats 1-3 had per-unit
-# ones.
-_PRE_V4_HIDDEN_BIAS = "per_unit"
-# Format 5 made the device sampler the default; a run of formats 1-4 without the field (added within
-# format 3) drew its batches on the host.
-_PRE_V5_SAMPLE_ON = "host"
 
 
 # ---- configs ---------------------------------------------------------------------------------
@@ -129,10 +117,9 @@ def configs_dict(task: TaskConfig, model, train: TrainConfig, kind: str = "induc
     """What ``config.json`` holds for these configs."""
     model_dict = model.to_dict() if hasattr(model, "to_dict") else dataclasses.asdict(model)
     model_dict = {k: v for k, v in model_dict.items() if k != "kind"}
-    from interp.io.plugins import loaded_plugins
+    from interp.io.plugins import plugins_used
 
-    # The plugins loaded (--plugin) are recorded: their measures are columns of metrics.csv.
-    plugins = loaded_plugins()
+    plugins = plugins_used(task, model, kind)
     return {
         "format_version": FORMAT_VERSION,
         "kind": kind,
@@ -171,132 +158,6 @@ def first_difference(a: Mapping, b: Mapping) -> str:
     return "nothing"
 
 
-_SIMPLE_TYPES = {"int": (int,), "float": (int, float), "str": (str,), "bool": (bool,)}
-
-
-def _type_problem(value, annotation: str) -> str | None:
-    """Why ``value`` does not fit a field annotated ``annotation`` (None if it does, or if the
-    annotation is not a simple one)."""
-    options = [a.strip() for a in annotation.split("|")]
-    if "None" in options and value is None:
-        return None
-    wanted = [o for o in options if o != "None"]
-    if not wanted or any(o not in _SIMPLE_TYPES for o in wanted):
-        return None  # not a type this check understands: the config's own validation decides
-    for o in wanted:
-        ok = isinstance(value, _SIMPLE_TYPES[o])
-        if o != "bool" and isinstance(value, bool):
-            ok = False
-        if ok:
-            return None
-    return f"must be {annotation.replace('float', 'a number').replace('str', 'a string')}"
-
-
-def build_config(cls, data, where: str):
-    """``cls(**data)`` with every problem reported as one line naming ``where`` and the field."""
-    if not isinstance(data, Mapping):
-        raise RunDirectoryError(f"{where} must be a JSON object, found {json.dumps(data)}")
-    data = {k: v for k, v in data.items() if k != "kind"}
-    from_dict = getattr(cls, "from_dict", None)
-    if from_dict is None:
-        known = {f.name: f for f in dataclasses.fields(cls)}
-        unknown = sorted(set(data) - set(known))
-        if unknown:
-            raise RunDirectoryError(
-                f"{where}: unknown field {unknown[0]!r} (known fields: {', '.join(known)})"
-            )
-        for name, value in data.items():
-            annotation = known[name].type
-            if not isinstance(annotation, str):
-                annotation = getattr(annotation, "__name__", str(annotation))
-            problem = _type_problem(value, annotation)
-            if problem:
-                raise RunDirectoryError(f"{where}: field {name}={value!r} {problem}")
-    try:
-        return from_dict(dict(data)) if from_dict is not None else cls(**data)
-    except (TypeError, ValueError, KeyError, OverflowError) as err:
-        raise RunDirectoryError(f"{where}: {str(err).splitlines()[0]}") from None
-
-
-def _migrate(config: dict, path: Path) -> tuple[dict, list[str]]:
-    """Bring a config of an older format version to the current one; say what changed."""
-    notes = []
-    version = original = config.get("format_version", 1)
-    if version == 1:
-        kind = (config.get("model") or {}).get("kind", "induction_net")
-        config = dict(config)
-        config["kind"] = kind
-        train = dict(config.get("train") or {})
-        if kind == "minimal_induction_head":
-            # Format 1's minimal runs wrote their own train dict (no checkpoints, own n_eval).
-            n_eval = train.pop("n_eval", None)
-            if n_eval is not None and isinstance(config.get("task"), dict):
-                config["task"] = {**config["task"], "n_eval": n_eval}
-            steps = train.get("steps", 1)
-            train = {
-                "optimizer": "sgd",
-                "momentum": 0.0,
-                "checkpoint_every": max(int(steps), 1) if isinstance(steps, int) else 1,
-                "n_log_checkpoints": 0,
-                "checkpoint_on_jump": None,
-                "backend": "hooked",
-                **train,
-            }
-        for k, v in _LEGACY_TRAIN_DEFAULTS.items():
-            if k not in train:
-                train[k] = v
-                notes.append(f"train.{k} absent in format 1: taken as {v!r}")
-        config["train"] = train
-        config["format_version"] = version = 2
-    if version == 2:
-        config = dict(config)
-        for group, fields in _PRE_V3_FORMS.items():
-            section = config.get(group)
-            if not isinstance(section, Mapping):
-                continue  # read_config names the missing or malformed group
-            if group == "model" and config.get("kind") != "induction_net":
-                continue  # only the network has the classifier
-            section = dict(section)
-            for name, (value, what) in fields.items():
-                if name not in section:
-                    section[name] = value
-                    notes.append(
-                        f"{group}.{name} absent before format 3: taken as {value!r} ({what}, the "
-                        "old form; the author's form is today's default)"
-                    )
-            config[group] = section
-        config["format_version"] = version = 3
-    if version == 3:
-        config = dict(config)
-        model = config.get("model")
-        if isinstance(model, Mapping) and config.get("kind") == "induction_net":
-            if "hidden_bias" not in model:
-                checkpoints.refuse_scalar_hidden_biases(path, version, _PRE_V4_HIDDEN_BIAS)
-                config["model"] = {**model, "hidden_bias": _PRE_V4_HIDDEN_BIAS}
-                notes.append(
-                    f"model.hidden_bias absent before format 4: taken as {_PRE_V4_HIDDEN_BIAS!r} "
-                    "(per-unit classifier biases, the form the run was trained with; the "
-                    "author's one scalar per hidden layer is today's default)"
-                )
-        config["format_version"] = version = 4
-    if version == 4:
-        config = dict(config)
-        train = config.get("train")
-        if isinstance(train, Mapping) and "sample_on" not in train:
-            # The stream the run drew: nothing about it changes, so no note (as within format 3).
-            config["train"] = {**train, "sample_on": _PRE_V5_SAMPLE_ON}
-        config["format_version"] = FORMAT_VERSION
-    train = config.get("train")
-    if isinstance(train, Mapping) and any(k not in train for k in _NEUTRAL_TRAIN_DEFAULTS):
-        config = dict(config)
-        config["train"] = {**_NEUTRAL_TRAIN_DEFAULTS, **train}
-    if notes or config.get("format_version") != original:
-        notes.insert(
-            0, f"{path} is format version {original}, migrated to {FORMAT_VERSION} on load"
-        )
-    return config, notes
-
-
 def read_config(path: str | os.PathLike) -> tuple[dict, list[str]]:
     """Read and validate a run's ``config.json``.
 
@@ -308,27 +169,9 @@ def read_config(path: str | os.PathLike) -> tuple[dict, list[str]]:
             invalid (the message names it).
     """
     path = Path(path)
-    try:
-        text = path.read_text()
-    except FileNotFoundError:
-        raise RunDirectoryError(f"{path} is missing") from None
-    except (OSError, UnicodeDecodeError) as err:
-        raise RunDirectoryError(f"cannot read {path}: {err}") from None
-    try:
-        config = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise RunDirectoryError(f"{path} is not valid JSON ({err})") from None
-    if not isinstance(config, dict):
-        raise RunDirectoryError(f"{path} must hold a JSON object")
-    version = config.get("format_version", 1)
-    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
-        raise RunDirectoryError(f"{path}: format_version={version!r} is invalid")
-    if version > FORMAT_VERSION:
-        raise RunDirectoryError(
-            f"{path}: format_version {version} is newer than this induction-cliff reads "
-            f"({FORMAT_VERSION}); update the toolkit"
-        )
-    config, notes = _migrate(config, path)
+    config = read_json_object(path)
+    check_format_version(config.get("format_version", 1), path)
+    config, notes = migrate(config, path)
     for group in ("task", "model", "train"):
         if group not in config:
             raise RunDirectoryError(f"{path}: the field {group!r} is missing")
@@ -336,12 +179,8 @@ def read_config(path: str | os.PathLike) -> tuple[dict, list[str]]:
             raise RunDirectoryError(
                 f"{path}: field {group} must be a JSON object, found {json.dumps(config[group])}"
             )
-    kind = config.get("kind")
-    if kind not in RUN_KINDS:
-        raise RunDirectoryError(
-            f"{path}: kind={kind!r} is unknown (known kinds: {', '.join(RUN_KINDS)}; a kind is "
-            "known once the module that defines its model is imported, e.g. with --plugin)"
-        )
+    if config.get("kind") not in RUN_KINDS:
+        raise RunDirectoryError(f"{path}: {RUN_KINDS.unknown(config.get('kind'))}")
     return config, notes
 
 
@@ -375,18 +214,22 @@ def classify(path: str | os.PathLike) -> str:
     names = {p.name for p in path.iterdir() if p.name != LOCK_NAME}
     if not names:
         return "empty"
-    if (path / CONFIG_NAME).is_file():
-        try:
-            config = json.loads((path / CONFIG_NAME).read_text())
-        except (OSError, ValueError):
-            config = None
-        if isinstance(config, dict) and {"task", "model", "train"} <= set(config):
-            return "run"
+    if _holds_run_config(path):
+        return "run"
     if (path / "sweep.json").is_file():
         return "sweep"
     if _has_run_files(path):
         return "broken"
     return "other"
+
+
+def _holds_run_config(path: Path) -> bool:
+    """Whether ``path/config.json`` reads as a run's config (a JSON object with its groups)."""
+    try:
+        config = json.loads((path / CONFIG_NAME).read_text())
+    except (OSError, ValueError):
+        return False
+    return isinstance(config, dict) and {"task", "model", "train"} <= set(config)
 
 
 def refuse_broken(path: str | os.PathLike) -> None:
@@ -499,42 +342,46 @@ class RunWriter:
             existing, notes = read_config(config_path)
             for note in notes:
                 log.info("note: %s", note)
-            if overwrite:
-                remove_run_files(path)
-            elif not resume:
-                same = "the same" if same_run(existing, self.config) else "a different"
-                raise RunDirectoryError(
-                    f"{path} already holds a run with {same} config: pass --resume to continue it "
-                    "or --overwrite to start again"
-                )
-            elif not same_run(existing, self.config):
-                raise RunDirectoryError(
-                    f"{path} holds a run with a different config "
-                    f"({first_difference(existing, self.config)}); "
-                    f"only {', '.join(RESUMABLE_TRAIN_FIELDS)} may change when resuming (use "
-                    "--overwrite to start again)"
-                )
-            else:
-                self._clean()
-                resume_path = path / CHECKPOINTS / checkpoints.RESUME_NAME
-                if resume_path.exists():
-                    self.resume_state = checkpoints.load_resume(
-                        resume_path, map_location=map_location
-                    )
-                elif read_metrics(path / METRICS_NAME).frame.shape[0] or _has_run_files(path):
-                    raise RunDirectoryError(
-                        f"{resume_path} is missing but the run has metrics or checkpoints; it "
-                        "cannot be resumed exactly (use --overwrite to start again)"
-                    )
-                # Extending (or moving) a run: config.json says what the run now is, once the
-                # resume state has been found to fit the run (confirm_resume), not before.
-                self._config_changed = existing["train"] != self.config["train"]
+            if not overwrite:
+                self._check_resumable(existing, resume)
+                self._resume(existing, map_location)
                 return
-        elif kind == "broken":
+        if kind in ("run", "broken"):
             remove_run_files(path)
         self._clean()
         os.close(open_directory(path / CHECKPOINTS, path))
         write_json_atomic(config_path, self.config, root=path)
+
+    def _check_resumable(self, existing: dict, resume: bool) -> None:
+        """Refuse a run already there unless resuming it with the same config."""
+        same = same_run(existing, self.config)
+        if not resume:
+            raise RunDirectoryError(
+                f"{self.path} already holds a run with {'the same' if same else 'a different'} "
+                "config: pass --resume to continue it or --overwrite to start again"
+            )
+        if not same:
+            raise RunDirectoryError(
+                f"{self.path} holds a run with a different config "
+                f"({first_difference(existing, self.config)}); "
+                f"only {', '.join(RESUMABLE_TRAIN_FIELDS)} may change when resuming (use "
+                "--overwrite to start again)"
+            )
+
+    def _resume(self, existing: dict, map_location) -> None:
+        """Take up the run there: its resume state, if it has one (else it has nothing yet)."""
+        self._clean()
+        resume_path = self.path / CHECKPOINTS / checkpoints.RESUME_NAME
+        if resume_path.exists():
+            self.resume_state = checkpoints.load_resume(resume_path, map_location=map_location)
+        elif read_metrics(self.path / METRICS_NAME).frame.shape[0] or _has_run_files(self.path):
+            raise RunDirectoryError(
+                f"{resume_path} is missing but the run has metrics or checkpoints; it "
+                "cannot be resumed exactly (use --overwrite to start again)"
+            )
+        # Extending (or moving) a run: config.json says what the run now is, once the resume
+        # state has been found to fit the run (confirm_resume), not before.
+        self._config_changed = existing["train"] != self.config["train"]
 
     def confirm_resume(self) -> None:
         """The resume state has loaded into the run's model and optimiser: a resumed run whose

@@ -435,7 +435,3 @@ class InductionNet(HookedRootModule):
             return out, cache
         has_batch_dim = not kwargs.get("remove_batch_dim", False)
         return out, ActivationCache(cache, self, has_batch_dim=has_batch_dim)
-
-    @property
-    def attention_parameters(self) -> list[nn.Parameter]:
-        return [p for b in self.blocks for p in (b.attn.W_Q, b.attn.W_K, b.attn.W_V)]

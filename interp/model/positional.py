@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import re
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -53,6 +52,7 @@ from torch import Tensor, nn
 from transformer_lens.hook_points import HookPoint
 
 from interp.model.position_range import positions_trusted
+from interp.registry import Registry
 
 __all__ = [
     "PositionalEncoding",
@@ -210,10 +210,22 @@ _base_setup_layer = PositionalEncoding.setup_layer
 # --------------------------------------------------------------------------------------------
 # the registry
 
-#: name -> encoding class, in registration order (``--set positional=NAME``).
-POSITIONAL_ENCODINGS: dict[str, type[PositionalEncoding]] = {}
 
-_NAME = re.compile(r"^[a-z][a-z0-9]*$")
+def _same_class(old: type, new: type) -> bool:
+    """A class declared again by the same module (a module imported twice) is no conflict."""
+    return (old.__module__, old.__qualname__) == (new.__module__, new.__qualname__)
+
+
+#: name -> encoding class, in registration order (``--set positional=NAME``).
+POSITIONAL_ENCODINGS: Registry[type[PositionalEncoding]] = Registry(
+    "positional encoding",
+    field="positional",
+    entry="PositionalEncoding",
+    pattern=r"^[a-z][a-z0-9]*$",
+    pattern_says="lowercase letters and digits",
+    hint="(an encoding from a plugin needs --plugin PATH_OR_MODULE)",
+    same=_same_class,
+)
 
 
 def register_positional(
@@ -246,10 +258,7 @@ def register_positional(
     """
 
     def add(cls: type) -> type[PositionalEncoding]:
-        if not (isinstance(name, str) and _NAME.match(name)):
-            raise ValueError(
-                f"register_positional name={name!r} is invalid: lowercase letters and digits"
-            )
+        POSITIONAL_ENCODINGS.check_name(name)
         if not (isinstance(cls, type) and issubclass(cls, PositionalEncoding)):
             raise ValueError(
                 f"register_positional({name!r}): {cls!r} is not a PositionalEncoding subclass"
@@ -270,33 +279,20 @@ def register_positional(
                     f"register_positional({name!r}): config fields {missing} need defaults"
                 )
         old = POSITIONAL_ENCODINGS.get(name)
-        if old is not None and (old.__module__, old.__qualname__) != (
-            cls.__module__,
-            cls.__qualname__,
-        ):
-            raise ValueError(
-                f"register_positional: {name!r} is already registered to "
-                f"{old.__module__}.{old.__qualname__}"
-            )
+        if old is not None and not _same_class(old, cls):
+            raise POSITIONAL_ENCODINGS.taken(name, f"{old.__module__}.{old.__qualname__}")
         cls.name = name
         cls.config_class = config
         doc = (cls.__doc__ or "").strip().splitlines()
         cls.description = description or (doc[0] if doc else "")
-        POSITIONAL_ENCODINGS[name] = cls
-        return cls
+        return POSITIONAL_ENCODINGS.declare(name, cls)
 
     return add if cls is None else add(cls)
 
 
 def get_positional(name: str) -> type[PositionalEncoding]:
     """The encoding class registered as ``name``."""
-    try:
-        return POSITIONAL_ENCODINGS[name]
-    except (KeyError, TypeError):
-        raise ValueError(
-            f"positional={name!r} is invalid: allowed values are {list(POSITIONAL_ENCODINGS)} "
-            "(an encoding from a plugin needs --plugin PATH_OR_MODULE)"
-        ) from None
+    return POSITIONAL_ENCODINGS.require(name)
 
 
 def positional_config(name: str, values: Any = None) -> Any:

@@ -42,12 +42,12 @@ def _convert(value: str, current, none_allowed: bool = True):
             return False
         raise ValueError(f"expected true or false, got {value!r}")
     if isinstance(current, int):
-        as_float = float(value)
+        as_float = _number(value, "an integer")
         if not math.isfinite(as_float) or as_float != int(as_float):
             raise ValueError(f"expected an integer, got {value!r}")
         return int(as_float)
     if isinstance(current, float):
-        as_float = float(value)
+        as_float = _number(value, "a number")
         if math.isnan(as_float):
             raise ValueError("expected a number, got NaN")
         return as_float
@@ -61,6 +61,14 @@ def _convert(value: str, current, none_allowed: bool = True):
                 raise ValueError(f"expected a finite number, got {value!r}")
             return out
     return value
+
+
+def _number(value: str, expected: str) -> float:
+    """``float(value)``; a word that is no number is refused saying what was ``expected``."""
+    try:
+        return float(value)
+    except ValueError:
+        raise ValueError(f"expected {expected}, got {value!r}") from None
 
 
 def parse_overrides(pairs: list[str]) -> dict[str, str]:

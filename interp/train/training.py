@@ -40,6 +40,7 @@ import torch.nn.functional as F
 from tqdm.auto import tqdm
 
 from interp.config.train_config import TrainConfig, checkpoint_schedule, derive_seed
+from interp.data.device_sampler import sample_on_used
 from interp.data.task import TaskConfig
 from interp.data.tasks import get_task, make_generator, task_name
 from interp.io.errors import CheckpointError
@@ -370,7 +371,8 @@ class _RunState:
 
         get_task(task_name(task))  # a task that is not registered stops here, before any write
         model_config = model_config or ModelConfig.from_task(task)
-        cfg = self.cfg = train_config or TrainConfig()
+        cfg = train_config or TrainConfig()
+        cfg = self.cfg = dataclasses.replace(cfg, sample_on=sample_on_used(task, cfg.sample_on))
         if (model_config.D, model_config.L) != (task.D, task.L):
             raise ValueError(
                 f"model_config (D={model_config.D}, L={model_config.L}) does not match task "
@@ -431,7 +433,7 @@ class _RunState:
         self.optimizer_state_fn = None  # () -> this run's optimizer state, for save_resume
         self.stream = torch.Generator().manual_seed(derive_seed(cfg.seed, "stream"))
         self.sampler = self.sampler_state = None  # sample_on="device": the batches' own stream
-        # A task with a sampler of its own draws with it on the host (TrainConfig.sample_on).
+        # A task with a sampler of its own draws on the host (sample_on_used recorded that).
         if cfg.sample_on == "device" and _device_sampler_draws(self.generator):
             from interp.data.device_sampler import DeviceSampler
 

@@ -245,19 +245,33 @@ def _font_sizes(fig: go.Figure) -> list[float]:
         sizes.append(fig.layout.legend.font.size or base)
     sizes += [a.font.size or base for a in fig.layout.annotations if a.text]
     for axis in _axes(fig):
-        if axis.showticklabels is not False and axis.visible is not False:
-            sizes.append(axis.tickfont.size or base)
-        if axis.title.text:
-            sizes.append(axis.title.font.size or base)
+        sizes += _axis_font_sizes(axis, base)
     for trace in fig.data:
-        if getattr(trace, "text", None) is not None or getattr(trace, "texttemplate", None):
-            sizes.append(_get_path(trace, "textfont.size") or base)
-        if trace.type in ("heatmap", "contour") and trace.showscale is not False:
-            sizes.append(_get_path(trace, "colorbar.tickfont.size") or base)
+        sizes += _trace_font_sizes(trace, base)
     for slider in fig.layout.sliders:
         sizes.append(slider.font.size or base)
         sizes.append(slider.currentvalue.font.size or base)
     return [float(s) for s in sizes]
+
+
+def _axis_font_sizes(axis, base: float) -> list[float]:
+    """The sizes of an axis's tick labels (when shown) and title (when it has one)."""
+    sizes = []
+    if axis.showticklabels is not False and axis.visible is not False:
+        sizes.append(axis.tickfont.size or base)
+    if axis.title.text:
+        sizes.append(axis.title.font.size or base)
+    return sizes
+
+
+def _trace_font_sizes(trace, base: float) -> list[float]:
+    """The sizes of a trace's text in cells and of its colour bar's tick labels."""
+    sizes = []
+    if getattr(trace, "text", None) is not None or getattr(trace, "texttemplate", None):
+        sizes.append(_get_path(trace, "textfont.size") or base)
+    if trace.type in ("heatmap", "contour") and trace.showscale is not False:
+        sizes.append(_get_path(trace, "colorbar.tickfont.size") or base)
+    return sizes
 
 
 def smallest_font_pt(fig: go.Figure, width_in: Real | None = None) -> float:
@@ -271,23 +285,24 @@ def smallest_font_pt(fig: go.Figure, width_in: Real | None = None) -> float:
     return min(_font_sizes(fig)) * 72.0 / px_per_in
 
 
+def _raise_font(font, min_px: float) -> None:
+    """A font (None: there is none) whose explicit size is below ``min_px`` raised to it."""
+    if font is not None and getattr(font, "size", None) is not None and font.size < min_px:
+        font.size = min_px
+
+
 def _raise_small_fonts(fig: go.Figure, min_px: float) -> None:
     """Every explicit text size below ``min_px`` raised to it (the base font included)."""
     if (fig.layout.font.size or 12.0) < min_px:
         fig.layout.font.size = min_px
     for part in (fig.layout.legend, fig.layout.title, *fig.layout.annotations):
-        if part.font.size is not None and part.font.size < min_px:
-            part.font.size = min_px
+        _raise_font(part.font, min_px)
     for axis in _axes(fig):
         for path in _AXIS_FONTS:
-            font = _get_path(axis, path)
-            if font is not None and font.size is not None and font.size < min_px:
-                font.size = min_px
+            _raise_font(_get_path(axis, path), min_px)
     for trace in fig.data:
         for path in _TRACE_FONTS:
-            font = _get_path(trace, path)
-            if font is not None and getattr(font, "size", None) is not None and font.size < min_px:
-                font.size = min_px
+            _raise_font(_get_path(trace, path), min_px)
     fig.update_layout(uniformtext={"minsize": min_px, "mode": "hide"})
 
 
@@ -308,14 +323,17 @@ def _thin_crowded_ticks(fig: go.Figure, min_px: float) -> None:
         domain = axis.domain or (0.0, 1.0)
         length = (plot_w if key.startswith("xaxis") else plot_h) * (domain[1] - domain[0])
         size = max(axis.tickfont.size or fig.layout.font.size or 12.0, min_px)
-        every = max(1, math.ceil(len(axis.ticktext) * size * 1.15 / max(length, 1.0)))
-        if every > 1:  # counted from the last (the query, xq, is always labelled)
-            # an even step keeps one role (items x1, x2, ... and xq; their labels l_i not)
-            every += every % 2
-            last = len(axis.ticktext) - 1
-            axis.ticktext = [
-                t if (last - i) % every == 0 else "" for i, t in enumerate(axis.ticktext)
-            ]
+        _thin_labels(axis, math.ceil(len(axis.ticktext) * size * 1.15 / max(length, 1.0)))
+
+
+def _thin_labels(axis, every: int) -> None:
+    """Keep every ``every``-th label of a category axis, counted from the last (the query, xq,
+    is always labelled); an even step keeps one role (items x1, x2, ... and xq; their labels
+    l_i not)."""
+    if every > 1:
+        every += every % 2
+        last = len(axis.ticktext) - 1
+        axis.ticktext = [t if (last - i) % every == 0 else "" for i, t in enumerate(axis.ticktext)]
 
 
 # Room a y axis needs left of its panel, in font sizes: tick labels of up to ~4 characters
@@ -331,34 +349,41 @@ def _widen_panel_gaps(fig: go.Figure, font_px: float) -> None:
     Panel widths shrink in proportion; panel titles (annotations centred on a panel) move with
     their panel.
     """
-    width = fig.layout.width or 700
     margin = fig.layout.margin
-    plot_w = width - (margin.l if margin.l is not None else 80)
-    plot_w -= margin.r if margin.r is not None else 80
+    plot_w = (fig.layout.width or 700) - _or(margin.l, 80) - _or(margin.r, 80)
     columns = sorted(
         {tuple(fig.layout[k].domain or (0.0, 1.0)) for k in fig.layout if k.startswith("xaxis")}
     )
     if len(columns) < 2 or plot_w <= 0:
         return
-    need = _Y_AXIS_EMS * font_px / plot_w
-    labelled = _labelled_columns(fig)
-    gaps = [
-        max(b[0] - a[1], need) if b in labelled else b[0] - a[1]
-        for a, b in zip(columns, columns[1:], strict=False)
-    ]
+    pairs = list(zip(columns, columns[1:], strict=False))
+    gaps = _needed_gaps(pairs, _labelled_columns(fig), _Y_AXIS_EMS * font_px / plot_w)
     free = columns[-1][1] - columns[0][0] - sum(gaps)
     total = sum(c[1] - c[0] for c in columns)
-    if (
-        free <= 0
-        or total <= 0
-        or all(b[0] - a[1] >= g - 1e-9 for a, b, g in zip(columns, columns[1:], gaps, strict=False))
-    ):
+    wide_enough = all(b[0] - a[1] >= g - 1e-9 for (a, b), g in zip(pairs, gaps, strict=False))
+    if free <= 0 or total <= 0 or wide_enough:
         return
     moved, x = {}, columns[0][0]
     for i, (lo, hi) in enumerate(columns):
         width_i = (hi - lo) * free / total
         moved[(lo, hi)] = (x, x + width_i)
         x += width_i + (gaps[i] if i < len(gaps) else 0.0)
+    _move_panels(fig, moved)
+
+
+def _needed_gaps(pairs: list, labelled: set, need: float) -> list[float]:
+    """The gap left of each panel after the first: at least ``need`` where its y axis is
+    labelled, else as it is."""
+    return [max(b[0] - a[1], need) if b in labelled else b[0] - a[1] for a, b in pairs]
+
+
+def _or(value, default):
+    return default if value is None else value
+
+
+def _move_panels(fig: go.Figure, moved: dict) -> None:
+    """Each x axis whose domain is a key of ``moved`` gets its value; a panel title centred on an
+    old domain is centred on the new one."""
     for key in fig.layout:
         if key.startswith("xaxis"):
             axis = fig.layout[key]
@@ -695,6 +720,24 @@ def png_dpi(png: bytes) -> tuple[float, float] | None:
     return None
 
 
+def _rendered(server, styled: go.Figure, fmt: str, style: PaperStyle | None) -> bytes:
+    """The static image of ``styled`` in ``fmt``: a PNG at the style's scale and resolution (a
+    screen figure's at twice its size, for high-density displays)."""
+    png = fmt == "png"
+    scale = (style.png_scale if style is not None else 2.0) if png else 1.0
+    try:
+        image = server.render(
+            styled, fmt, styled.layout.width or 700, styled.layout.height or 500, scale
+        )
+    except Exception:
+        # A crashed or hung browser is not reused: the next export starts a fresh one.
+        close_export_server()
+        raise
+    if png:
+        image = png_with_dpi(image, style.dpi if style is not None else _PX_PER_IN * scale)
+    return image
+
+
 def export_figure(
     fig: go.Figure,
     path_stem: str | os.PathLike,
@@ -748,21 +791,7 @@ def export_figure(
             html = styled.to_html(include_plotlyjs=True, include_mathjax=False, full_html=True)
             write_text_atomic(path, html)
         else:
-            width = styled.layout.width or 700
-            height = styled.layout.height or 500
-            scale = style.png_scale if (style is not None and fmt == "png") else 1.0
-            if style is None and fmt == "png":
-                scale = 2.0  # screen figures: sharp on high-density displays
-            try:
-                image = server.render(styled, fmt, width, height, scale)
-            except Exception:
-                # A crashed or hung browser is not reused: the next export starts a fresh one.
-                close_export_server()
-                raise
-            if fmt == "png":
-                dpi = style.dpi if style is not None else _PX_PER_IN * scale
-                image = png_with_dpi(image, dpi)
-            write_bytes_atomic(path, image)
+            write_bytes_atomic(path, _rendered(server, styled, fmt, style))
         written.append(path)
     if csv:
         path = stem.with_name(f"{stem.name}.csv")

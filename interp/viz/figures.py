@@ -164,30 +164,39 @@ def key_checkpoints(
     if transition_step is None:
         chosen = {steps[int(round(f * (len(steps) - 1)))] for f in (0, 1 / 3, 2 / 3, 1)}
         return sorted(chosen)
-    if metrics is None or column not in metrics.columns or len(steps) < 3:
+    share = _share_of_rise(steps, metrics, column)
+    if share is None:
         return sorted({steps[0], *_around(steps, transition_step), steps[-1]})
-    curve = metrics[["step", column]].dropna().sort_values("step")
-    if curve.empty:
-        return sorted({steps[0], *_around(steps, transition_step), steps[-1]})
-    acc = np.interp(steps, curve["step"].to_numpy(float), curve[column].to_numpy(float))
-    rise = acc[-1] - acc[0]
-    if not rise > 0:
-        return sorted({steps[0], *_around(steps, transition_step), steps[-1]})
-    share = (acc - acc[0]) / rise
-    chosen = [steps[0]]
-    plateau = [
-        i
-        for i in range(1, len(steps) - 1)
-        if share[i] <= _PLATEAU_RISE and steps[i] <= transition_step
-    ]
+    return sorted({steps[0], *_plateau_and_jump(steps, share, transition_step), steps[-1]})
+
+
+def _plateau_and_jump(steps: list[int], share, transition_step: Real) -> list[int]:
+    """Among the inner steps: the last still on the plateau (before the transition) and the one
+    nearest the middle of the jump, where there are such."""
+    inner = range(1, len(steps) - 1)
+    chosen = []
+    plateau = [i for i in inner if share[i] <= _PLATEAU_RISE and steps[i] <= transition_step]
     if plateau:
         chosen.append(steps[plateau[-1]])
     lo, hi = _JUMP_BAND
-    jump = [i for i in range(1, len(steps) - 1) if lo <= share[i] <= hi]
+    jump = [i for i in inner if lo <= share[i] <= hi]
     if jump:
         chosen.append(steps[min(jump, key=lambda i: abs(share[i] - 0.5))])
-    chosen.append(steps[-1])
-    return sorted(set(chosen))
+    return chosen
+
+
+def _share_of_rise(steps: list[int], metrics: pd.DataFrame | None, column: str):
+    """How far ``column`` has risen at each step, from the first step's value (0) to the last
+    one's (1), interpolated between evaluations; None without at least three steps, the column
+    or a rise."""
+    if metrics is None or column not in metrics.columns or len(steps) < 3:
+        return None
+    curve = metrics[["step", column]].dropna().sort_values("step")
+    if curve.empty:
+        return None
+    acc = np.interp(steps, curve["step"].to_numpy(float), curve[column].to_numpy(float))
+    rise = acc[-1] - acc[0]
+    return (acc - acc[0]) / rise if rise > 0 else None
 
 
 def _accuracy_captions(metrics: pd.DataFrame, steps: Sequence[int]) -> list[str]:

@@ -500,14 +500,7 @@ def _progress_rows(runs, panels) -> list[tuple[str, list[tuple[str, str, str]], 
     for name, cols in panels:
         kept = []
         for column in (c for c in cols if c in columns):
-            label, dash = METRIC_LABELS.get(column, column), None
-            twins = [(d, p) for d, p in drawn if same_curve(runs, column, d)]
-            if twins:
-                label += f" (= {METRIC_LABELS.get(twins[0][0], twins[0][0])})"
-                same_panel = sum(p == name for _, p in twins)
-                if same_panel:
-                    dash = _TWIN_DASHES[(same_panel - 1) % len(_TWIN_DASHES)]
-            kept.append((column, label, dash))
+            kept.append((column, *_label_and_dash(runs, column, drawn, name)))
             drawn.append((column, name))
         if kept:
             rows.append((name, kept, name))
@@ -515,6 +508,19 @@ def _progress_rows(runs, panels) -> list[tuple[str, list[tuple[str, str, str]], 
         wanted = sorted({c for _, cols in panels for c in cols})
         raise ValueError(f"metrics have none of the progress-measure columns {wanted}")
     return rows
+
+
+def _label_and_dash(runs, column: str, drawn: list, panel: str) -> tuple[str, str | None]:
+    """A column's legend label, naming the column drawn before it that it equals, and its dash
+    (None: solid), one of its own for each such twin on the same panel."""
+    label, dash = METRIC_LABELS.get(column, column), None
+    twins = [(d, p) for d, p in drawn if same_curve(runs, column, d)]
+    if twins:
+        label += f" (= {METRIC_LABELS.get(twins[0][0], twins[0][0])})"
+        same_panel = sum(p == panel for _, p in twins)
+        if same_panel:
+            dash = _TWIN_DASHES[(same_panel - 1) % len(_TWIN_DASHES)]
+    return label, dash
 
 
 def same_curve(runs: Mapping[str, pd.DataFrame], a: str, b: str) -> bool:

@@ -415,8 +415,7 @@ def _fit_section(ctx: Context) -> str:
                 continue
             fc, fig = fit_overlay(
                 run,
-                **{**saved, "aux": ()},
-                until=cutoff,
+                **{**saved, "aux": (), "until": cutoff},
                 observed_step=observed,
                 title=f"Forecast of the jump from {fraction:.0%} of the plateau: {name}",
                 note=run_note(run),

@@ -11,17 +11,17 @@ LLC, quanta) and :mod:`interp.viz.report` (config, transition, fit and forecast,
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, no_type_check
 
 import plotly.graph_objects as go
 
+from interp.registry import Check, Registry
+
 __all__ = ["Drawn", "Context", "Section", "SECTIONS", "register_section", "sections"]
 
 STYLES = ("single", "double")
-_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 
 
 @dataclass(frozen=True)
@@ -76,8 +76,27 @@ class Section:
     source: str
 
 
-SECTIONS: dict[str, Section] = {}
-"""Name -> :class:`Section`, in registration order (:func:`sections` sorts them by ``order``)."""
+SECTIONS: Registry[Section] = Registry(
+    "section",
+    field="section",
+    entry="Section",
+    pattern=r"^[a-z][a-z0-9_]*$",
+    pattern_says="lower case, digits and '_'",
+    hint="(a plugin's section needs --plugin PATH_OR_MODULE)",
+)
+"""Name -> :class:`Section`, in registration order (:func:`sections` sorts them by ``order``;
+:class:`interp.registry.Registry`)."""
+
+
+def _function_or_none(fn) -> bool:
+    return fn is None or callable(fn)
+
+
+_CHECKS: tuple[Check, ...] = (
+    ("title", lambda v: isinstance(v, str) and bool(v), "a non-empty string"),
+    ("figures", _function_or_none, "a function of the Context"),
+    ("html", _function_or_none, "a function of the Context"),
+)
 
 
 # Self-validating (one-line errors naming the field): the test run's runtime type checker would
@@ -100,15 +119,10 @@ def register_section(
         ValueError: one line naming the field: a malformed or taken name, no title, neither
             ``figures`` nor ``html``, a section in the figure set without ``figures``.
     """
-    if not isinstance(name, str) or not _NAME.match(name):
-        raise ValueError(f"Section.name={name!r} is invalid: lower case, digits and '_'")
+    SECTIONS.check_name(name)
     if name in SECTIONS and not replace:
-        raise ValueError(f"Section.name={name!r} is already registered (pass replace=True)")
-    if not isinstance(title, str) or not title:
-        raise ValueError(f"Section.title={title!r} is invalid: a non-empty string")
-    for what, fn in (("figures", figures), ("html", html)):
-        if fn is not None and not callable(fn):
-            raise ValueError(f"Section.{what}={fn!r} is invalid: a function of the Context")
+        raise SECTIONS.taken(name)
+    SECTIONS.check_fields({"title": title, "figures": figures, "html": html}, _CHECKS)
     if figures is None and html is None:
         raise ValueError("Section.figures=None is invalid: give figures, html or both")
     if in_figures and figures is None:
@@ -124,8 +138,7 @@ def register_section(
         in_report=bool(in_report),
         source=getattr(fn, "__module__", "?") or "?",
     )
-    SECTIONS[name] = section
-    return section
+    return SECTIONS.declare(name, section, replace=replace)
 
 
 def sections(*, report: bool = False) -> list[Section]:

@@ -92,6 +92,18 @@ def test_transcribed_rows_are_marked_on_the_page():
     assert "**Wall time:** 12 s" in page
 
 
+def test_a_run_that_gives_several_rows_counts_once_in_the_wall_time():
+    """A RoPE run reported once per rescaling is one run of 30 s, not four; a second run adds its
+    own time."""
+    rows = pd.concat(
+        [_rows(sweep="rope", point="seed=0", wall_s=30.0, rescaling=r) for r in "abcd"]
+        + [_rows(sweep="rope", point="seed=1", wall_s=90.0)],
+        ignore_index=True,
+    )
+    page = render_page(get_experiment("demo"), rows)
+    assert "**Wall time:** 2.0 min in all (2 of 2 runs timed)." in page
+
+
 def test_a_csv_without_provenance_is_refused_naming_the_column(tmp_path):
     path = tmp_path / "demo.csv"
     _rows().drop(columns=["commit"]).to_csv(path, index=False)
@@ -175,7 +187,11 @@ def test_the_command_line_lists_and_refuses_in_one_line(tmp_path):
     bad = subprocess.run(
         [*run, "reproduce", "nope", "--out", str(tmp_path)], capture_output=True, text=True
     )
-    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "'nope' is unknown" in bad.stderr
+    assert (
+        bad.returncode == 2
+        and bad.stderr.count("\n") == 1
+        and "experiment='nope' is invalid" in bad.stderr
+    )
     missing = subprocess.run(
         [*run, "reproduce", "demo", "--render-only", "--out", str(tmp_path)],
         capture_output=True,

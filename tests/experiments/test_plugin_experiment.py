@@ -32,4 +32,4 @@ def test_a_plugin_experiment_is_listed_and_unknown_without_the_plugin(tmp_path):
         text=True,
         cwd=tmp_path,
     )
-    assert plain.returncode == 2 and "'tiny-k' is unknown" in plain.stderr
+    assert plain.returncode == 2 and "experiment='tiny-k' is invalid" in plain.stderr

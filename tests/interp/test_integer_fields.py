@@ -23,6 +23,12 @@ def test_a_fraction_for_an_integer_field_is_refused_naming_it(key):
         build_configs("tiny", {key: "1.5"}, None)
 
 
+@pytest.mark.parametrize(("key", "expected"), [("steps", "an integer"), ("lr", "a number")])
+def test_a_word_for_a_number_field_says_what_the_field_takes(key, expected):
+    with pytest.raises(ValueError, match=rf"^--set {key}='abc' is invalid: expected {expected}, "):
+        build_configs("tiny", {key: "abc"}, None)
+
+
 def test_a_whole_float_for_an_integer_field_is_that_integer():
     task, _, train, _ = build_configs("tiny", {"K": "1.28e2", "steps": "30.0"}, None)
     assert task.K == 128 and type(task.K) is int

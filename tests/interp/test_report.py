@@ -368,6 +368,44 @@ def test_report_forecast_error_is_forecast_minus_observed(tmp_path, monkeypatch)
         assert f"IC-loss cliff 2000; relative error {printed}." in text, text
 
 
+def test_report_uncalibrated_forecast_error_is_forecast_minus_observed(tmp_path, monkeypatch):
+    """A fit.json fitted to IC accuracy takes the report's uncalibrated forecast (the model fitted
+    to the plateau's first part; the fits stubbed to a known answer, the section's arithmetic
+    not): a forecast 25% after the observed cliff prints ``+25.0%``, one 25% before ``-25.0%``.
+    Cost: a 10-step tiny run, about 2 s."""
+    import pandas as pd
+    import plotly.graph_objects as go
+
+    import interp.viz.fit_overlay
+    import interp.viz.report as report
+    from phenomenology.fit import observed_transition
+
+    d = tiny_run(tmp_path / "run", steps=10)
+    steps = np.arange(0, 3001, 25)
+    s = 1 / (1 + np.exp(-(steps - 2000) / 120))
+    loss = np.log(8) * (1 - s) + 0.05
+    metrics = pd.DataFrame(
+        {"step": steps, "train_loss": loss, "ic_loss": loss, "ic_acc": 0.125 + 0.85 * s}
+    )
+    metrics.to_csv(d / "metrics.csv", index=False)
+    observed = observed_transition(metrics, column="ic_acc")["transition_step"]
+    saved = {"model": "nested-logit", "target": "ic_acc", "column": "ic_acc", "aux": ()}
+    saved |= {"options": None, "until": None, "observed": None}
+    monkeypatch.setattr(interp.viz.fit_overlay, "saved_fit", lambda run: dict(saved))
+    for factor, printed in ((1.25, "+25.0%"), (0.75, "-25.0%")):
+
+        class Fitted:
+            r2_, transition_step_stderr_ = 0.99, 12.0
+            transition_step_ = factor * observed
+
+        monkeypatch.setattr(
+            interp.viz.fit_overlay, "fit_overlay", lambda run, **kw: (Fitted(), go.Figure())
+        )
+        ctx = run_context([load_run(d)], {"report": ReportConfig(forecast_fraction=0.8)})
+        section = report._fit_section(ctx)
+        assert "uncalibrated" in section and f"relative error {printed}." in section, section
+
+
 def test_report_names_the_damaged_file_itself(run_dir, tmp_path, capsys):
     """An emptied metrics.csv is named as the damaged file (exit 3), not config.json."""
     import shutil

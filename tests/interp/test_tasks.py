@@ -79,7 +79,11 @@ def test_a_plugin_task_is_trained_recorded_and_reopened(trained, clean_registry)
     config = json.loads((iw / "config.json").read_text())
     assert config["task"]["task"] == "iw-only"
     assert config["plugins"] == [str(FIXTURE.resolve())]
-    assert "task" not in json.loads((standard / "config.json").read_text())["task"]
+    standard_config = json.loads((standard / "config.json").read_text())
+    assert "task" not in standard_config["task"]
+    # its generator has a sampler of its own: drawn on the host, and recorded so
+    assert config["train"]["sample_on"] == "host"
+    assert standard_config["train"]["sample_on"] == "device"
     m_iw, m_std = pd.read_csv(iw / "metrics.csv"), pd.read_csv(standard / "metrics.csv")
     assert list(m_iw["step"]) == [0, 10, 20] and {"ic_acc", "iw_acc", "ila1"} <= set(m_iw)
     # the same seeds, another generator: the training batches differ (step 0 is the same model)

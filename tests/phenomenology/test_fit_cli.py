@@ -145,6 +145,12 @@ def test_until_fits_only_the_steps_seen_and_set_changes_the_task(tmp_path, capsy
     # A noisy plateau is a plateau: seeing the start of the drop, the forecast is made.
     assert saved["forecast"] == "ok"
     assert saved["forecast_transition_step"] == pytest.approx(30150, rel=0.1)
+    # its error is the forecast minus the cliff observed on the whole curve, in steps and relative
+    observed = saved["observed"]["transition_step"]
+    assert observed == pytest.approx(30150, rel=0.02)
+    error = saved["forecast_transition_step"] - observed
+    assert error != 0 and saved["forecast_error"] == pytest.approx(error)
+    assert saved["forecast_relative_error"] == pytest.approx(error / observed)
     assert saved["task"] == {"L": 64.0, "N": 8, "B": 2}
     assert "N, B: the paper's defaults; L from --set" in out
     assert not (tmp_path / "c.fit.json").exists()  # --json replaced the default path
@@ -178,7 +184,7 @@ def test_a_curve_with_no_plateau_cannot_be_forecast(tmp_path, capsys):
         (
             {"step": range(20), "ic_loss": [1.0] * 20},
             ["--model", "nope"],
-            ["unknown model 'nope'", "nested-logit"],
+            ["model='nope' is invalid: registered models are", "nested-logit"],
         ),
         ({"step": range(20), "ic_loss": [1.0] * 20}, ["--set", "K=3"], ["--set K"]),
         ({"step": range(20), "ic_loss": [1.0] * 20}, ["--set", "N=x"], ["--set N"]),

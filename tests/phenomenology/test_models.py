@@ -125,7 +125,9 @@ def test_registry_errors_name_the_problem(extra):
             curve=lambda s, p, t: {},
             predicts={"ic_loss": "loss"},
         )
-    with pytest.raises(ValueError, match="unknown model 'nope'.*logistic-step"):
+    with pytest.raises(
+        ValueError, match=r"model='nope' is invalid: registered models are .*logistic-step"
+    ):
         DynamicsFit("nope").fit(STEPS, np.zeros_like(STEPS))
     with pytest.raises(ValueError, match="predicts"):
         DynamicsFit("logistic-step", target="ic_acc").fit(STEPS, np.zeros_like(STEPS))

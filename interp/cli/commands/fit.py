@@ -106,7 +106,7 @@ def _fmt(value) -> str:
 
 
 def _print_fit(result: dict, src) -> None:
-    from interp.viz.vocabulary import CLIFF, FITTED, FORECAST, observed_name
+    from interp.viz.vocabulary import observed_name
 
     task = " ".join(f"{k}={v:g}" for k, v in result["task"].items())
     print(
@@ -125,20 +125,27 @@ def _print_fit(result: dict, src) -> None:
         f"{result['fitted_until']:g} (whole curve: R^2 {_fmt(result['r2_all'])})"
     )
     # one name per number (interp.viz.vocabulary): a fit to the whole curve is not a forecast
-    if result["forecast"] == "ok":
-        low, high = result["forecast_interval"]
-        step = _fmt(result["forecast_transition_step"])
-        if result.get("until_step") is None and result.get("forecast_from") == "fitted model":
-            head = f"{FITTED} step {step} (the model fitted to the whole curve, not a forecast)"
-        else:
-            of = f" of the {CLIFF}" if result["column"] == "ic_loss" else ""
-            head = f"{FORECAST}{of}: step {step}"
-        print(f"  {head}, interval [{_fmt(low)}, {_fmt(high)}] ({result['forecast_method']})")
-    else:
-        print(f"  {FORECAST}: {result['forecast']}")
+    print(f"  {_forecast_line(result)}")
     obs = result["observed"]
     seen = _fmt(obs["transition_step"]) if obs["transitioned"] else f"none ({obs['reason']})"
     print(f"  {observed_name(result['column'])} ({obs['method']}, whole curve): {seen}")
+
+
+def _forecast_line(result: dict) -> str:
+    """The fit's forecast, or why there is none; a fit to the whole curve is not a forecast (one
+    name per number: interp.viz.vocabulary)."""
+    from interp.viz.vocabulary import CLIFF, FITTED, FORECAST
+
+    if result["forecast"] != "ok":
+        return f"{FORECAST}: {result['forecast']}"
+    low, high = result["forecast_interval"]
+    step = _fmt(result["forecast_transition_step"])
+    if result.get("until_step") is None and result.get("forecast_from") == "fitted model":
+        head = f"{FITTED} step {step} (the model fitted to the whole curve, not a forecast)"
+    else:
+        of = f" of the {CLIFF}" if result["column"] == "ic_loss" else ""
+        head = f"{FORECAST}{of}: step {step}"
+    return f"{head}, interval [{_fmt(low)}, {_fmt(high)}] ({result['forecast_method']})"
 
 
 def _check_arguments(args):
@@ -157,15 +164,20 @@ def _check_arguments(args):
     from interp.io.budget import MAX_BOOTSTRAP, check_count
 
     check_count("--n-boot", n_boot, 0, MAX_BOOTSTRAP)
-    if args.json and len(args.paths) > 1:
-        raise ValueError("--json names one file: give one PATH with it")
-    if args.json and not Path(args.json).resolve().parent.is_dir():
-        raise ValueError(f"--json {args.json}: its folder does not exist")
+    if args.json:
+        _check_json_arg(args)
     get_model(args.model)  # an unknown --model fails here, naming the registered ones
     options = {k: _parse_option(v) for k, v in parse_overrides(args.option or []).items()}
     if args.figure:
         _check_figure_args(args, until, fraction)
     return until, fraction, n_boot, options
+
+
+def _check_json_arg(args) -> None:
+    if len(args.paths) > 1:
+        raise ValueError("--json names one file: give one PATH with it")
+    if not Path(args.json).resolve().parent.is_dir():
+        raise ValueError(f"--json {args.json}: its folder does not exist")
 
 
 def _check_figure_args(args, until, fraction) -> None:
@@ -174,6 +186,15 @@ def _check_figure_args(args, until, fraction) -> None:
     fmt = Path(args.figure).suffix.lower().lstrip(".")
     if fmt not in FORMATS:
         raise ValueError(f"--figure {args.figure}: name a .png, .pdf, .svg or .html file")
+    _check_figure_scope(args, until, fraction)
+    if not Path(args.figure).resolve().parent.is_dir():
+        raise ValueError(f"--figure {args.figure}: its folder does not exist")
+    if fmt in STATIC_FORMATS and find_chromium() is None:
+        raise ValueError(f"--figure {args.figure}: .{fmt} needs chromium; .html works without it")
+
+
+def _check_figure_scope(args, until, fraction) -> None:
+    """--figure draws one nested-logit forecast of an IC-loss curve from part of it."""
     if len(args.paths) > 1:
         raise ValueError("--figure draws one forecast: give one PATH with it")
     if until is None and fraction is None:
@@ -182,10 +203,6 @@ def _check_figure_args(args, until, fraction) -> None:
         raise ValueError(
             "--figure draws the forecast of an ic_loss curve by the nested-logit model"
         )
-    if not Path(args.figure).resolve().parent.is_dir():
-        raise ValueError(f"--figure {args.figure}: its folder does not exist")
-    if fmt in STATIC_FORMATS and find_chromium() is None:
-        raise ValueError(f"--figure {args.figure}: .{fmt} needs chromium; .html works without it")
 
 
 def _write_forecast_figure(args, src, result: dict) -> None:

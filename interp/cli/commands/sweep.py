@@ -72,23 +72,31 @@ def print_summary(summary, fields) -> None:
 
 def _spec(args):
     """The sweep to run: from --preset (with --grid, --set, --seeds), or the one in --out."""
-    from interp.experiments.sweep import SweepSpec, load_manifest, parse_grid, parse_seeds
+    from interp.experiments.sweep import SweepSpec, parse_grid, parse_seeds
     from interp.train.overrides import parse_overrides
     from interp.train.presets import get_preset
 
     seeds = parse_seeds(args.seeds) if args.seeds else None
     grid, overrides = parse_grid(args.grid or []), parse_overrides(args.set or [])
     if args.preset is None:
-        if not (args.out and (Path(args.out) / "sweep.json").exists()) or grid or overrides:
-            raise ValueError("--preset is required (only a rerun of a sweep in --out may omit it)")
-        spec = SweepSpec.from_dict(load_manifest(args.out)["spec"])
-        return spec if seeds is None else dataclasses.replace(spec, seeds=seeds)
+        return _rerun_spec(args, grid or overrides, seeds)
     spec = SweepSpec.from_preset(args.preset, grid, overrides, seeds)
     dropped = [k for k in get_preset(args.preset).grid if k not in spec.grid]
     if dropped:
         print(f"--set fixes {dropped}: not swept", file=sys.stderr)
     print(f"preset: {get_preset(args.preset).note}", file=sys.stderr)
     return spec
+
+
+def _rerun_spec(args, changed, seeds):
+    """The sweep recorded in ``--out`` (its seeds replaced by ``--seeds``): a rerun, which takes
+    no ``--grid`` or ``--set`` (``changed``)."""
+    from interp.experiments.sweep import SweepSpec, load_manifest
+
+    if not (args.out and (Path(args.out) / "sweep.json").exists()) or changed:
+        raise ValueError("--preset is required (only a rerun of a sweep in --out may omit it)")
+    spec = SweepSpec.from_dict(load_manifest(args.out)["spec"])
+    return spec if seeds is None else dataclasses.replace(spec, seeds=seeds)
 
 
 def run(args) -> int:
