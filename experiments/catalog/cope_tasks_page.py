@@ -8,12 +8,24 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from interp.experiments.core import TIERS, _provenance, current_format_version
+from interp.experiments.core import (
+    TIERS,
+    _provenance,
+    checks_lines,
+    current_format_version,
+    reproduce_lines,
+)
 
 SETS = ("id", "ood_sparse", "ood_long")
 SET_NAMES = {"id": "in distribution", "ood_sparse": "sparser", "ood_long": "longer"}
 ENCODING_NAMES = {"learned": "absolute (learned)", "rope": "RoPE", "cope": "CoPE"}
 PAPER = "Golovneva et al. 2024 (arXiv 2405.18719)"
+AUTHORS_SCRIPT = "github.com/facebookresearch/RAM, projects/cope/run.sh"
+AUTHORS_MODEL = (
+    "a decoder of 4 layers, width 256 and 4 heads, post-norm, dropout 0.1, context 512, trained "
+    "on the answers with batch 64 and lr 7e-5 for 100 epochs of 10k sequences of 512 steps"
+)
+"""The counting runs' settings in the authors' released code (not the paper's text)."""
 PAPER_COUNTING = {
     "learned": (5.3, 67.6, 71.5),
     "relative": (1.1, 17.8, 22.4),
@@ -299,9 +311,10 @@ def render(experiment, rows: pd.DataFrame, grids) -> str:
         "The counting errors in the table above (absolute PE 5.3 / 67.6 / 71.5%, relative PE "
         "1.1 / 17.8 / 22.4%, CoPE 0.0 / 1.2 / 7.4% with 1 / 3 / 5 variables) are as quoted "
         "for the paper's counting table; they were not checked against the paper's own table "
-        "here, and neither were its model sizes nor its selective-copy and flip-flop numbers, "
-        "which are therefore not shown. The settings differ (below): compare directions, not "
-        "values.",
+        "here, and neither were its selective-copy and flip-flop numbers, which are therefore "
+        f"not shown. The model behind the counting numbers, from the authors' released run "
+        f"script ({AUTHORS_SCRIPT}): {AUTHORS_MODEL}. The settings differ (below): compare "
+        "directions, not values.",
         "",
         "## Deviations from the paper",
         "",
@@ -313,22 +326,18 @@ def render(experiment, rows: pd.DataFrame, grids) -> str:
     for t in TIERS:
         tier = e.tiers[t]
         lines.append(f"- `{t}` ({tier.cost}): {tier.note}")
-    if e.checks:
-        lines += ["", "Key numbers of the `quick` tier, checked by the tests:", ""]
-        for c in e.checks:
-            lo = "-inf" if c.low is None else f"{c.low:g}"
-            hi = "inf" if c.high is None else f"{c.high:g}"
-            lines.append(f"- {c.what}: {c.reduce} of `{c.column}` in [{lo}, {hi}]")
-    lines += ["", "## Reproduce", "", "```bash"]
-    lines += [
-        f"induction-cliff reproduce {e.name} --tier {t}"
-        for t in sorted(set(rows["tier"]), key=TIERS.index)
-    ]
-    lines += [f"induction-cliff reproduce {e.name} --render-only   # this page from {e.name}.csv"]
-    lines += ["```", ""]
-    commands = list(dict.fromkeys(str(c) for c in rows["command"] if isinstance(c, str) and c))
-    if commands:
-        lines += ["The rows' data came from:", "", *[f"- `{c}`" for c in commands], ""]
+    lines += checks_lines(e)
+    lines += reproduce_lines(
+        e,
+        [
+            *(
+                f"induction-cliff reproduce {e.name} --tier {t}"
+                for t in sorted(set(rows["tier"]), key=TIERS.index)
+            ),
+            f"induction-cliff reproduce {e.name} --render-only   # this page from {e.name}.csv",
+        ],
+        rows,
+    )
     return "\n".join(lines)
 
 

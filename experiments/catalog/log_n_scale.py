@@ -51,19 +51,21 @@ def _analyse(experiment, tier, dirs):
 
 
 def _length_figure(rows):
-    """IC accuracy against the context's pairs, one line per run (arm, scale, seed)."""
+    """IC accuracy against the context's pairs, one line per run: a colour per arm and scale, a
+    dash per seed; a run whose IC accuracy never jumped is marked so in the legend."""
+    import math
+
     import pandas as pd
 
-    long = []
+    long, style = [], {}
+    arms = list(dict.fromkeys(f"{r['arm']} / {r['attn_scale']}" for _, r in rows.iterrows()))
     for _, r in rows.iterrows():
+        arm = f"{r['arm']} / {r['attn_scale']}"
+        jumped = not math.isnan(float(r.get("ic_acc_transition", math.nan)))
+        run = f"{arm} / seed {r['seed']}" + ("" if jumped else " (no IC jump)")
+        style[run] = (_COLOURS[arms.index(arm) % len(_COLOURS)], _DASHES[int(r["seed"]) % 3])
         for n in LENGTHS:
-            long.append(
-                {
-                    "N": n,
-                    "IC accuracy": r.get(f"ic_acc_n{n}"),
-                    "run": f"{r['arm']} / {r['attn_scale']} / seed {r['seed']}",
-                }
-            )
+            long.append({"N": n, "IC accuracy": r.get(f"ic_acc_n{n}"), "run": run})
     fig = line_figure(
         pd.DataFrame(long),
         "N",
@@ -72,8 +74,18 @@ def _length_figure(rows):
         log_x=True,
         title="IC accuracy at longer contexts (trained at N = 8)",
     )
+    for trace in fig.data:
+        colour, dash = style[trace.name]
+        trace.update(line={"color": colour, "dash": dash}, marker={"color": colour})
     fig.update_xaxes(tickvals=list(LENGTHS))
+    fig.update_yaxes(title="IC accuracy", range=[0, 1.02])
     return fig
+
+
+# One colour per arm and scale (Okabe-Ito, told apart by colour-blind readers), one
+# dash per seed.
+_COLOURS = ("#0072B2", "#56B4E9", "#D55E00", "#E69F00", "#009E73", "#CC79A7")
+_DASHES = ("solid", "dash", "dot")
 
 
 def _pair(claim, column, arm, *, op=">=", than_column=None, than_scale="none"):
@@ -95,7 +107,32 @@ def _notes(rows) -> str:
     have = set(zip(rows["arm"].astype(str), rows["attn_scale"].astype(str)))
     absent = [f"{a} / {s}" for a in ARMS for s in ("none", "log_n") if (a, s) not in have]
     lines = [f"Arms of the experiment with no rows here: {', '.join(absent)}."] if absent else []
+    lines += _unformed(rows)
     return "\n\n".join([*lines, directions_table(DIRECTIONS, rows)])
+
+
+def _unformed(rows) -> list[str]:
+    """Arms with seeds whose IC accuracy never jumped: a direction on such an arm compares a
+    network without an induction head (at its step budget) with one that has it."""
+    import math
+
+    out = []
+    if not {"ic_acc_transition", "steps"} <= set(rows.columns):
+        return out
+    for (arm, scale), g in rows.groupby(["arm", "attn_scale"], sort=False):
+        steps = int(g["steps"].max())
+        none = [
+            int(r["seed"]) for _, r in g.iterrows() if math.isnan(float(r["ic_acc_transition"]))
+        ]
+        if none:
+            out.append(
+                f"**{arm} / {scale}: no IC jump within {steps} steps on {len(none)} of {len(g)} "
+                f"seeds** (seeds {', '.join(map(str, none))}): no induction head formed there, "
+                "so a direction that compares this arm with another compares an unformed network "
+                "with a formed one; read its verdict as that, not as the scale's effect on a "
+                "formed head."
+            )
+    return out
 
 
 def _headline(rows) -> str:
@@ -196,9 +233,9 @@ EXPERIMENT = register_experiment(
                         seeds=_SEEDS,
                     ),
                 ),
-                cost="about 15 min of one idle core, from the time per step; "
-                "15-18 min a run on a loaded two-core machine",
-                cost_s=900,
+                cost="about 19 min of one core: 12 runs of 60-95 s, then the evaluations at "
+                "four lengths (measured beside a second busy worker)",
+                cost_s=1150,
                 note="pe-attn-scale (the paper-fig1d task with p_C 0.8, a position table for "
                 "N_max 64) with Adam at lr 1e-3 (the preset's 2e-4 times five), evaluations every "
                 "100 steps; one-hot (2000 steps) and RoPE + q/k bias (d_head 64, 2000 steps) x "

@@ -123,3 +123,23 @@ def test_the_pages_state_their_directions(name):
     text = e.notes(rows)
     for d in module.DIRECTIONS:
         assert f"| {d.claim} | **untestable** | no data |" in text
+
+
+def test_an_arm_whose_head_never_formed_is_named_above_the_directions():
+    """Two of three log_n seeds never jump: the page names that arm, its seeds and its steps; the
+    arm whose every seed jumped is not named."""
+    nan = float("nan")
+    rows = pd.DataFrame(
+        {
+            "arm": ["rope+bias"] * 3 + ["onehot"] * 3,
+            "attn_scale": ["log_n"] * 3 + ["none"] * 3,
+            "seed": [0, 1, 2] * 2,
+            "steps": [2000] * 6,
+            "ic_acc_transition": [nan, 840.0, nan, 240.0, 260.0, 237.0],
+        }
+    )
+    text = get_experiment("log-n-scale").notes(rows)
+    assert (
+        "**rope+bias / log_n: no IC jump within 2000 steps on 2 of 3 seeds** (seeds 0, 2)" in text
+    )
+    assert "onehot / none: no IC jump" not in text
