@@ -29,7 +29,7 @@ from interp.analysis.collapse import (
     span_steps,
 )
 from interp.experiments import register_experiment
-from interp.experiments.core import Experiment, Sweep, Tier
+from interp.experiments.core import Experiment, Sweep, Tier, reproduce_lines
 
 FORMS = ("scalar", "per_unit", "tied")
 KEY = ["hidden_bias", "lr", "seed"]
@@ -103,13 +103,14 @@ def fate_row(run_dir: str | Path) -> dict:
     }
 
 
-def fisher(a: dict, b: dict) -> float:
-    """Two-sided Fisher exact p of two forms' death counts (NaN when either has no run)."""
+def fisher(a: dict, b: dict, count: str = "dead") -> float:
+    """Two-sided Fisher exact p of two forms' ``count`` (deaths, or transitions) among their runs
+    with a fate (NaN when either has no run)."""
     from scipy.stats import fisher_exact
 
     if not (a["n"] and b["n"]):
         return math.nan
-    table = [[a["dead"], a["n"] - a["dead"]], [b["dead"], b["n"] - b["dead"]]]
+    table = [[a[count], a["n"] - a[count]], [b[count], b["n"] - b[count]]]
     return float(fisher_exact(table)[1])
 
 
@@ -238,10 +239,13 @@ def _fisher_lines(rows: pd.DataFrame) -> list[str]:
         got = {x["hidden_bias"]: x for _, x in r[r["lr"] == lr].iterrows()}
         for a, b in (("scalar", "per_unit"), ("scalar", "tied"), ("per_unit", "tied")):
             if a in got and b in got and got[a]["n"] and got[b]["n"]:
-                p = fisher(got[a], got[b])
+                x, y = got[a], got[b]
+                p, q = fisher(x, y), fisher(x, y, "transitioned")
                 lines.append(
-                    f"- lr {lr:g}, {a} ({got[a]['dead']} of {got[a]['n']} dead) against {b} "
-                    f"({got[b]['dead']} of {got[b]['n']}): Fisher exact p = {p:.2f}"
+                    f"- lr {lr:g}, {a} ({x['dead']} of {x['n']} dead) against {b} "
+                    f"({y['dead']} of {y['n']}): Fisher exact p = {p:.2f}; transitioned within "
+                    f"the budget {x['transitioned']} of {x['n']} against {y['transitioned']} "
+                    f"of {y['n']}: p = {q:.2f}"
                 )
             else:
                 lines.append(f"- lr {lr:g}, {a} against {b}: not testable (a form has no run)")
@@ -319,18 +323,16 @@ def render_collapse_rate(experiment, rows: pd.DataFrame, extra: dict | None = No
     lines += ["", *warning_lines(rows, curves if curves is not None else pd.DataFrame())]
     lines += ["## Deviations from the paper", ""]
     lines += [f"- {d}" for d in experiment.deviations]
-    lines += ["", "## Reproduce", "", "```bash"]
-    lines += [
-        f"induction-cliff reproduce {experiment.name} --render-only   # this page from "
-        f"{experiment.name}.csv and {CURVES}",
-        f"induction-cliff reproduce {experiment.name} --tier full     # trains every declared run",
-        "```",
-        "",
-        "The rows' data came from:",
-        "",
-    ]
-    lines += [f"- `{c}`" for c in dict.fromkeys(str(c) for c in rows["command"])]
-    lines.append("")
+    lines += reproduce_lines(
+        experiment,
+        [
+            f"induction-cliff reproduce {experiment.name} --render-only   # this page from "
+            f"{experiment.name}.csv and {CURVES}",
+            f"induction-cliff reproduce {experiment.name} --tier full     # trains every "
+            "declared run",
+        ],
+        rows,
+    )
     return "\n".join(lines)
 
 

@@ -44,6 +44,9 @@ def test_intervals_and_fisher_match_hand_computed_values():
     # 0 of 6 against 6 of 6: the two most extreme tables of C(12, 6) = 924, p = 2/924
     assert fisher({"dead": 0, "n": 6}, {"dead": 6, "n": 6}) == pytest.approx(2 / 924)
     assert math.isnan(fisher({"dead": 0, "n": 0}, {"dead": 1, "n": 3}))
+    # transitions: 7 of 12 against 12 of 12, p = 2 C(12, 5) / C(24, 5) = 1584 / 42504
+    seven, twelve = {"transitioned": 7, "n": 12}, {"transitioned": 12, "n": 12}
+    assert fisher(seven, twelve, "transitioned") == pytest.approx(1584 / 42504)
 
 
 def test_each_run_gets_its_fate(tmp_path):
