@@ -94,7 +94,7 @@ def test_the_page_counts_runs_and_names_missing_seeds_never_more():
         "3, 4, 5, 6, 7, 8, 9, 10, 11 |" in page
     )
     assert "| 0.03 | tied | 0 / 12 | - | - | - | unmeasured | none |" in page
-    assert "| 0.01 | scalar | 0 / 8 | - | - | - | unmeasured |" in page
+    assert "| 0.01 | scalar | 0 / 12 | - | - | - | unmeasured |" in page
     p = fisher({"dead": 2, "n": 3}, {"dead": 0, "n": 2})
     assert f"scalar (2 of 3 dead) against per_unit (0 of 2): Fisher exact p = {p:.2f}" in page
     assert "lr 0.03, scalar against tied: not testable" in page
