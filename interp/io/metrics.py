@@ -89,9 +89,8 @@ def _whole_rows(
     """The header and the rows before the first cut or malformed one, and what was dropped."""
     for number, line in enumerate(lines[1:], start=2):
         if number == len(lines) and not complete:
-            return lines[
-                : number - 1
-            ], f"{path}: line {number} (the last) is cut off mid-row; dropped"
+            problem = f"{path}: line {number} (the last) is cut off mid-row; dropped"
+            return lines[: number - 1], problem
         if line.count(",") != n_fields - 1:
             return lines[: number - 1], (
                 f"{path}: line {number} has {line.count(',') + 1} fields, not {n_fields}; "
