@@ -133,8 +133,9 @@ def run_jax(python: str, mode: str, steps: int) -> str:
     done = subprocess.run(
         [python, "-c", JAX_CHILD, mode, str(steps)], env=jax_env(), capture_output=True, text=True
     )
-    if done.returncode:
-        raise SystemExit(f"bench_jax_step: the JAX step failed:\n{done.stderr[-2000:]}")
+    if done.returncode or not done.stdout.strip():
+        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        raise SystemExit(f"bench_jax_step: the JAX {mode} under {python} failed: {last}")
     return done.stdout
 
 
@@ -146,9 +147,21 @@ def main() -> int:
     ap.add_argument("--check", action="store_true", help="only the JAX training check")
     ap.add_argument("--check-steps", type=int, default=3000)
     args = ap.parse_args()
-    probe = subprocess.run(
-        [args.jax_python, "-c", "import jax"], env=jax_env(), capture_output=True
-    )
+    for name, value, least in (
+        ("--steps", args.steps, 1),
+        ("--rounds", args.rounds, 1),
+        ("--check-steps", args.check_steps, 6),
+    ):
+        if value < least:
+            print(f"bench_jax_step: {name}={value} is invalid: at least {least}")
+            return 2
+    try:
+        probe = subprocess.run(
+            [args.jax_python, "-c", "import jax"], env=jax_env(), capture_output=True
+        )
+    except OSError as err:
+        print(f"bench_jax_step: --jax-python {args.jax_python}: {err.strerror}")
+        return 2
     if probe.returncode:
         print(f'bench_jax_step: no JAX under {args.jax_python}; install it: pip install "jax[cpu]"')
         return 2

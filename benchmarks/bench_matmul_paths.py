@@ -88,7 +88,12 @@ def rates(python: str, lib: str, reps: int) -> list[float]:
     if done.returncode:
         last = (done.stderr.strip().splitlines() or ["no output"])[-1]
         raise SystemExit(f"bench_matmul_paths: {lib} failed under {python}: {last}")
-    return [float(v) for v in done.stdout.split()]
+    got = done.stdout.split()
+    if len(got) != len(SHAPES):
+        raise SystemExit(
+            f"bench_matmul_paths: {lib} under {python} printed {len(got)} rates, not {len(SHAPES)}"
+        )
+    return [float(v) for v in got]
 
 
 def main() -> int:
@@ -97,9 +102,17 @@ def main() -> int:
     ap.add_argument("--reps", type=int, default=200)
     ap.add_argument("--jax-python", help="an interpreter with jax installed (optional)")
     args = ap.parse_args()
+    for name, value in (("--rounds", args.rounds), ("--reps", args.reps)):
+        if value < 1:
+            print(f"{name}={value} is invalid: at least 1")
+            return 2
     libs = {"torch": sys.executable, "numpy": sys.executable}
     if args.jax_python:
-        probe = subprocess.run([args.jax_python, "-c", "import jax"], capture_output=True)
+        try:
+            probe = subprocess.run([args.jax_python, "-c", "import jax"], capture_output=True)
+        except OSError as err:
+            print(f"--jax-python {args.jax_python}: {err.strerror}")
+            return 2
         if probe.returncode:
             print(f'--jax-python: {args.jax_python} has no jax (pip install "jax[cpu]")')
             return 2
