@@ -6,8 +6,9 @@ dead by the rule of :mod:`interp.analysis.collapse`, before any transition), or 
 by its budget); a run short of its budget with neither is ``unfinished`` and counts in no rate.
 Its data come in a form of their own (``collapse-rate.csv``, :data:`COLUMNS`), so it has its own
 page: per learning rate and form, how many of the declared seeds have a fate, the death rate with
-its Clopper-Pearson 95% interval, Fisher's exact test between forms, every run's fate, and the
-runs whose last layer fell silent and came back (the evidence the rule's span must respect).
+its Clopper-Pearson 95% interval, the forms compared seed by seed (exact McNemar tests, Holm's
+correction over every comparison on the page), every run's fate, and the runs whose last layer fell
+silent and came back (the evidence the rule's span must respect).
 """
 
 from __future__ import annotations
@@ -103,15 +104,33 @@ def fate_row(run_dir: str | Path) -> dict:
     }
 
 
-def fisher(a: dict, b: dict, count: str = "dead") -> float:
-    """Two-sided Fisher exact p of two forms' ``count`` (deaths, or transitions) among their runs
-    with a fate (NaN when either has no run)."""
-    from scipy.stats import fisher_exact
+def mcnemar_exact(a: dict, b: dict) -> float:
+    """Two-sided exact McNemar p of two forms trained on the same seeds: ``a`` and ``b`` map each
+    seed with a fate under both forms to whether the event (death, or a transition within the
+    budget) happened. Only the discordant seeds count: under no difference between the forms,
+    the seeds where only ``a`` had the event are Binomial(discordant, 1/2). NaN without a seed
+    common to both."""
+    from scipy.stats import binomtest
 
-    if not (a["n"] and b["n"]):
+    seeds = sorted(set(a) & set(b))
+    if not seeds:
         return math.nan
-    table = [[a[count], a["n"] - a[count]], [b[count], b["n"] - b[count]]]
-    return float(fisher_exact(table)[1])
+    only_a = sum(1 for s in seeds if a[s] and not b[s])
+    only_b = sum(1 for s in seeds if b[s] and not a[s])
+    if only_a + only_b == 0:
+        return 1.0
+    return float(binomtest(only_a, only_a + only_b, 0.5).pvalue)
+
+
+def holm(ps: list[float]) -> list[float]:
+    """Holm's step-down adjustment of ``ps`` (family-wise error over all of them; NaNs are not
+    comparisons and stay NaN)."""
+    real = sorted((p, i) for i, p in enumerate(ps) if not math.isnan(p))
+    out, running = [math.nan] * len(ps), 0.0
+    for rank, (p, i) in enumerate(real):
+        running = max(running, min(1.0, (len(real) - rank) * p))
+        out[i] = running
+    return out
 
 
 def _produce(experiment: Experiment, tier: str, runs: Path, workers, log, out):
@@ -232,23 +251,50 @@ def _rate_lines(rows: pd.DataFrame) -> list[str]:
     return lines
 
 
-def _fisher_lines(rows: pd.DataFrame) -> list[str]:
-    r = rates(rows)
-    lines = []
-    for lr in sorted(set(LRS) | set(r["lr"]) if len(r) else LRS):
-        got = {x["hidden_bias"]: x for _, x in r[r["lr"] == lr].iterrows()}
-        for a, b in (("scalar", "per_unit"), ("scalar", "tied"), ("per_unit", "tied")):
-            if a in got and b in got and got[a]["n"] and got[b]["n"]:
-                x, y = got[a], got[b]
-                p, q = fisher(x, y), fisher(x, y, "transitioned")
-                lines.append(
-                    f"- lr {lr:g}, {a} ({x['dead']} of {x['n']} dead) against {b} "
-                    f"({y['dead']} of {y['n']}): Fisher exact p = {p:.2f}; transitioned within "
-                    f"the budget {x['transitioned']} of {x['n']} against {y['transitioned']} "
-                    f"of {y['n']}: p = {q:.2f}"
-                )
-            else:
-                lines.append(f"- lr {lr:g}, {a} against {b}: not testable (a form has no run)")
+PAIRS = (("scalar", "per_unit"), ("scalar", "tied"), ("per_unit", "tied"))
+EVENTS = (("dead", "dead"), ("transitioned", "transitioned within the budget"))
+
+
+def _events(rows: pd.DataFrame, lr: float, form: str, fate: str) -> dict:
+    """Seed -> whether the run of ``form`` at ``lr`` ended with ``fate`` (runs with a fate only)."""
+    x = rows[(pd.to_numeric(rows["lr"]) == lr) & (rows["hidden_bias"] == form)]
+    x = x[x["fate"].isin(("dead", "transitioned", "alive"))]
+    return {int(s): f == fate for s, f in zip(x["seed"], x["fate"])}
+
+
+def _paired_lines(rows: pd.DataFrame) -> list[str]:
+    """The forms against each other, seed by seed: for each learning rate, pair of forms and
+    event, the discordant seeds, the exact McNemar p and its Holm adjustment over every test."""
+    lrs = sorted(set(LRS) | set(pd.to_numeric(rows["lr"])))
+    tests = []
+    for lr in lrs:
+        for a, b in PAIRS:
+            for fate, said in EVENTS:
+                x, y = _events(rows, lr, a, fate), _events(rows, lr, b, fate)
+                common = sorted(set(x) & set(y))
+                only_a = sum(1 for s in common if x[s] and not y[s])
+                only_b = sum(1 for s in common if y[s] and not x[s])
+                tests.append((lr, a, b, said, len(common), only_a, only_b, mcnemar_exact(x, y)))
+    adjusted = holm([t[-1] for t in tests])
+    n = sum(1 for p in adjusted if not math.isnan(p))
+    lines = [
+        "The forms are trained on the same seeds, so they are compared seed by seed: of the "
+        "seeds with a fate under both forms, those where only one form had the event decide "
+        f"(two-sided exact McNemar test). {n} comparisons are made on this page; each p is also "
+        "given after Holm's correction for all of them.",
+        "",
+        "| lr | forms | event | seeds paired | only the first | only the second | p | "
+        f"p, Holm over {n} |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for (lr, a, b, said, common, only_a, only_b, p), q in zip(tests, adjusted):
+        if not common:
+            lines.append(f"| {lr:g} | {a} against {b} | {said} | 0 | - | - | not testable | - |")
+            continue
+        lines.append(
+            f"| {lr:g} | {a} against {b} | {said} | {common} | {only_a} | {only_b} | "
+            f"{p:.2f} | {q:.2f} |"
+        )
     return lines
 
 
@@ -279,7 +325,7 @@ def render_collapse_rate(experiment, rows: pd.DataFrame, extra: dict | None = No
         "",
         "## Between forms",
         "",
-        *_fisher_lines(rows),
+        *_paired_lines(rows),
         "",
         "## Every run",
         "",

@@ -13,7 +13,8 @@ import pytest
 from experiments.catalog.collapse_rate import (
     COLUMNS,
     fate_row,
-    fisher,
+    holm,
+    mcnemar_exact,
     render_collapse_rate,
 )
 from interp.analysis.collapse import clopper_pearson, rates
@@ -37,16 +38,26 @@ def _run(tmp_path, name, ic_acc, active, *, steps=15000, lr=0.03, form="scalar",
     return d
 
 
-def test_intervals_and_fisher_match_hand_computed_values():
+def test_intervals_and_paired_tests_match_hand_computed_values():
     low, high = clopper_pearson(0, 12)
     assert low == 0.0 and high == pytest.approx(1 - 0.025 ** (1 / 12), rel=1e-9)
     assert clopper_pearson(1, 1) == pytest.approx((0.025, 1.0))
-    # 0 of 6 against 6 of 6: the two most extreme tables of C(12, 6) = 924, p = 2/924
-    assert fisher({"dead": 0, "n": 6}, {"dead": 6, "n": 6}) == pytest.approx(2 / 924)
-    assert math.isnan(fisher({"dead": 0, "n": 0}, {"dead": 1, "n": 3}))
-    # transitions: 7 of 12 against 12 of 12, p = 2 C(12, 5) / C(24, 5) = 1584 / 42504
-    seven, twelve = {"transitioned": 7, "n": 12}, {"transitioned": 12, "n": 12}
-    assert fisher(seven, twelve, "transitioned") == pytest.approx(1584 / 42504)
+    # 7 of 12 against 12 of 12 on the same seeds: 5 discordant seeds, all one way,
+    # p = 2 / 2**5 (an independent-samples test would give 1584 / 42504 = 0.037)
+    seven = {s: s < 7 for s in range(12)}
+    twelve = {s: True for s in range(12)}
+    assert mcnemar_exact(seven, twelve) == pytest.approx(2 / 32)
+    assert mcnemar_exact(twelve, seven) == pytest.approx(2 / 32)
+    # 3 one way, 1 the other among 4 discordant: p = 2 * P(X <= 1 | n=4) = 2 * 5/16
+    a = {0: True, 1: True, 2: True, 3: False, 4: True}
+    b = {0: False, 1: False, 2: False, 3: True, 4: True, 9: True}  # seed 9 has no pair
+    assert mcnemar_exact(a, b) == pytest.approx(10 / 16)
+    assert mcnemar_exact(a, a) == 1.0
+    assert math.isnan(mcnemar_exact(a, {7: True}))
+    # Holm: sorted 0.01, 0.03, 0.04 times 3, 2, 1 -> 0.03, 0.06, max(0.06, 0.04)
+    assert holm([0.01, 0.04, 0.03, math.nan]) == pytest.approx(
+        [0.03, 0.06, 0.06, math.nan], nan_ok=True
+    )
 
 
 def test_each_run_gets_its_fate(tmp_path):
@@ -95,9 +106,11 @@ def test_the_page_counts_runs_and_names_missing_seeds_never_more():
     )
     assert "| 0.03 | tied | 0 / 12 | - | - | - | unmeasured | none |" in page
     assert "| 0.01 | scalar | 0 / 12 | - | - | - | unmeasured |" in page
-    p = fisher({"dead": 2, "n": 3}, {"dead": 0, "n": 2})
-    assert f"scalar (2 of 3 dead) against per_unit (0 of 2): Fisher exact p = {p:.2f}" in page
-    assert "lr 0.03, scalar against tied: not testable" in page
+    # seeds 0 and 1 are paired (seed 2 has no per_unit run, seed 3 no fate): seed 0 died under
+    # scalar only; seed 1 transitioned under both
+    assert "| 0.03 | scalar against per_unit | dead | 2 | 1 | 0 | 1.00 | 1.00 |" in page
+    assert "| 0.03 | scalar against tied | dead | 0 | - | - | not testable | - |" in page
+    assert "2 comparisons are made on this page" in page
 
 
 def test_the_committed_page_is_rendered_from_the_committed_rows():
