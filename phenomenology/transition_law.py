@@ -342,6 +342,13 @@ LAW_FILE = __import__("pathlib").Path(__file__).with_name("transition_law.json")
 packaged with the toolkit; ``induction-cliff reproduce transition-law --tier full`` writes it as
 ``transition-law-law.json`` beside the page."""
 
+RATES_FILE = LAW_FILE.with_name("collapse_rate.csv")
+"""The collapse-rate experiment's rows (docs/results/collapse-rate.md), packaged with the toolkit
+beside the law: ``induction-cliff forecast`` reads its collapse risk from here, in a checkout and
+from an installed package alike. A copy of ``docs/results/collapse-rate.csv``, which a test keeps
+equal to it (``cp docs/results/collapse-rate.csv phenomenology/collapse_rate.csv`` after the
+experiment adds rows)."""
+
 WARNED = {"hidden_bias"}
 """Fixed fields of the data that a forecast does not refuse but names: the author's scalar
 hidden biases train as the per-unit ones where they train at all, but collapse on some seeds
@@ -371,7 +378,6 @@ class StoredLaw:
 
     @staticmethod
     def load(path=None) -> StoredLaw:
-        import json
         from pathlib import Path
 
         path = Path(path) if path is not None else LAW_FILE
@@ -380,8 +386,10 @@ class StoredLaw:
                 f"{path} is missing: `induction-cliff reproduce transition-law "
                 "--tier full` writes it"
             )
+        from interp.io.inputs import read_json_object
+
+        d = read_json_object(path)  # limits checked before parsing; damaged: one line (exit 3)
         try:
-            d = json.loads(path.read_text())
             for rec in d.get("observed", ()):
                 _check_observed(rec)
             return StoredLaw(

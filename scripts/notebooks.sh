@@ -18,7 +18,9 @@ cat >"$settings/overrides.json" <<'JSON'
 }
 JSON
 # The notebooks reuse runs/demo when `bash scripts/demo.sh` has trained it, and write their own
-# runs under runs/notebooks.
+# runs under runs/notebooks. JupyterLab serves notebooks/, whose jupytext.toml it reads (jupytext
+# looks for it up to the folder served): a save pairs each script with a git-ignored .ipynb and
+# changes the script only where its cells changed.
 cd notebooks
 root=()
 [ "$(id -u)" = 0 ] && root=(--allow-root)  # JupyterLab refuses to run as root without it

@@ -127,3 +127,17 @@ def test_the_project_experiments_need_a_checkout_and_say_so(installed, tmp_path)
         "error: experiment='demo' is invalid: registered experiments are"
     )
     assert "experiments/ of a checkout" in unknown.stderr and "pip install -e ." in unknown.stderr
+
+
+def test_the_forecast_from_the_wheel_is_the_checkouts(installed, tmp_path):
+    """``forecast`` reads only tables that ship with the package (the transition law and the
+    collapse rates): installed, it says what a checkout says, collapse risk included."""
+    bin_dir, env = installed
+    argv = ["forecast", "--preset", "paper-fig3"]
+    wheel = _run([str(bin_dir / "induction-cliff"), *argv], tmp_path, env)
+    checkout = _run(
+        [sys.executable, "-m", "interp.cli", *argv], ROOT, {**env, "PYTHONPATH": str(ROOT)}
+    )
+    assert wheel.returncode == checkout.returncode == 0, wheel.stderr + checkout.stderr
+    assert "runs died" in checkout.stdout and "unmeasured" not in checkout.stdout
+    assert (wheel.stdout, wheel.stderr) == (checkout.stdout, checkout.stderr)

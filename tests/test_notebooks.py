@@ -190,12 +190,12 @@ def test_notebook_runs(path, runs_dir, jupyter_path, monkeypatch):
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
 def test_saving_a_notebook_changes_its_script_only_where_cells_changed(path, tmp_path):
     """Open and save in JupyterLab (jupytext's contents manager with the repository's
-    jupytext.toml), after a kernel ran it: the tracked script is unchanged; edit a cell: only
-    that cell's lines change."""
+    notebooks/jupytext.toml), after a kernel ran it: the tracked script is unchanged; edit a
+    cell: only that cell's lines change."""
     pytest.importorskip("jupytext")
     manager = pytest.importorskip("jupytext.sync_contentsmanager")
-    shutil.copy(ROOT / "jupytext.toml", tmp_path / "jupytext.toml")
     (tmp_path / "notebooks").mkdir()
+    shutil.copy(ROOT / "notebooks" / "jupytext.toml", tmp_path / "notebooks" / "jupytext.toml")
     script = tmp_path / "notebooks" / path.name
     shutil.copy(path, script)
     original = script.read_text()

@@ -31,6 +31,7 @@ OWNED_FILES = (
     METRICS_NAME,
     PER_CLASS_IW_NAME,
     "fit.json",
+    "forecast.json",
     "checkpoint_measures.csv",
     "length_eval.csv",
     "llc.csv",

@@ -27,12 +27,10 @@ CPU it needs a C++ compiler: :func:`check_compiler` refuses up front without one
 from __future__ import annotations
 
 import contextlib
-import json
 import multiprocessing.util
 import os
 import shutil
 import tempfile
-import time
 from pathlib import Path
 
 import torch
@@ -56,9 +54,6 @@ __all__ = [
     "check_compiler",
     "compiles_on",
     "compile_cache_dir",
-    "compile_key",
-    "record_compile_cost",
-    "recorded_compile_costs",
     "CACHE_ENV",
 ]
 
@@ -188,7 +183,6 @@ class CompiledLoss:
         _own_cache_dir()
         self.model = model
         self._fn = torch.compile(_loss, dynamic=False, fullgraph=True)
-        self._timed = False  # the first call's CPU time (the compile) is recorded once
 
     def __call__(
         self,
@@ -202,51 +196,4 @@ class CompiledLoss:
         identity = tuple(output_is_identity(block.attn.W_O) for block in model.blocks)
         masks = causal_masks(tokens.shape[1], tokens.device)
         with _shape_checks_off():
-            if self._timed:
-                return self._fn(model, inp, target, identity, masks)
-            start = time.process_time()
-            out = self._fn(model, inp, target, identity, masks)
-            self._timed = True
-            key = compile_key(model, tokens.shape)
-            if key not in _COMPILED_HERE:  # a second compile in one process reuses its memory
-                _COMPILED_HERE.add(key)
-                record_compile_cost(key, time.process_time() - start)
-            return out
-
-
-_COSTS = "compile-costs.json"
-# The shapes compiled in this process: only a process's first compile of them is a cost a new
-# process pays (a later one in the same process is served from memory, near 0 s).
-_COMPILED_HERE: set[str] = set()
-
-
-def compile_key(model: InductionNet, shape) -> str:
-    """What one compile is for: torch's version, the model's config and the batch's shape."""
-    config = json.dumps(model.cfg.to_dict(), sort_keys=True, default=str)
-    return f"torch {torch.__version__} | {config} | {tuple(shape)}"
-
-
-def record_compile_cost(key: str, seconds: float) -> None:
-    """Keep the CPU seconds of a first compiled call in the cache folder: ``cold`` (the first
-    process to compile these shapes) and ``warm`` (a later one, loading the cached artefacts).
-    Nothing is kept with the cache off; a cache folder that cannot be written is left alone."""
-    folder = compile_cache_dir()
-    if folder is None:
-        return
-    costs = recorded_compile_costs()
-    entry = costs.setdefault(key, {})
-    entry["warm" if "cold" in entry else "cold"] = round(seconds, 2)
-    with contextlib.suppress(OSError):
-        tmp = folder / f"{_COSTS}.{os.getpid()}"
-        tmp.write_text(json.dumps(costs, indent=1))
-        os.replace(tmp, folder / _COSTS)
-
-
-def recorded_compile_costs() -> dict:
-    """``key -> {"cold": s, "warm": s}`` as kept by :func:`record_compile_cost` ({} if none)."""
-    folder = compile_cache_dir()
-    try:
-        costs = json.loads((folder / _COSTS).read_text()) if folder is not None else {}
-    except (OSError, ValueError):
-        return {}
-    return costs if isinstance(costs, dict) else {}
+            return self._fn(model, inp, target, identity, masks)

@@ -1,4 +1,5 @@
-"""``backend="auto"``: the fastest training loss for the run in front of it.
+"""``backend="auto"``: the faster training loss for the run in front of it, chosen from facts of
+the run and the machine only.
 
 ``compiled`` (:mod:`interp.model.compiled`) makes each step faster, but its first step compiles:
 about 48 s of CPU with an empty compile cache, about 5 s when the cache already holds these shapes
@@ -7,9 +8,15 @@ about 48 s of CPU with an empty compile cache, about 5 s when the cache already 
 number of steps, ``compile cost / per-step gain``; below it, ``fast`` finishes first. ``auto``
 takes ``compiled`` when the steps left exceed the break-even and the compiled loss applies (the
 two-layer one-hot network on the CPU, no training hooks, a C++ compiler), else ``fast``; and says
-which, and why, in one line on stderr. The compile cost is the one measured for these shapes on
-this machine when the cache folder records it
-(:func:`interp.model.compiled.recorded_compile_costs`), else the figures above.
+which, and why, in one line on stderr. The run records the backend that trained it in
+``config.json`` (``trained_backends``, docs/run-format.md).
+
+The compile cost in the break-even is always the one of an empty cache (:data:`COLD_COMPILE_S`),
+never what the cache folder holds now: the two backends agree only to float rounding, so a choice
+that followed the cache would train the same command on the same machine once ``fast`` (cache
+empty) and once ``compiled`` (cache warm), with two different answers. With the cold figure a
+run that compiles repays the compile even when it has to compile from nothing, and a warm cache
+only makes it finish sooner.
 """
 
 from __future__ import annotations
@@ -18,7 +25,7 @@ import logging
 import math
 from typing import Any
 
-__all__ = ["choose_backend", "break_even_steps", "STEP_GAIN_S", "COLD_COMPILE_S", "WARM_COMPILE_S"]
+__all__ = ["choose_backend", "break_even_steps", "STEP_GAIN_S", "COLD_COMPILE_S"]
 
 log = logging.getLogger(__name__)
 
@@ -26,7 +33,6 @@ log = logging.getLogger(__name__)
 # 6.59 ms (benchmarks/bench_train.py, "compiled/fast"); scaled by batch size for other batches.
 STEP_GAIN_S = 1.2e-3
 COLD_COMPILE_S = 48.0  # CPU seconds of the first compiled step, compile cache empty (see above)
-WARM_COMPILE_S = 4.6  # the same with the cache holding these shapes
 
 
 def break_even_steps(compile_s: float, batch_size: int) -> int:
@@ -34,25 +40,11 @@ def break_even_steps(compile_s: float, batch_size: int) -> int:
     return math.ceil(compile_s / (STEP_GAIN_S * batch_size / 128))
 
 
-def _compile_cost(run: Any) -> tuple[float, str]:
-    """The expected CPU cost of compiling this run's loss, and where the figure comes from."""
-    from interp.model.compiled import compile_cache_dir, compile_key, recorded_compile_costs
-
-    if compile_cache_dir() is None:
-        return COLD_COMPILE_S, "compile cache off"
-    task, cfg = run.task, run.cfg
-    key = compile_key(run.model, (cfg.batch_size, task.seq_len, task.D))
-    entry = recorded_compile_costs().get(key, {})
-    if "warm" in entry:
-        return float(entry["warm"]), "measured with the cache warm"
-    if "cold" in entry:
-        return WARM_COMPILE_S, "cache warm"
-    return COLD_COMPILE_S, "cache empty"
-
-
 def choose_backend(run: Any) -> str:
     """The backend ``run`` trains with: ``run.cfg.backend`` when the user named one, else the
-    faster of ``fast`` and ``compiled`` for the steps left (logged in one line)."""
+    faster of ``fast`` and ``compiled`` for the steps left (logged in one line), from the run's
+    model, device, hooks, batch size and steps left and the machine's C++ compiler only (never
+    from the compile cache's contents: see the module docstring)."""
     cfg = run.cfg
     if cfg.backend != "auto":
         return cfg.backend
@@ -62,12 +54,11 @@ def choose_backend(run: Any) -> str:
     if run.hooks or getattr(run, "task", None) is None or not supports_compile(run.model):
         choice, why = "fast", "the compiled loss does not apply to this model or device"
     else:
-        cost, source = _compile_cost(run)
-        even = break_even_steps(cost, cfg.batch_size)
+        even = break_even_steps(COLD_COMPILE_S, cfg.batch_size)
         choice = "compiled" if steps_left > even else "fast"
         why = (
             f"{steps_left} steps {'>' if choice == 'compiled' else '<='} break-even {even} "
-            f"({cost:.0f} s compile, {source})"
+            f"({COLD_COMPILE_S:.0f} s compile)"
         )
         if choice == "compiled":  # the compiler is looked for (importing it) only when needed
             try:

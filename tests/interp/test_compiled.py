@@ -229,18 +229,3 @@ def test_the_compile_cache_folder_follows_the_environment(monkeypatch, tmp_path)
     assert compile_cache_dir() == tmp_path / "moved" / "inductor"
     monkeypatch.setenv("INDUCTION_CLIFF_CACHE", "off")
     assert compile_cache_dir() is None
-
-
-def test_only_a_processs_first_compile_of_its_shapes_is_kept_as_their_cost(monkeypatch):
-    """A second compile of the same shapes in one process is served from memory (near 0 s): kept
-    as the "warm" cost, it made auto compile every run (a break-even of 0 steps)."""
-    import interp.model.compiled as compiled_module
-
-    kept = []
-    monkeypatch.setattr(compiled_module, "record_compile_cost", lambda k, s: kept.append(k))
-    monkeypatch.setattr(compiled_module, "_COMPILED_HERE", set())
-    batch = TaskGenerator(SMALL, 0).sample(32, torch.Generator().manual_seed(1))
-    for _ in range(2):
-        model = InductionNet(SMALL_MODEL, seed=0)
-        CompiledLoss(model)(batch.tokens, batch.positions, batch.target)
-    assert len(kept) == 1

@@ -100,7 +100,7 @@ def test_fit_picks_the_progress_forecast_where_it_can(tmp_path, capsys):
         capsys, csv, "--set", "B=2", "--n-boot", "0", "--until", "18000", "--figure", fig
     )
     assert rc == 0, err
-    got = json.loads(csv.with_name("c.fit.json").read_text())
+    got = json.loads(csv.with_name("c.forecast.json").read_text())
     assert got["forecast_from"] == "progress"
     assert got["forecast_transition_step"] == pytest.approx(k * CROSS, rel=1e-6)
     assert "progress forecast" in out

@@ -7,12 +7,13 @@ from pathlib import Path
 NAME = "fit"
 HELP = (
     "fit a dynamics model to runs or CSV curves and forecast the transition (writes "
-    "RUN_DIR/fit.json or CURVE.fit.json)"
+    "RUN_DIR/fit.json or CURVE.fit.json; with --fraction or --until, forecast.json or "
+    "CURVE.forecast.json)"
 )
 EPILOG = """\
 examples:
   induction-cliff fit runs/fig3-s1                      # writes runs/fig3-s1/fit.json
-  induction-cliff fit runs/fig3-s1 --fraction 0.8 --figure forecast.png
+  induction-cliff fit runs/fig3-s1 --fraction 0.8 --figure forecast.png   # forecast.json
   induction-cliff fit curve.csv --column loss --target ic_loss --set L=64
 """
 
@@ -48,7 +49,9 @@ def add_arguments(p) -> None:
         "--json",
         default=None,
         metavar="PATH",
-        help="where to write the result (default: RUN_DIR/fit.json or CURVE.fit.json)",
+        help="where to write the result (default: RUN_DIR/fit.json or CURVE.fit.json for the "
+        "whole curve; RUN_DIR/forecast.json or CURVE.forecast.json with --fraction or --until, "
+        "so that a forecast never replaces the fit that figures and report draw)",
     )
     p.add_argument(
         "--optimizer",
@@ -146,6 +149,14 @@ def _forecast_line(result: dict) -> str:
         of = f" of the {CLIFF}" if result["column"] == "ic_loss" else ""
         head = f"{FORECAST}{of}: step {step}"
     return f"{head}, interval [{_fmt(low)}, {_fmt(high)}] ({result['forecast_method']})"
+
+
+def forecast_path(fit_path: Path) -> Path:
+    """Where a fit to part of a curve (``--fraction``, ``--until``) goes by default:
+    ``forecast.json`` beside a run's ``fit.json``, ``CURVE.forecast.json`` beside a CSV's
+    ``CURVE.fit.json``. The whole-curve fit stays where it is: ``figures`` and ``report`` draw it
+    (docs/run-format.md)."""
+    return fit_path.with_name(fit_path.name.removesuffix("fit.json") + "forecast.json")
 
 
 def _check_arguments(args):
@@ -250,6 +261,9 @@ def run(args) -> int:
         method=args.method,
         progress_column=args.progress_column,
     )
+    if not args.json and (until is not None or fraction is not None):
+        for src in sources:
+            src.out = forecast_path(Path(src.out))
     from interp.io.outputs import writing_into
 
     outs = [src.out for src in sources] + ([args.figure] if args.figure else [])

@@ -31,8 +31,8 @@ def add_arguments(p) -> None:
         "--rates",
         default=None,
         metavar="PATH",
-        help="measured collapse rates (default: docs/results/collapse-rate.csv, the "
-        "collapse-rate experiment's committed rows)",
+        help="measured collapse rates (default: the toolkit's, phenomenology/collapse_rate.csv, "
+        "a copy of the collapse-rate experiment's rows)",
     )
     p.add_argument(
         "--law",
@@ -89,24 +89,24 @@ def run(args) -> int:
 
 
 def _collapse_risk(path, task, model, train):
-    """The measured death rate of the configuration's form at its lr, and the table read."""
+    """The measured death rate of the configuration's form at its lr, and the table read: the
+    one named, else the toolkit's own (package data, the same in a checkout and an installed
+    package), named by its place in the package."""
     from pathlib import Path
 
-    import pandas as pd
-
     from interp.analysis.collapse import measured_risk
-    from interp.experiments.core import RESULTS_DIR
+    from interp.io.inputs import read_csv
+    from phenomenology.transition_law import RATES_FILE
 
     if path is not None and not Path(path).is_file():
         raise ValueError(f"--rates {path}: no such file")
-    path = Path(path) if path is not None else RESULTS_DIR / "collapse-rate.csv"
-    rows = pd.read_csv(path) if path.is_file() else None
+    if path is None:
+        path, shown = RATES_FILE, Path(RATES_FILE.parent.name, RATES_FILE.name)
+    else:
+        path = shown = Path(path)
+    rows = read_csv(path)  # limits checked before parsing
     risk, where = measured_risk(rows, task, model, train)
-    try:
-        path = path.resolve().relative_to(RESULTS_DIR.parents[1])
-    except ValueError:
-        pass
-    return risk, where, path
+    return risk, where, shown
 
 
 def _say_within(budget: int, chance: float, risk, where: str, path) -> None:
