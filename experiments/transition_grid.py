@@ -27,7 +27,7 @@ import math
 import os
 import time
 from collections.abc import Callable, Mapping
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -236,6 +236,9 @@ def _worker(grid: TransitionGrid, point: GridPoint, seed: int, run_dir: str) -> 
     import contextlib
     import io
 
+    from interp.io.pool import check_start
+
+    check_start()  # in a pool worker: its parent alive and no stop asked, before any folder
     with contextlib.redirect_stderr(io.StringIO()):
         return train_run(grid, point, seed, Path(run_dir))
 
@@ -249,8 +252,9 @@ def run_grid(
     skip: frozenset[str] = frozenset(),
 ) -> int:
     """Train every run of ``grid`` not yet ended into ``out``, ``workers`` one-thread processes
-    at a time (in the declared order), but those named in ``skip`` (runs kept from committed
-    data: :func:`kept_runs`). Returns how many runs were trained now."""
+    (a :class:`interp.io.pool.WorkerPool`) at a time (in the declared order), but those named in
+    ``skip`` (runs kept from committed data: :func:`kept_runs`). Returns how many runs were
+    trained now."""
     grid.validate()
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -272,7 +276,12 @@ def run_grid(
             rec = _worker(grid, p, s, str(out / run_name(p, s)))
             log(f"{run_name(p, s)}: {rec['steps']} steps, {rec['wall_s']:.0f} s")
         return len(todo)
-    with ProcessPoolExecutor(max_workers=workers) as pool:
+    from interp.experiments import load_catalogue
+    from interp.io.pool import WorkerPool
+
+    # Ctrl-C or SIGTERM: the running runs save their state, the command exits 130 or 143. Each
+    # worker loads this checkout's experiments by their path, as the command did (_worker's).
+    with WorkerPool(workers, initializer=load_catalogue) as pool:
         futures = {
             pool.submit(_worker, grid, p, s, str(out / run_name(p, s))): (p, s) for p, s in todo
         }

@@ -10,9 +10,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from interp.io.curves import MAX_CURVE_VALUE  # the one curve check's bound
+
 __all__ = [
     "MAX_CURVE_VALUE",
     "MIN_POINTS",
+    "MIN_RELATIVE_CHANGE",
     "PAPER_TASK",
     "check_values",
     "read_run",
@@ -23,9 +26,9 @@ __all__ = [
 MIN_POINTS = 8
 """Fewest evaluations a fit accepts (fewer is an error, not a fit)."""
 
-MAX_CURVE_VALUE = 1e6
-"""Largest magnitude a fitted curve may hold: losses, accuracies and progress measures are of
-order one, so a value beyond it is a damaged or mislabelled column that would only overflow."""
+MIN_RELATIVE_CHANGE = 1e-6
+"""Least change (range over level, the level at least 1) of a curve to fit: below it, what
+moves is rounding noise (a float32 metric's resolution is about 1e-7 of its value)."""
 
 PAPER_TASK = {"L": 32, "N": 8, "B": 2}
 """The paper's task (Fig. 1d / Fig. 3 evaluation sets), the default for a plain curve."""
@@ -50,27 +53,32 @@ def read_run(run_dir) -> tuple[pd.DataFrame, dict]:
 
 
 def check_values(df: pd.DataFrame, columns: Sequence[str], target: str, source: str) -> None:
-    """Refuses, before any fit, a clean curve the models cannot describe: a value beyond
-    :data:`MAX_CURVE_VALUE`, a fitted column (the first) that does not change, or a loss mostly
-    below 0 (noise may take a loss near 0 a little below it).
+    """Refuses, before any fit, a clean curve the models cannot describe: one that
+    :func:`interp.io.curves.check_curve` refuses (steps out of order, a value not finite or beyond
+    :data:`MAX_CURVE_VALUE`), a fitted column (the first) that does not change or changes by less
+    than :data:`MIN_RELATIVE_CHANGE` of its level (rounding noise on a flat line: no transition,
+    and a fit would only chase it into overflow), or a loss mostly below 0 (noise may take a loss
+    near 0 a little below it).
 
     Raises:
-        ValueError: one line naming ``source``, the column and the step.
+        ValueError: one line naming ``source``, the column and the step (a
+            :class:`~interp.io.errors.DamagedFileError` for what ``check_curve`` refuses).
     """
-    steps = df["step"].to_numpy(dtype=float)
-    for c in columns:
-        v = df[c].to_numpy(dtype=float)
-        big = np.flatnonzero(np.abs(v) > MAX_CURVE_VALUE)
-        if big.size:
-            raise ValueError(
-                f"{source}: column {c!r} holds {v[big[0]]:g} at step {steps[big[0]]:g}; a curve "
-                f"to fit stays within +-{MAX_CURVE_VALUE:g}"
-            )
+    from interp.io.curves import check_curve
+
+    check_curve(df, columns, source, bound=MAX_CURVE_VALUE)
     column, v = columns[0], df[columns[0]].to_numpy(dtype=float)
     if v.size and np.ptp(v) == 0:
         raise ValueError(
             f"{source}: column {column!r} does not change (every value is {v[0]:g}): a flat "
             "curve has no transition to fit"
+        )
+    level = max(1.0, float(np.max(np.abs(v)))) if v.size else 1.0
+    if v.size and np.ptp(v) < MIN_RELATIVE_CHANGE * level:
+        raise ValueError(
+            f"{source}: column {column!r} does not change (it moves by {np.ptp(v):.3g} around "
+            f"{np.median(v):g}, less than {MIN_RELATIVE_CHANGE:g} of its level): a flat curve "
+            "has no transition to fit"
         )
     if target.endswith("_loss") and v.size and np.median(v) < 0:
         raise ValueError(

@@ -8,6 +8,7 @@ line naming the path and what is wrong with it.
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -46,14 +47,16 @@ class FitSource:
 
 
 def parse_number(flag: str, value: str | None, *, integer: bool = False):
-    """``value`` as a number (an int with ``integer``), None for None; one line naming ``flag``
-    otherwise."""
+    """``value`` as a finite number (an int with ``integer``), None for None; one line naming
+    ``flag`` otherwise (NaN and infinity included)."""
     if value is None:
         return None
     try:
         number = float(value)
     except ValueError:
         raise ValueError(f"{flag}={value!r} is not a number") from None
+    if not math.isfinite(number):
+        raise ValueError(f"{flag}={value!r} is invalid: must be a finite number")
     if integer:
         if number != int(number):
             raise ValueError(f"{flag}={value!r} must be an integer")
@@ -108,13 +111,10 @@ def _run_source(path: Path, task_set: Mapping[str, str], optimizer: str | None) 
 
 
 def _csv_source(path: Path, task_set: Mapping[str, str], optimizer: str | None) -> FitSource:
+    from interp.io.inputs import read_csv
     from phenomenology.fit import PAPER_TASK
 
-    try:
-        curve = pd.read_csv(path)
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as err:
-        first = str(err).strip().splitlines()[0] if str(err).strip() else "empty file"
-        raise ValueError(f"{path}: not a readable CSV ({first})") from None
+    curve = read_csv(path)  # limits checked before parsing; damaged: one line (exit 3)
     task = dict(PAPER_TASK)
     for key, value in task_set.items():
         task[key] = parse_number(f"--set {key}", value, integer=key != "L")
@@ -167,13 +167,15 @@ def open_fit_sources(
     sources = []
     for spec in paths:
         path = Path(spec)
+        from interp.io.curves import check_curve as check_rows
+
         if path.is_dir():
             src = _run_source(path, task_set, optimizer)
+            # metrics.csv: empty where not evaluated, but not throughout; nothing infinite or huge
+            check_rows(src.curve, [column, *aux], src.source, gaps=True)
         elif path.is_file():
             src = _csv_source(path, task_set, optimizer)
-            from interp.io.curves import check_curve_rows
-
-            check_curve_rows(src.curve, [column, *aux], src.source)  # repeated steps, NaN, inf
+            check_rows(src.curve, [column, *aux], src.source)  # steps out of order, NaN, inf
         else:
             raise ValueError(f"{path}: no such run directory or CSV file")
         if json_out:

@@ -189,10 +189,17 @@ def chosen_from_calibration(run_dir: str | os.PathLike) -> dict:
     path = Path(run_dir) / CALIBRATION_JSON
     if not path.exists():
         raise ValueError(f"--from-calibration: {path} does not exist; run llc --calibrate first")
-    chosen = json.loads(path.read_text()).get("chosen")
+    from interp.io.inputs import read_json_object, require
+
+    record = read_json_object(path)  # limits checked before parsing
+    chosen = record.get("chosen")
     if not chosen:
         raise ValueError(
             f"--from-calibration: {path} chose no setting: "
-            f"{json.loads(path.read_text()).get('reason', 'see llc_calibration.csv')}"
+            f"{record.get('reason', 'see llc_calibration.csv')}"
         )
-    return {"epsilon": float(chosen["epsilon"]), "nbeta": float(chosen["nbeta"])}
+    require(record, "chosen", dict, path)
+    return {
+        "epsilon": float(require(record, "chosen.epsilon", float, path)),
+        "nbeta": float(require(record, "chosen.nbeta", float, path)),
+    }

@@ -4,6 +4,7 @@ processes for several checkpoints at once."""
 
 from __future__ import annotations
 
+import errno
 import functools
 import io
 import logging
@@ -13,7 +14,6 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pandas as pd
-import torch
 
 from interp.analysis.llc_estimator import (
     LLCConfig,
@@ -61,12 +61,17 @@ def read_llc_csv(path: str | os.PathLike) -> pd.DataFrame:
     path = Path(path)
     if path.is_dir():
         path = path / LLC_CSV
-    df = pd.read_csv(
+    from interp.io.inputs import read_csv
+
+    df = read_csv(  # limits checked before parsing
         path,
+        missing=None,
         keep_default_na=False,
         na_values=["nan", "NaN", ""],
         dtype={"warning": object, "devinterp_version": object},
     )
+    if df is None:
+        raise FileNotFoundError(errno.ENOENT, f"{path} is missing", str(path))
     needed = ["step", "llc_mean", "llc_std", *SETTINGS, "warning"]
     missing = [c for c in needed if c not in df.columns]
     if missing:
@@ -248,16 +253,6 @@ def _llc_row(step: int, est: LLCEstimate, cfg: LLCConfig, version: str) -> dict:
     }
 
 
-def _init_llc_worker(plugins: tuple) -> None:
-    import signal
-
-    from interp.io.plugins import load_plugins
-
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent stops the pool on Ctrl-C
-    torch.set_num_threads(1)
-    load_plugins(plugins)  # the parent's --plugin modules, for runs that use their encodings
-
-
 @functools.lru_cache(maxsize=1)
 def _worker_run_and_batches(run_dir: str, batch_size: int, n_batches: int, seed: int):
     """A pool worker's run and LLC batches, made once per worker process (the parent's batches)."""
@@ -274,33 +269,15 @@ def _estimate_at(run_dir: str, step: int, cfg: LLCConfig) -> LLCEstimate:
 
 
 def _estimate_in_pool(run_dir, steps: list[int], cfg: LLCConfig, workers: int, record) -> None:
-    """Estimate ``steps`` in ``workers`` spawned one-thread processes; ``record`` each result in
-    this process as it arrives. On Ctrl-C, checkpoints not started are cancelled and running ones
-    dropped (the finished ones are already in ``llc.csv``: run the command again to resume)."""
-    from interp.io.interrupt import sigterm_as_ctrl_c
-    from interp.io.plugins import loaded_plugins
+    """Estimate ``steps`` in a :class:`interp.io.pool.WorkerPool` of ``workers`` one-thread
+    processes; ``record`` each result in this process as it arrives. On Ctrl-C or SIGTERM,
+    checkpoints not started are cancelled and running ones killed (an interrupted estimate is worth
+    nothing; the finished ones are already in ``llc.csv``: run the command again to resume)."""
+    from concurrent.futures import as_completed
 
-    with sigterm_as_ctrl_c():  # a SIGTERM stops the workers too, as Ctrl-C does
-        _run_llc_pool(run_dir, steps, cfg, workers, record, tuple(loaded_plugins()))
+    from interp.io.pool import WorkerPool
 
-
-def _run_llc_pool(run_dir, steps, cfg, workers, record, plugins) -> None:
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor, as_completed
-
-    pool = ProcessPoolExecutor(
-        max_workers=workers,
-        mp_context=multiprocessing.get_context("spawn"),
-        initializer=_init_llc_worker,
-        initargs=(plugins,),
-    )
-    try:
+    with WorkerPool(workers, threads=1, on_stop="kill") as pool:
         futures = {pool.submit(_estimate_at, str(run_dir), step, cfg): step for step in steps}
         for future in as_completed(futures):
             record(futures[future], future.result())
-    except BaseException:
-        for process in list((getattr(pool, "_processes", None) or {}).values()):
-            process.terminate()  # an interrupted estimate is worth nothing: do not wait for it
-        pool.shutdown(wait=True, cancel_futures=True)  # reaps them and closes the queues
-        raise
-    pool.shutdown(wait=True)

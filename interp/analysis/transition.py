@@ -488,6 +488,7 @@ def transition_report(
         named ``mean [K=512]``, ``std [K=512]``, ..., after the fields that differ.
     """
     from interp.analysis.compare import group_runs
+    from interp.io.errors import DamagedFileError
     from interp.io.rundir import load_run
 
     frames = [r for r in runs if isinstance(r, pd.DataFrame)]
@@ -501,9 +502,13 @@ def transition_report(
         named = [[(str(r.path), r.metrics) for r in g.runs] for g in groups]
         labels = [g.label for g in groups]
     for name, metrics in (m for members in named for m in members):
+        source = name if frames else f"{name}/metrics.csv"
+        if metrics.empty:
+            raise DamagedFileError(f"{source} has no valid rows: no curve to find a transition on")
         if measure not in metrics.columns:  # before any detection, naming the run's columns
             known = [c for c in metrics.columns if c != "step"]
             raise ValueError(f"--measure {measure!r} is not a column of {name}: known: {known}")
+        _check_metrics(metrics, measure, source)
     parts = []
     for label, members in zip(labels, named, strict=True):
         rows = []
@@ -526,6 +531,15 @@ def transition_report(
     cols = [c for c in out.columns if c != "plateau_measured"]
     cols.insert(cols.index("plateau_level") + 1, "plateau_measured")
     return out[cols]
+
+
+def _check_metrics(metrics: pd.DataFrame, measure: str, source: str) -> None:
+    """A run's curve of ``measure`` (or ``ic_loss``) empty (NaN) throughout, or infinite, is a
+    damaged file: refused naming it (:func:`interp.io.curves.check_curve`), never a row of NaN."""
+    from interp.io.curves import check_curve
+
+    columns = [measure, *(["ic_loss"] if "ic_loss" in metrics.columns else [])]
+    check_curve(metrics, columns, source, gaps=True, bound=None)
 
 
 def summarize_seeds(report: pd.DataFrame) -> pd.DataFrame:

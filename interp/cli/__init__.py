@@ -19,7 +19,8 @@ import os
 import sys
 from pathlib import Path
 
-from interp.cli._base import make_parser
+from interp.cli._base import make_parser, print_error
+from interp.io.escape import for_terminal
 from interp.train.overrides import build_configs, parse_overrides
 
 __all__ = ["main", "make_parser", "parse_overrides", "build_configs"]
@@ -75,6 +76,8 @@ def _check_recorded_plugins(run_dir: str, what: str = "resume with") -> None:
 
 
 def _one_line(err: BaseException) -> str:
+    """The first line of an exception's text (its type's name when it has none); printed only
+    through :func:`interp.cli._base.print_error`, which escapes its control characters."""
     text = str(err).strip().splitlines()
     return text[0] if text else type(err).__name__
 
@@ -91,10 +94,18 @@ class _StderrHandler(logging.StreamHandler):
         pass
 
 
+class _TerminalFormatter(logging.Formatter):
+    """The record's message with its control characters other than newlines and tabs shown
+    escaped (:func:`interp.io.escape.for_terminal`): a note may quote a file or a library."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return for_terminal(super().format(record), lines=True)
+
+
 def _setup_logging() -> None:
     """Library notes and warnings (``logging``) go to stderr as plain lines."""
     handler = _StderrHandler()
-    handler.setFormatter(logging.Formatter("%(message)s"))
+    handler.setFormatter(_TerminalFormatter("%(message)s"))
     for name in ("interp", "phenomenology"):
         logger = logging.getLogger(name)
         if not logger.handlers:
@@ -119,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
 
         load_plugins(plugins)  # before parsing: registries they extend are read from here on
     except ValueError as err:
-        print(f"error: {err}", file=sys.stderr)
+        print_error(err)
         return 2
     args = make_parser().parse_args(argv)
     _setup_logging()
@@ -134,6 +145,7 @@ def main(argv: list[str] | None = None) -> int:
         "minimal_induction_head", "phenomenology.minimal", "MinimalConfig", "MinimalInductionHead"
     )
     from interp.io.errors import EXIT_UNEXPECTED, WriteError, exit_code
+    from interp.io.interrupt import signal_of
     from interp.train.training import TrainingDiverged, TrainingInterrupted
 
     try:
@@ -141,24 +153,23 @@ def main(argv: list[str] | None = None) -> int:
         return args.func(args)
     except TrainingInterrupted as err:
         return 128 + err.signum
-    except KeyboardInterrupt:
-        return 130
+    except KeyboardInterrupt as err:  # 130 for Ctrl-C, 143 for SIGTERM (Interrupted.signum)
+        return 128 + signal_of(err)
     except TrainingDiverged as err:
-        print(f"error: {_one_line(err)}", file=sys.stderr)
+        print_error(_one_line(err))
         return 3
     except Exception as err:
         code = exit_code(err)
         if code == EXIT_UNEXPECTED:
             if os.environ.get("INDUCTION_CLIFF_TRACEBACK"):
                 raise
-            print(
-                f"error: {type(err).__name__}: {_one_line(err)} (unexpected; rerun with "
-                "INDUCTION_CLIFF_TRACEBACK=1 for the traceback)",
-                file=sys.stderr,
+            print_error(
+                f"{type(err).__name__}: {_one_line(err)} (unexpected; rerun with "
+                "INDUCTION_CLIFF_TRACEBACK=1 for the traceback)"
             )
         elif isinstance(err, OSError) and not isinstance(err, WriteError):
             where = f" {err.filename}" if getattr(err, "filename", None) else ""
-            print(f"error: cannot access{where}: {err.strerror or _one_line(err)}", file=sys.stderr)
+            print_error(f"cannot access{where}: {err.strerror or _one_line(err)}")
         else:
-            print(f"error: {_one_line(err)}", file=sys.stderr)
+            print_error(_one_line(err))
         return code

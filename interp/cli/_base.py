@@ -12,7 +12,16 @@ import importlib
 import re
 import sys
 
-__all__ = ["OneLineErrors", "HelpFormatter", "make_parser", "plain", "command_modules"]
+from interp.io.escape import for_terminal
+
+__all__ = [
+    "OneLineErrors",
+    "HelpFormatter",
+    "make_parser",
+    "plain",
+    "command_modules",
+    "print_error",
+]
 
 _ROLE = re.compile(r":[a-z]+(?::[a-z]+)?:`~?([^`<]*?)(?:\s*<[^>]*>)?`")
 
@@ -32,6 +41,14 @@ def plain(text: str) -> str:
     return re.sub(r"::$", ":", text, flags=re.M)
 
 
+def print_error(message) -> None:
+    """The one way an error line reaches the terminal: ``error: MESSAGE`` on stderr, one line,
+    its control characters shown escaped (:func:`interp.io.escape.for_terminal`): a message that
+    quotes a file, a directory name or a library's text cannot drive the terminal."""
+    sys.stderr.write(f"error: {for_terminal(message)}\n")
+    sys.stderr.flush()
+
+
 class OneLineErrors(argparse.ArgumentParser):
     """An argument parser whose usage errors are one line (``error: PROG: what``) and exit 2,
     like every other error of the command; ``-h`` still prints the whole usage. Sub-command
@@ -39,7 +56,7 @@ class OneLineErrors(argparse.ArgumentParser):
     that what it reads, e.g. the config classes, is imported only then)."""
 
     def error(self, message: str):
-        sys.stderr.write(f"error: {self.prog}: {message}\n")
+        print_error(f"{self.prog}: {message}")
         sys.exit(2)
 
     def format_help(self) -> str:

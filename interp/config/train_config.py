@@ -25,8 +25,11 @@ __all__ = [
     "WEIGHT_DECAY_FORMS",
     "BACKENDS",
     "SAMPLE_ON",
+    "DEVICE_TYPES",
     "derive_seed",
     "checkpoint_schedule",
+    "check_device",
+    "check_device_here",
 ]
 
 OPTIMIZERS = ("sgd", "adam")
@@ -50,8 +53,14 @@ def _is_real(value) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
+# The kinds of torch device a run can train on: tensors on ``meta`` hold no data, and other kinds
+# (``vulkan``, ``xla``, ...) have no optimiser or sampler support here.
+DEVICE_TYPES = ("cpu", "cuda", "mps", "xpu")
+
+
 def _check_device(device) -> None:
-    """A torch device name (``cpu``, ``cuda``, ``cuda:0``, ``mps``, ...); the CPU has no index."""
+    """A torch device name a run can train on (``cpu``, ``cuda``, ``cuda:0``, ``mps``, ``xpu``);
+    the CPU has no index. Whether this machine has it: :func:`check_device_here`."""
     if not isinstance(device, str):
         raise ValueError(f"TrainConfig.device={device!r} is invalid: must be a string")
     try:
@@ -61,8 +70,57 @@ def _check_device(device) -> None:
             f"TrainConfig.device={device!r} is invalid: not a torch device (cpu, cuda, "
             "cuda:0, mps, ...)"
         ) from None
+    if parsed.type not in DEVICE_TYPES:
+        raise ValueError(
+            f"TrainConfig.device={device!r} is invalid: a run trains on one of {DEVICE_TYPES}"
+            + (" (meta tensors hold no data)" if parsed.type == "meta" else "")
+        )
     if parsed.type == "cpu" and parsed.index not in (None, 0):
         raise ValueError(f"TrainConfig.device={device!r} is invalid: there is one CPU device (cpu)")
+
+
+def check_device(cfg: TrainConfig) -> None:
+    """A one-line ValueError when ``cfg.device`` names a device torch does not have here
+    (:func:`check_device_here`), or ``cfg.backend`` is ``compiled`` and ``torch.compile`` cannot
+    build code for it here."""
+    if cfg.backend == "compiled":
+        from interp.model.compiled import check_compiler
+
+        check_compiler(cfg.device)
+    check_device_here(cfg.device)
+
+
+def check_device_here(device: str) -> None:
+    """Refuse a device (valid for :class:`TrainConfig`) that this machine does not have: CUDA,
+    MPS or XPU that torch does not see, or an index beyond the devices it sees. Judged before a run
+    opens its folder and before a sweep on this machine starts
+    (:func:`check_device`), not by :class:`TrainConfig` itself: a stored run
+    of another machine still loads, and a Ray cluster's workers may have a device its driver
+    lacks.
+
+    Raises:
+        ValueError: one line naming ``device`` and what this machine has.
+    """
+    parsed = torch.device(device)
+    if parsed.type == "cuda":
+        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        what = "torch sees no CUDA device"
+    elif parsed.type == "mps":
+        count = 1 if torch.backends.mps.is_available() else 0
+        what = "MPS is not available"
+    elif parsed.type == "xpu":
+        xpu = getattr(torch, "xpu", None)
+        count = xpu.device_count() if xpu is not None and xpu.is_available() else 0
+        what = "torch sees no XPU device"
+    else:
+        return
+    if count == 0:
+        raise ValueError(f"TrainConfig.device={device!r} is invalid here: {what}")
+    if parsed.index is not None and parsed.index >= count:
+        raise ValueError(
+            f"TrainConfig.device={device!r} is invalid here: torch sees {count} {parsed.type} "
+            f"device(s), {parsed.type}:0 to {parsed.type}:{count - 1}"
+        )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -104,8 +162,9 @@ class TrainConfig:
             10-60 s of compiling at the first step; equal to float rounding, not
             bit-identical to ``fast``; needs a C++ compiler on the CPU); ``auto`` (the default)
             takes ``compiled`` when the run's steps repay the compile, else ``fast``
-            (:mod:`interp.train.backend_choice`; it says which on stderr, and a resumed run
-            chooses again for its steps left). Evaluation and probes always use the hooked model.
+            (:mod:`interp.train.backend_choice`; from the run and the machine, never the compile
+            cache; it says which on stderr, ``config.json`` records it as ``trained_backends``,
+            and a resumed run keeps it). Evaluation and probes always use the hooked model.
         live_forecast: at each evaluation on the plateau, forecast the transition step from the IC
             loss so far (:func:`phenomenology.live.live_forecast`) into the ``forecast_step``,
             ``forecast_low`` and ``forecast_high`` columns of ``metrics.csv`` and the progress bar.

@@ -291,11 +291,9 @@ class Experiment:
 
 def read_table(path: Path) -> pd.DataFrame:
     """A CSV of an experiment's data; one that does not parse is refused naming the file."""
-    try:
-        return pd.read_csv(path, keep_default_na=True)
-    except (pd.errors.ParserError, UnicodeDecodeError) as err:
-        detail = str(err).strip().splitlines()[-1].removeprefix("Error tokenizing data. ")
-        raise ValueError(f"{path} is not a readable CSV table ({detail})") from None
+    from interp.io.inputs import read_csv
+
+    return read_csv(path, keep_default_na=True)  # limits checked first; damaged: one line
 
 
 def read_rows(path: str | os.PathLike, required: Sequence[str] = META) -> pd.DataFrame:
@@ -555,10 +553,10 @@ def page_text(experiment: Experiment, out: str | os.PathLike) -> str:
             raise ValueError(
                 f"{out / name} is missing: run `induction-cliff reproduce {experiment.name}`"
             )
-        try:
-            extra[name] = read_table(out / name)
-        except pd.errors.EmptyDataError:  # a table with nothing in it (too little data)
-            extra[name] = pd.DataFrame()
+        from interp.io.inputs import read_csv
+
+        # a table with nothing in it (too little data) reads as an empty one
+        extra[name] = read_csv(out / name, keep_default_na=True, empty=pd.DataFrame())
     return experiment.page(experiment, rows, extra)
 
 
@@ -656,7 +654,7 @@ def _train_sweep(experiment, tier, sweep, now, base: Path, backend, workers, log
 
     d = base / f"{tier}-{sweep.name}"
     log_file = base / f"{tier}-{sweep.name}.runs.csv"
-    known = pd.read_csv(log_file) if log_file.exists() else pd.DataFrame(columns=RUN_LOG)
+    known = read_table(log_file) if log_file.exists() else pd.DataFrame(columns=RUN_LOG)
     log(f"{experiment.name} [{tier}] {sweep.command()} -> {d}")
     before = _done_points(d)
     t0 = time.perf_counter()
@@ -729,9 +727,9 @@ def _reproduce_own(experiment, tier, out: Path, runs: Path, workers, figures, co
 
 def _run_version(run_dir: Path) -> int:
     """The format version a run's ``config.json`` was written with (before any migration)."""
-    import json
+    from interp.io.inputs import read_json_object
 
-    return int(json.loads((run_dir / "config.json").read_text()).get("format_version", 1))
+    return int(read_json_object(run_dir / "config.json").get("format_version", 1))
 
 
 def _sort_key(column: pd.Series) -> pd.Series:

@@ -26,8 +26,16 @@ from pathlib import Path
 import torch
 
 from interp.data.task import TaskConfig
+from interp.io.checkpoints import load_torch_file
+from interp.io.errors import CheckpointError
 
-__all__ = ["StateDictError", "check_state_dict", "import_weights", "read_state_dict"]
+__all__ = [
+    "StateDictError",
+    "UnreadableWeightsError",
+    "check_state_dict",
+    "import_weights",
+    "read_state_dict",
+]
 
 _WRAPPERS = ("state_dict", "model_state_dict", "model")
 
@@ -36,26 +44,36 @@ class StateDictError(ValueError):
     """The weights do not fit the architecture (the message is one line naming the tensor)."""
 
 
+class UnreadableWeightsError(StateDictError, CheckpointError):
+    """The weights file is missing, damaged, or holds objects other than tensors and plain data
+    (one line naming it; an unusable file, exit 3)."""
+
+
 def read_state_dict(path: str | os.PathLike) -> dict[str, torch.Tensor]:
     """The state dict in ``path``: a ``.safetensors`` file, or a ``torch.save`` file (tensors
-    only, read with ``weights_only``; a checkpoint dict is unwrapped).
+    and plain data only: read by :func:`interp.io.checkpoints.load_torch_file`; a checkpoint
+    dict is unwrapped).
 
     Raises:
-        StateDictError: the file is not a state dict file.
+        UnreadableWeightsError: the file is missing or unreadable, or its pickle would run code.
+        StateDictError: the file holds something else than a state dict.
     """
     path = Path(path)
     if not path.is_file():
-        raise StateDictError(f"{path} is not a file")
-    try:
-        if path.suffix == ".safetensors":  # this toolkit's own checkpoints, and many hubs'
-            from safetensors.torch import load_file
+        raise UnreadableWeightsError(f"{path} is not a file")
+    if path.suffix == ".safetensors":  # this toolkit's own checkpoints, and many hubs'
+        from safetensors.torch import load_file
 
+        try:
             data = load_file(path, device="cpu")
-        else:
-            data = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as err:  # noqa: BLE001 - any unreadable file is the same user error
-        first = (str(err).strip().splitlines() or [type(err).__name__])[0]
-        raise StateDictError(f"{path} is not a state dict file: {first}") from None
+        except Exception as err:  # noqa: BLE001 - any unreadable file is the same user error
+            first = (str(err).strip().splitlines() or [type(err).__name__])[0]
+            raise UnreadableWeightsError(f"{path} is not a state dict file: {first}") from None
+    else:
+        try:
+            data = load_torch_file(path, what="state dict file", map_location="cpu")
+        except CheckpointError as err:
+            raise UnreadableWeightsError(str(err)) from None
     if isinstance(data, Mapping):
         for key in _WRAPPERS:
             if isinstance(data.get(key), Mapping) and not isinstance(data.get(key), torch.Tensor):

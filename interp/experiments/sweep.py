@@ -78,6 +78,7 @@ from interp.experiments.sweep_summary import (
     write_sweep_figures,
 )
 from interp.io import checkpoints
+from interp.io.interrupt import Interrupted
 from interp.io.paths import check_no_links
 from interp.io.rundir import (
     LOCK_NAME,
@@ -252,12 +253,17 @@ def run_sweep(
     Raises:
         ValueError: an invalid point (before anything is trained) or argument.
         SweepDirectoryError: ``out_dir`` holds a different sweep and ``overwrite`` is False.
-        KeyboardInterrupt: on Ctrl-C, after every running point saved its state and the summary
-            was written; running the sweep again resumes it.
+        interp.io.interrupt.Interrupted: on Ctrl-C or SIGTERM (its ``signum``), after every
+            running point saved its state and the summary was written; running the sweep again
+            resumes it.
     """
     if backend not in BACKENDS:
         raise ValueError(f"backend={backend!r} is invalid: allowed values are {BACKENDS}")
-    if not (isinstance(threads_per_worker, int) and threads_per_worker >= 1):
+    if ray_address is None:  # a Ray cluster's cores are its own, not this machine's
+        from interp.train.threads import check_thread_counts
+
+        check_thread_counts(threads_per_worker, workers, threads_name="threads_per_worker")
+    elif not (isinstance(threads_per_worker, int) and threads_per_worker >= 1):
         raise ValueError(f"threads_per_worker={threads_per_worker!r} is invalid: must be >= 1")
     if not (isinstance(stack, int) and stack >= 1):
         raise ValueError(f"stack={stack!r} is invalid: must be an integer >= 1")
@@ -269,7 +275,7 @@ def run_sweep(
     out = Path(out_dir)
     points = spec.points()  # validates every point before any work
     if backend != "ray":  # a Ray cluster's workers may have a device this driver lacks
-        from interp.train.training import check_device
+        from interp.config.train_config import check_device
 
         for train in {(p.train.device, p.train.backend): p.train for p in points}.values():
             check_device(train)  # once per device and backend
@@ -366,23 +372,23 @@ def _run_sweep_locked(spec, out, points, how: _Execution, overwrite, figures, fo
         log(f"[{done_count}/{len(todo)}] {result['name']}: {said}")
 
     checkpoints.write_json_atomic(out / STATUS, status)
-    interrupted = False
+    stopped_by = 0  # the signal that stopped the sweep
     if todo:
         if backend == "serial":
-            interrupted = run_serial(jobs, out, threads_per_worker, on_result)
+            stopped_by = run_serial(jobs, out, threads_per_worker, on_result)
         elif backend == "process":
-            interrupted = run_process(jobs, out, workers, threads_per_worker, on_result)
+            stopped_by = run_process(jobs, out, workers, threads_per_worker, on_result)
         else:
-            interrupted = run_ray(jobs, out, workers, threads_per_worker, ray_address, on_result)
+            stopped_by = run_ray(jobs, out, workers, threads_per_worker, ray_address, on_result)
     summary = summarize_sweep(out)
     written = write_summary(out, summary)
     log(f"wrote {', '.join(str(p) for p in written)}")
-    if interrupted:
+    if stopped_by:
         log(
             f"interrupted: every running point saved its state. Resume with the same command "
             f"(or `induction-cliff sweep --out {out}`); finished points are skipped."
         )
-        raise KeyboardInterrupt
+        raise Interrupted(stopped_by)
     failed = summary[summary["status"] == "failed"]
     if len(failed):
         log(f"{len(failed)} point(s) failed (the others went on): {list(failed['point'])}")

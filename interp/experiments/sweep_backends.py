@@ -3,32 +3,27 @@
 Each backend trains a list of jobs into their run directories with :func:`run_job` (a job is one
 :class:`interp.experiments.sweep.SweepPoint`, or several seeds of one config trained stacked in one
 process, see :func:`stack_jobs`), reports every result through a callback as it comes, and returns
-whether the sweep was interrupted (Ctrl-C). A point that fails is reported as failed and the others
-go on. On Ctrl-C every running point saves its resume state (:func:`interp.train.training.train`
-does that on KeyboardInterrupt) before the backend returns; points not yet started are left alone.
+the signal that stopped the sweep (0: none; SIGINT for Ctrl-C, SIGTERM). A point that fails is
+reported as failed and the others go on. On Ctrl-C or SIGTERM every running point saves its resume
+state (:func:`interp.train.training.train` does that on KeyboardInterrupt) before the backend
+returns; points not yet started are left alone.
 """
 
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import dataclasses
 import io
 import json
-import multiprocessing
 import os
-import queue
-import signal
-import sys
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import CancelledError, ProcessPoolExecutor, as_completed
+from concurrent.futures import CancelledError, as_completed
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from interp.io import checkpoints
-from interp.io.interrupt import sigterm_as_ctrl_c
-from interp.io.plugins import load_plugins, loaded_plugins
+from interp.io.pool import NotStarted, WorkerPool, check_start, signal_of
 
 if TYPE_CHECKING:
     from interp.experiments.sweep_spec import SweepPoint
@@ -86,6 +81,7 @@ def run_point(point: SweepPoint, run_dir: str | os.PathLike, threads: int = 1) -
     start = time.monotonic()
     status, error = "done", ""
     # train() tells how to resume a single run on Ctrl-C; a sweep resumes differently (rerun it).
+    check_start()  # in a pool worker: its parent alive and no stop asked, before any folder
     try:
         with contextlib.redirect_stderr(io.StringIO()):
             train(point.task, point.model, cfg, run_dir, resume=True, progress=False)
@@ -121,6 +117,7 @@ def run_job(job: Sequence[SweepPoint], out: str | os.PathLike, threads: int = 1)
     resuming = [(d / "checkpoints" / checkpoints.RESUME_NAME).exists() for d in dirs]
     cfg = dataclasses.replace(first.train, num_threads=threads)
     start = time.monotonic()
+    check_start()  # in a pool worker: its parent alive and no stop asked, before any folder
     try:
         with contextlib.redirect_stderr(io.StringIO()):
             train_many(
@@ -206,12 +203,12 @@ def _failed(point: SweepPoint, run_dir: Path, err: BaseException) -> dict:
 
 def run_serial(
     todo: Sequence[Sequence[SweepPoint]], out: Path, threads: int, on_result: OnResult
-) -> bool:
+) -> int:
     """Train the jobs (lists of points, see :func:`stack_jobs`) one after the other in this
     process (torch's thread count is restored).
 
     Returns:
-        Whether Ctrl-C stopped the sweep (the running point saved its state).
+        The signal that stopped the sweep (0: none; the running point saved its state).
     """
     import torch
 
@@ -221,90 +218,22 @@ def run_serial(
             try:
                 for result in run_job(job, out, threads):
                     on_result(result)
-            except KeyboardInterrupt:
+            except KeyboardInterrupt as err:
                 for p in job:
                     on_result(_interrupted(p, out / p.name))
-                return True
+                return signal_of(err)
     finally:
         torch.set_num_threads(before)
-    return False
-
-
-# Process-pool workers ignore Ctrl-C while idle and turn the first one into KeyboardInterrupt
-# while training (train() then saves its state); the parent stops them through a shared event
-# and SIGINT, so that a Ctrl-C in the terminal and a SIGINT to the parent alone both work.
-# A worker also dies with its parent, even one killed with SIGKILL that stops nothing: the kernel
-# sends it SIGINT (Linux), its running point saves its state, and it exits instead of training
-# the points still queued; it checks its parent before starting each point too.
-_STOP = None
-_PARENT: int | None = None
-_PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
-
-
-def _orphaned() -> bool:
-    """Whether the sweep process that started this worker has died."""
-    return _PARENT is not None and os.getppid() != _PARENT
-
-
-def _idle_sigint(signum, frame) -> None:
-    if _orphaned():
-        os._exit(1)  # the sweep died: nothing runs here, nobody waits for a result
-
-
-def _die_with_parent(parent: int) -> None:
-    global _PARENT
-    _PARENT = parent
-    if sys.platform.startswith("linux"):
-        with contextlib.suppress(OSError, AttributeError):
-            ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, int(signal.SIGINT), 0, 0, 0)
-    if _orphaned():  # the parent died before the request above
-        os._exit(1)
-
-
-def _init_pool_worker(stop, pids, plugins=(), parent: int | None = None) -> None:
-    global _STOP
-    signal.signal(signal.SIGINT, _idle_sigint)
-    if parent is not None:
-        _die_with_parent(parent)
-    load_plugins(plugins)  # the parent's --plugin modules: their encodings and configs unpickle
-    _STOP = stop
-    pids.put(os.getpid())
-
-
-def _interrupt_once(signum, frame):
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second one does not cut the saving short
-    raise KeyboardInterrupt
-
-
-_INTERRUPTED = False  # this worker was sent SIGINT: it starts no further point
-
-
-def _pool_run_job(job: list[SweepPoint], out: str, threads: int) -> list[dict]:
-    global _INTERRUPTED
-    if _orphaned():
-        os._exit(1)  # never start a point of a sweep that died
-    signal.signal(signal.SIGINT, _interrupt_once)
-    try:
-        if _INTERRUPTED or (_STOP is not None and _STOP.is_set()):
-            return []  # the sweep was interrupted before this job started
-        return run_job(job, out, threads)
-    except KeyboardInterrupt:
-        # Ctrl-C or the sweep's death. The kernel signals a dying parent's children when its
-        # first thread ends, while its other threads may still hold it alive for a moment (the
-        # parent pid is unchanged then): so an interrupted worker never starts another point.
-        _INTERRUPTED = True
-        return [_interrupted(p, Path(out) / p.name) for p in job]
-    finally:
-        signal.signal(signal.SIGINT, _idle_sigint)
-        if _orphaned():
-            os._exit(1)  # its state is saved; the points still queued are not started
+    return 0
 
 
 def _future_results(future, job: list[SweepPoint], out: Path) -> list[dict]:
     try:
         return future.result()
-    except CancelledError:
-        return []
+    except (CancelledError, NotStarted):
+        return []  # the sweep stopped before this job started: its points are left alone
+    except KeyboardInterrupt:  # the job's runs saved their state
+        return [_interrupted(p, out / p.name) for p in job]
     except Exception as err:  # the worker process died (BrokenProcessPool) or could not start
         return [_failed(p, out / p.name, err) for p in job]
 
@@ -315,56 +244,32 @@ def run_process(
     workers: int,
     threads: int,
     on_result: OnResult,
-) -> bool:
-    """Train the jobs (lists of points, see :func:`stack_jobs`) in a pool of ``workers`` spawned
-    processes, ``threads`` torch threads each.
+) -> int:
+    """Train the jobs (lists of points, see :func:`stack_jobs`) in a
+    :class:`interp.io.pool.WorkerPool` of ``workers`` processes, ``threads`` torch threads each
+    (its workers die with this process and start no point after it is gone).
 
     Returns:
-        Whether Ctrl-C (in the terminal, or SIGINT to this process) or SIGTERM to this process
-        stopped the sweep: running points saved their state, points not started were cancelled.
+        The signal that stopped the sweep (0: none): Ctrl-C (in the terminal, or SIGINT to this
+        process) or SIGTERM to this process. Running points saved their state, points not started
+        were not started.
     """
-    with sigterm_as_ctrl_c():
-        return _run_pool(todo, out, workers, threads, on_result)
-
-
-def _run_pool(todo, out: Path, workers: int, threads: int, on_result: OnResult) -> bool:
-    ctx = multiprocessing.get_context("spawn")
-    stop, pids = ctx.Event(), ctx.Queue()
-    executor = ProcessPoolExecutor(
-        max_workers=workers,
-        mp_context=ctx,
-        initializer=_init_pool_worker,
-        initargs=(stop, pids, tuple(loaded_plugins()), os.getpid()),
-    )
-    futures = {executor.submit(_pool_run_job, list(j), str(out), threads): j for j in todo}
-    reported = set()
-    interrupted = False
-    try:
+    with WorkerPool(workers, threads=threads) as pool:
+        futures = {pool.submit(run_job, list(j), str(out), threads): j for j in todo}
+        reported = set()
         try:
             for future in as_completed(futures):
                 reported.add(future)
                 for result in _future_results(future, futures[future], out):
                     on_result(result)
-        except KeyboardInterrupt:
-            interrupted = True
-            stop.set()
-            for future in futures:
-                future.cancel()
-            while True:
-                try:
-                    pid = pids.get_nowait()
-                except queue.Empty:
-                    break
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, signal.SIGINT)
+        except KeyboardInterrupt as err:
+            pool.stop()
             for future, job in futures.items():  # running jobs save their state and return
                 if future not in reported:
                     for result in _future_results(future, job, out):
                         on_result(result)
-    finally:
-        executor.shutdown(wait=True, cancel_futures=True)
-        pids.close()
-    return interrupted
+            return signal_of(err)
+    return 0
 
 
 def import_ray():
@@ -390,7 +295,7 @@ def run_ray(
     threads: int,
     address: str | None,
     on_result: OnResult,
-) -> bool:
+) -> int:
     """Train the points as Ray tasks of ``threads`` CPUs each.
 
     Uses the cluster this process is connected to, else the one at ``address``, else a local
@@ -398,8 +303,8 @@ def run_ray(
     on a file system that every node sees.
 
     Returns:
-        Whether Ctrl-C stopped the sweep (running tasks were cancelled, which interrupts their
-        training and so saves their state).
+        The signal that stopped the sweep (0: none; running tasks were cancelled, which
+        interrupts their training and so saves their state).
     """
     ray = import_ray()
     started = False
@@ -426,14 +331,14 @@ def run_ray(
             for ref in done:
                 for result in results_of(ref, pending.pop(ref)):
                     on_result(result)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as err:
         for ref in pending:
             ray.cancel(ref)
         for ref, job in pending.items():
             for result in results_of(ref, job):
                 on_result(result)
-        return True
+        return signal_of(err)
     finally:
         if started:
             ray.shutdown()
-    return False
+    return 0

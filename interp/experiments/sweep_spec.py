@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-import json
 import os
 import re
 from collections.abc import Mapping, Sequence
@@ -18,6 +17,7 @@ import numpy as np
 
 from interp.config.train_config import TrainConfig
 from interp.data.task import TaskConfig
+from interp.io.errors import ResourceError
 from interp.io.paths import check_no_links
 from interp.io.rundir import (
     RunDirectoryError,
@@ -98,6 +98,19 @@ def _check_field(key: str, where: str) -> None:
 def _bare(key: str) -> str:
     """``"task.K"`` -> ``"K"``."""
     return key.rpartition(".")[2]
+
+
+def _refuse_clash(grid: Mapping, overrides: Mapping, grid_name: str, set_name: str) -> None:
+    """A ValueError naming both when a grid axis and an override set one field."""
+    fixed = {_bare(k): k for k in overrides}
+    for key, values in grid.items():
+        if _bare(key) in fixed:
+            other = fixed[_bare(key)]
+            shown = ",".join(map(str, values)) if isinstance(values, Sequence) else values
+            raise ValueError(
+                f"{grid_name} {key}={shown} and {set_name} {other}={overrides[other]} both set "
+                f"{_bare(key)}: sweep it or fix it, not both"
+            )
 
 
 def _config_value(configs: tuple, key: str):
@@ -193,6 +206,7 @@ class SweepSpec:
         overrides = {str(k): str(v) for k, v in dict(self.overrides).items()}
         for key in overrides:
             _check_field(key, "overrides")
+        _refuse_clash(grid, overrides, "SweepSpec.grid", "SweepSpec.overrides")
         whole = all(_is_whole(s) for s in self.seeds)  # 1.5 is refused, never read as 1
         seeds = tuple(int(s) for s in self.seeds) if whole else ()
         if not seeds or any(s < 0 for s in seeds) or len(set(seeds)) < len(seeds):
@@ -213,13 +227,16 @@ class SweepSpec:
         seeds: Sequence[int] | None = None,
     ) -> SweepSpec:
         """The sweep of a preset: its grid with the axes in ``grid`` replaced or added, its seeds
-        unless ``seeds`` is given. An axis whose field ``overrides`` sets is dropped (the override
-        fixes it)."""
+        unless ``seeds`` is given. An axis of the preset whose field ``overrides`` sets is dropped
+        (the override fixes it); an axis in ``grid`` whose field ``overrides`` sets too is refused
+        (which of the two the user meant is not known)."""
         from interp.train.presets import get_preset
 
         p = get_preset(preset)
         grid = dict(grid or {})
         overrides = dict(overrides or {})
+        # The preset's own axes give way to an override; an axis the user asks for does not.
+        _refuse_clash(grid, overrides, "--grid", "--set")
         given = {_bare(k): (k, v) for k, v in grid.items()}
         # The preset's axes keep their order (the figure's x and y); new ones come after.
         merged = dict(given.pop(_bare(k), (k, v)) for k, v in p.grid.items())
@@ -286,6 +303,10 @@ class SweepSpec:
                 where = f"point {label + ', ' if label else ''}seed={seed}"
                 try:
                     task, model, train, _ = build_configs(self.preset, overrides, seed)
+                except ResourceError as err:  # the machine's limit, not the point's: exit 5
+                    raise ResourceError(
+                        f"sweep of preset {self.preset!r}, {where}: {err}"
+                    ) from None
                 except ValueError as err:
                     errors.append(f"{where}: {err}")
                     continue
@@ -440,13 +461,14 @@ def load_manifest(out_dir: str | os.PathLike) -> dict:
     path = Path(out_dir) / MANIFEST
     if not path.exists():
         raise SweepDirectoryError(f"{out_dir} is not a sweep folder (no {MANIFEST})")
-    try:
-        manifest = json.loads(path.read_text())
-    except json.JSONDecodeError as err:
-        raise SweepDirectoryError(f"{path} is not valid JSON ({err})") from None
+    from interp.io.inputs import read_json
+
+    manifest = read_json(path)  # limits checked first; damaged: one line naming it (exit 3)
     points = manifest.get("points") if isinstance(manifest, dict) else None
     if not isinstance(points, list) or not isinstance(manifest.get("spec"), dict):
         raise SweepDirectoryError(f"{path}: the fields 'spec' and 'points' are missing or invalid")
+    if not points:  # every sweep has a point: none is a damaged manifest, not an empty result
+        raise SweepDirectoryError(f"{path}: field points is empty (a sweep has at least one)")
     for i, p in enumerate(points):
         name = p.get("name") if isinstance(p, dict) else None
         point_dir(Path(out_dir), name, where=f"{path}: points[{i}].name")
@@ -479,7 +501,9 @@ def point_dir(out: Path, name, where: str = "point name") -> Path:
 
 def _read_status(out: Path) -> dict:
     path = out / STATUS
-    return json.loads(path.read_text()) if path.exists() else {}
+    from interp.io.inputs import read_json
+
+    return read_json(path, missing={})
 
 
 # ---------------------------------------------------------------------------------------------

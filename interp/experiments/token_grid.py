@@ -12,6 +12,10 @@ Layout under the grid's folder (``runs/experiments/cope-tasks/TIER`` by default)
     ARM-ENCODING-seedS/             the run folder (resume.pt, spec.json, model.pt, curve.csv)
     ARM-ENCODING-seedS.done.json    once measured: the error counts of each test set, the
                                     measurement's settings, wall time, commit, date, machine
+
+The grid's folder is the root of every write: a run folder (or a file of it) that is a symbolic
+link, or a damaged or foreign ``resume.pt``, is refused in one line naming it before any run
+trains.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ import os
 import time
 import warnings
 from collections.abc import Callable, Mapping
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -168,7 +172,9 @@ def train_and_measure(grid: TokenGrid, arm: TokenArm, positional: str, seed: int
     name = run_name(arm, positional, seed)
     run_dir, done = out / name, out / f"{name}.done.json"
     clock = out / f"{name}.wall.json"  # seconds of earlier, cut calls
-    earlier = json.loads(clock.read_text())["wall_s"] if clock.exists() else 0.0
+    from interp.io.inputs import read_json_object
+
+    earlier = read_json_object(clock)["wall_s"] if clock.exists() else 0.0
     t0 = time.perf_counter()
     task, cfg = arm.config(), grid.model_config(arm, positional)
     kw = dict(
@@ -182,9 +188,11 @@ def train_and_measure(grid: TokenGrid, arm: TokenArm, positional: str, seed: int
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # untrained positions of the long sets: the rows say so
         for target in range(grid.chunk, arm.steps + grid.chunk, grid.chunk):
-            curve = train_token_run(task, cfg, run_dir, stop_after=min(target, arm.steps), **kw)
+            curve = train_token_run(
+                task, cfg, run_dir, stop_after=min(target, arm.steps), root=out, **kw
+            )
             wall = {"wall_s": round(earlier + time.perf_counter() - t0, 1)}
-            write_text_atomic(clock, json.dumps(wall))
+            write_text_atomic(clock, json.dumps(wall), root=out)
     model, _ = load_token_model(run_dir)
     counts = final_errors(model, task, grid.n_final, seed, grid.min_answers)
     record = {
@@ -197,15 +205,31 @@ def train_and_measure(grid: TokenGrid, arm: TokenArm, positional: str, seed: int
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"),
         "machine": _machine("cpu"),
     }
-    write_text_atomic(done, json.dumps(record, indent=1, sort_keys=True) + "\n")
+    write_text_atomic(done, json.dumps(record, indent=1, sort_keys=True) + "\n", root=out)
     clock.unlink(missing_ok=True)
     return record
+
+
+def _check_run(out: Path, name: str) -> None:
+    """Refuse, in one line naming it, a link among a run's folder and files in the grid's folder
+    ``out``, and a ``resume.pt`` there that is damaged or foreign."""
+    from interp.io.paths import check_no_links
+    from interp.train.token_runs import RESUME, check_run_folder, read_resume_state
+
+    check_run_folder(out / name, out)
+    for extra in (f"{name}.done.json", f"{name}.wall.json"):
+        check_no_links(out, extra)
+    if os.path.lexists(out / name / RESUME):
+        read_resume_state(out / name / RESUME)
 
 
 def _worker(grid, arm, positional, seed, out: str) -> dict:
     import torch
 
+    from interp.io.pool import check_start
+
     torch.set_num_threads(1)
+    check_start()  # in a pool worker: its parent alive and no stop asked, before any folder
     return train_and_measure(grid, arm, positional, seed, Path(out))
 
 
@@ -217,22 +241,28 @@ def run_token_grid(
     log: Callable[[str], None] = print,
 ) -> int:
     """Train and measure every run of ``grid`` not yet ended into ``out`` (in the declared
-    order, ``workers`` processes at a time). Returns how many runs ended now."""
+    order, ``workers`` processes of a :class:`interp.io.pool.WorkerPool` at a time). Returns how
+    many runs ended now."""
     grid.validate()
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     rank = {name: i for i, name in enumerate(grid.first)}
     jobs = sorted(grid.jobs(), key=lambda j: rank.get(j[0].name, len(rank)))  # stable
     todo = [j for j in jobs if not (out / f"{run_name(*j)}.done.json").exists()]
+    for job in todo:  # before any run trains
+        _check_run(out, run_name(*job))
     n = len(grid.jobs())
     log(f"{n - len(todo)} of {n} runs ended already; {len(todo)} to go")
-    failed = []
+    failed, errors = [], []
     if workers <= 1:
         for job in todo:
             rec = _worker(grid, *job, str(out))
             log(f"{run_name(*job)}: {rec['steps']} steps, {rec['wall_s']:.0f} s")
         return len(todo)
-    with ProcessPoolExecutor(max_workers=workers) as pool:
+    from interp.io.pool import WorkerPool
+
+    # Ctrl-C or SIGTERM: the running runs save their state, the command exits 130 or 143.
+    with WorkerPool(workers) as pool:
         futures = {pool.submit(_worker, grid, *job, str(out)): job for job in todo}
         for fut in as_completed(futures):
             job = futures[fut]
@@ -240,11 +270,17 @@ def run_token_grid(
                 rec = fut.result()
             except Exception as err:  # noqa: BLE001 - reported now, raised once the rest ran
                 failed.append(run_name(*job))
+                errors.append(err)
                 log(f"{run_name(*job)}: failed: {str(err).splitlines()[0] if str(err) else err!r}")
                 continue
             log(f"{run_name(*job)}: {rec['steps']} steps, {rec['wall_s']:.0f} s")
     if failed:
-        raise RuntimeError(f"{len(failed)} runs failed ({', '.join(failed)}); the others ended")
+        from interp.io.errors import EXIT_UNUSABLE, RunDirectoryError, exit_code
+
+        said = f"{len(failed)} runs failed ({', '.join(failed)}); the others ended"
+        if all(exit_code(err) == EXIT_UNUSABLE for err in errors):  # damaged or foreign files
+            raise RunDirectoryError(said)
+        raise RuntimeError(said)
     return len(todo)
 
 
@@ -254,6 +290,7 @@ def collect(grid: TokenGrid, out: str | os.PathLike) -> pd.DataFrame:
     under other settings than the grid's is refused, naming its file."""
     from interp.analysis.token_errors import per_10k, upper_per_10k
     from interp.experiments.core import current_format_version
+    from interp.io.inputs import read_json_object
 
     out = Path(out)
     rows = []
@@ -261,7 +298,7 @@ def collect(grid: TokenGrid, out: str | os.PathLike) -> pd.DataFrame:
         done = out / f"{run_name(arm, positional, seed)}.done.json"
         if not done.exists():
             continue
-        rec = json.loads(done.read_text())
+        rec = read_json_object(done)  # limits checked before parsing
         if rec["measurement"] != grid.measurement():
             raise ValueError(
                 f"{done} was measured with {rec['measurement']}, the grid says "

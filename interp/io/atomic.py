@@ -1,15 +1,16 @@
 """The one atomic file writer of the toolkit.
 
-Every file the toolkit writes (run directories, sweeps, figures' data) goes through
-:func:`write_bytes_atomic`:
+Every file the toolkit writes (run directories, sweeps, figures, notebooks, token runs) goes
+through :func:`write_bytes_atomic` (``tests/test_mechanisms.py`` fails on any other write in
+``interp/``, ``phenomenology/`` and ``experiments/``):
 
 - the data go to a temporary file in the destination's directory (``.NAME.XXXX.tmp``), which is
   flushed and fsynced, then renamed over the destination (``os.replace`` is atomic on POSIX), and
   the directory is fsynced, so a crash at any moment leaves either the old file or the new one;
-- a destination that is a symbolic link is refused, and so is any link between ``root`` and the
-  destination (:mod:`interp.io.paths`: the folders are opened with ``O_NOFOLLOW``): writing
-  through one could overwrite a file elsewhere (a shared run folder must not make ``fit`` write
-  outside it);
+- a destination that is a symbolic link (dangling or not) or a regular file with more than one
+  hard link is refused, and so is any link between ``root`` and the destination
+  (:mod:`interp.io.paths`: the folders are opened with ``O_NOFOLLOW``): writing through one
+  could overwrite a file elsewhere (a shared run folder must not make ``fit`` write outside it);
 - the file gets the permissions the user's umask gives a new file (a shared run folder stays
   readable to colleagues);
 - a failure (disk full, read-only disk) is a :class:`~interp.io.errors.WriteError` naming the
@@ -53,15 +54,20 @@ UnsafeDestinationError = UnsafePathError
 
 def _check_destination(name: str, dir_fd: int, path: Path) -> None:
     try:
-        mode = os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode
+        st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
     except FileNotFoundError:
         return
-    if stat.S_ISLNK(mode):
+    if stat.S_ISLNK(st.st_mode):  # a dangling one too: it would create a file elsewhere
         raise UnsafePathError(
             f"{path} is a symbolic link; refusing to write through it (remove the link first)"
         )
-    if not stat.S_ISREG(mode):
+    if not stat.S_ISREG(st.st_mode):
         raise UnsafePathError(f"{path} exists and is not a regular file; nothing written")
+    if st.st_nlink > 1:
+        raise UnsafePathError(
+            f"{path} has {st.st_nlink} hard links (a file elsewhere shares it); refusing to "
+            "write over it (remove it first)"
+        )
 
 
 def _write_error(err: OSError, path: Path) -> WriteError:

@@ -1,10 +1,11 @@
 """Sizes and budgets, checked before anything is allocated or created.
 
 :func:`memory_estimate` says, from a run's configs alone, how much memory its largest tensors
-take (the class means, the evaluation sets, a training batch and its activations);
-:func:`check_config_memory` refuses a run whose estimate exceeds the machine's available memory,
-in one line naming the field that dominates and the estimate (``--set batch_size=1000000000``
-would otherwise be killed by the kernel with no message). :func:`check_count` bounds the counts a
+take (the class means, the evaluation sets, a training batch and its activations, the weights);
+:func:`check_config_memory` refuses a run whose estimate exceeds the memory available to this
+process (the machine's, or less under ``ulimit -v``), in one line naming the field the user set
+that drives it and the estimate (``--set batch_size=1000000000`` would otherwise be killed by the
+kernel with no message). :func:`check_count` bounds the counts a
 user types (steps, bootstrap replicates, ...) so that none runs without end.
 """
 
@@ -12,14 +13,17 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from interp.config.train_config import MAX_STEPS
 from interp.io.errors import ResourceError
 
 __all__ = [
+    "is_out_of_memory",
+    "out_of_memory_error",
     "MAX_STEPS",
     "MAX_BOOTSTRAP",
+    "MAX_EXPLORER_SEQUENCES",
     "check_count",
     "available_memory",
     "memory_estimate",
@@ -30,11 +34,17 @@ __all__ = [
 
 MAX_BOOTSTRAP = 100_000  # bootstrap replicates of an interval
 MAX_EVAL_SEQUENCES = 10_000_000  # sequences of an evaluation set asked with --n
+# Sequences per evaluation set in a report's attention explorer: each adds its attention maps at
+# every checkpoint to the page (about 0.3 MB at 25 checkpoints), so 256 already make it ~80 MB.
+MAX_EXPLORER_SEQUENCES = 256
 _FLOAT = 4  # bytes of a float32
 # A training step keeps about this many tensors of the residual stream's size per layer (inputs,
 # queries, keys, values, outputs and their gradients), and this many of the attention's.
 _RESID_PER_LAYER = 12
 _ATTN_PER_LAYER = 4
+# The weights are held about this many times: themselves, their gradients, two Adam moments and
+# the copy a resume state takes.
+_PARAM_COPIES = 5
 
 
 def check_count(name: str, value, low: int, high: int) -> int:
@@ -74,7 +84,15 @@ def check_eval_n(flag: str, n, run=None) -> None:
 
 
 def available_memory() -> int | None:
-    """Bytes of memory available to a new allocation (``MemAvailable``), None if unknown."""
+    """Bytes of memory available to a new allocation, None if unknown: the smaller of the
+    machine's ``MemAvailable`` and what this process's own limits leave it (``RLIMIT_AS`` less
+    the address space it already maps, ``RLIMIT_DATA`` less its data; ``ulimit -v``/``-d``)."""
+    found = [n for n in (_mem_available(), *_rlimit_headroom()) if n is not None]
+    return min(found) if found else None
+
+
+def _mem_available() -> int | None:
+    """The machine's ``MemAvailable`` in bytes (``SC_AVPHYS_PAGES`` without ``/proc``)."""
     try:
         with open("/proc/meminfo") as f:
             for line in f:
@@ -88,6 +106,34 @@ def available_memory() -> int | None:
         return None
 
 
+def _rlimit_headroom() -> list[int | None]:
+    """Bytes this process may still map under ``RLIMIT_AS`` and ``RLIMIT_DATA`` (None where
+    there is no limit or it cannot be read): each soft limit less the process's ``VmSize`` or
+    ``VmData`` (``/proc/self/status``; 0 where unknown, which overstates the headroom)."""
+    try:
+        import resource
+    except ImportError:  # not a POSIX system
+        return []
+    used = {}
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                key, _, rest = line.partition(":")
+                if key in ("VmSize", "VmData"):
+                    used[key] = int(rest.split()[0]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    out = []
+    for limit, key in (("RLIMIT_AS", "VmSize"), ("RLIMIT_DATA", "VmData")):
+        try:
+            soft = resource.getrlimit(getattr(resource, limit))[0]
+        except (AttributeError, OSError, ValueError):
+            continue
+        if soft != resource.RLIM_INFINITY and soft >= 0:
+            out.append(max(soft - used.get(key, 0), 0))
+    return out
+
+
 def _int(group: Mapping, name: str, default: int) -> int:
     value = group.get(name, default)
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
@@ -95,9 +141,26 @@ def _int(group: Mapping, name: str, default: int) -> int:
     return max(int(value), 0)
 
 
+def _params(task: Mapping, model: Mapping) -> int:
+    """Parameters of the network, from the groups of ``config.json`` (``d_model`` as
+    :class:`~interp.model.network.ModelConfig` derives it for one-hot positions, the widest)."""
+    D, n_max, L = _int(task, "D", 63), _int(task, "N_max", 32), _int(task, "L", 32)
+    d_model = _int(model, "d_model", D + 2 * n_max + 1)
+    layers, heads = _int(model, "n_layers", 2), _int(model, "n_heads", 1)
+    d_head = _int(model, "d_head", d_model) or d_model
+    d_mlp, mlp_layers = _int(model, "d_mlp", 128), _int(model, "n_mlp_layers", 3)
+    return (
+        4 * layers * heads * d_model * d_head
+        + d_model * d_mlp
+        + max(mlp_layers - 1, 0) * d_mlp * d_mlp
+        + d_mlp * L
+    )
+
+
 def memory_estimate(task: Mapping, model: Mapping, train: Mapping) -> dict[str, float]:
     """Bytes of the largest tensors of a run, by the field they grow with (``task.K``,
-    ``train.batch_size``, ...); the dicts are the groups of ``config.json``."""
+    ``train.batch_size``, ``model.d_model`` for the weights, ...); the dicts are the groups of
+    ``config.json``."""
     D, K, N = _int(task, "D", 63), _int(task, "K", 512), _int(task, "N", 8)
     n_max, n_eval = _int(task, "N_max", 32), _int(task, "n_eval", 2048)
     seq = 2 * N + 1
@@ -116,6 +179,7 @@ def memory_estimate(task: Mapping, model: Mapping, train: Mapping) -> dict[str, 
         "task.n_eval": 3 * _FLOAT * n_eval * seq * D + activations(n_eval) / 2,
         "train.batch_size": activations(_int(train, "batch_size", 128)),
         "train.per_class_iw": _FLOAT * K * per_class * seq * D + activations(K * per_class) / 2,
+        "model.d_model": _FLOAT * _PARAM_COPIES * _params(task, model),
     }
 
 
@@ -126,15 +190,29 @@ def _size(nbytes: float) -> str:
     return f"{nbytes / 1e3:.3g} kB"
 
 
-def check_config_memory(config: Mapping, available: int | None = None) -> None:
+def _total(config: Mapping) -> float:
+    return sum(memory_estimate(*(config.get(g) or {} for g in ("task", "model", "train"))).values())
+
+
+def check_config_memory(
+    config: Mapping,
+    available: int | None = None,
+    *,
+    alternatives: Callable[[], Mapping[str, Mapping]] | None = None,
+) -> None:
     """Refuse a run whose tensors would not fit in the available memory (before any allocation).
 
     Args:
         config: a run's ``config.json`` dict (``task``, ``model``, ``train`` groups).
         available: bytes available (default: :func:`available_memory`).
+        alternatives: called only when the run does not fit: the settings the user gave, each
+            as its text (``"N_max=1e9"``) mapped to the ``config.json`` dict the run would have
+            without it. The refusal names the one whose absence shrinks the run most (the field
+            the user set, not one derived from it, such as the evaluation sets' width).
 
     Raises:
-        ResourceError: one line naming the dominant field, its value and both sizes.
+        ResourceError: one line naming the field (the setting given, where one is to blame),
+            the estimate and the memory available.
     """
     groups = [config.get(g) for g in ("task", "model", "train")]
     if not all(isinstance(g, Mapping) for g in groups):
@@ -150,11 +228,27 @@ def check_config_memory(config: Mapping, available: int | None = None) -> None:
         return
     field = max(terms, key=terms.get)
     group, name = field.split(".")
+    need = f"the run needs about {_size(total)} of memory ({_size(terms[field])} for {name}"
+    have = f"but {_size(available)} are available"
+    given = _to_blame(alternatives() if alternatives is not None else {}, total)
+    if given is not None:
+        key = given.partition("=")[0]
+        grows = "" if key.rpartition(".")[2] == name else f", which grows with {key}"
+        raise ResourceError(f"--set {given}: {need}{grows}), {have}; lower {key}")
     value = config[group].get(name)
-    raise ResourceError(
-        f"{field}={value!r}: the run needs about {_size(total)} of memory ({_size(terms[field])} "
-        f"for {name}), but {_size(available)} are available; lower {name}"
-    )
+    if value is None and field == "model.d_model":  # derived, not recorded in config.json
+        value = _int(groups[0], "D", 63) + 2 * _int(groups[0], "N_max", 32) + 1
+    raise ResourceError(f"{field}={value!r}: {need}), {have}; lower {name}")
+
+
+def _to_blame(alternatives: Mapping[str, Mapping], total: float) -> str | None:
+    """The setting whose absence shrinks the run most (None if none shrinks it)."""
+    best, best_total = None, total
+    for given, config in alternatives.items():
+        smaller = _total(config)
+        if smaller < best_total:
+            best, best_total = given, smaller
+    return best
 
 
 def disk_estimate(config: Mapping) -> float:
@@ -205,3 +299,30 @@ def check_free_space(directory, nbytes: float) -> None:
             f"cannot write to {probe}: the run writes about {_size(nbytes)}, only {_size(free)} "
             "are free",
         )
+
+
+def is_out_of_memory(err: BaseException) -> bool:
+    """A MemoryError, or torch's allocator failing (on the CPU or a device)."""
+    if isinstance(err, MemoryError):
+        return True
+    text = str(err).lower()
+    return isinstance(err, RuntimeError) and (
+        "can't allocate memory" in text or "out of memory" in text
+    )
+
+
+def out_of_memory_error(
+    err: BaseException, config: Mapping, out, step: int, removed: bool
+) -> ResourceError:
+    """The one-line error of a run that ran out of memory after its estimate let it start
+    (``removed``: whether the run's folder was taken back), naming the field whose tensors the
+    estimate finds largest."""
+    terms = memory_estimate(*(config.get(g) or {} for g in ("task", "model", "train")))
+    field = max(terms, key=terms.get)
+    where = f"{out}: " if out is not None else ""
+    cause = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+    return ResourceError(
+        f"{where}out of memory at step {step} ({cause[:120]}); "
+        f"{'nothing of the run was kept' if removed else 'the run is kept'}: lower "
+        f"{field.split('.')[1]} (its tensors are the largest), or free memory"
+    )

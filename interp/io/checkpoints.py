@@ -1,14 +1,17 @@
 """Atomic checkpoint files: weights in safetensors, resume state with torch.save.
 
-Every file goes through the toolkit's one atomic writer (:mod:`interp.io.atomic`), so an
-interruption leaves either the old file or the new one, never half of one. Run directories as a
-whole are owned by :mod:`interp.io.rundir`.
+Every ``torch.save`` file the toolkit reads goes through :func:`load_torch_file`
+(``weights_only=True``: a pickle never runs code). Every file goes through the toolkit's one
+atomic writer (:mod:`interp.io.atomic`), so an interruption leaves either the old file or the new
+one, never half of one. Run directories as a whole are owned by :mod:`interp.io.rundir`.
 """
 
 from __future__ import annotations
 
+import os
 import pickle
 import re
+import stat
 import zipfile
 from pathlib import Path
 
@@ -26,6 +29,7 @@ from interp.io.errors import CheckpointError, RunDirectoryError
 
 __all__ = [
     "RESUME_NAME",
+    "RESUME_KEYS",
     "STEP_RE",
     "CheckpointError",
     "write_bytes_atomic",
@@ -40,9 +44,22 @@ __all__ = [
     "refuse_scalar_hidden_biases",
     "save_resume",
     "load_resume",
+    "load_torch_file",
 ]
 
 RESUME_NAME = "resume.pt"
+# What a run directory's resume state holds whatever its version (training reads each of them).
+RESUME_KEYS = (
+    "model",
+    "optimizer",
+    "stream",
+    "novel_counter",
+    "step",
+    "loss_sum",
+    "loss_count",
+    "last_ic_acc",
+    "last_eval_step",
+)
 STEP_RE = re.compile(r"^step_(\d{8})\.safetensors$")
 
 
@@ -161,25 +178,81 @@ def save_resume(path: Path, state: dict, *, root=None) -> None:
     write_with_atomic(path, lambda f: torch.save(state, f), root=root)
 
 
-def load_resume(path: Path, map_location=None) -> dict:
-    """Load a resume state, with a clear error if the file is truncated or corrupted."""
+def _unpickle(f, path: Path, what: str, map_location):
+    """``torch.load`` of the open file ``f`` with ``weights_only=True``; a failure is one line
+    naming ``path``."""
     try:
-        return torch.load(path, map_location=map_location, weights_only=True)
-    except FileNotFoundError as err:
-        raise CheckpointError(f"cannot read resume state {path}: the file is missing") from err
+        return torch.load(f, map_location=map_location, weights_only=True)
     except pickle.UnpicklingError as err:
-        if "weights_only" in str(err) or "Weights only load failed" in str(err):
-            # A complete file whose pickle asks for code to run: never loaded, whoever wrote it.
+        if "GLOBAL" in str(err) or "add_safe_globals" in str(err):
+            # A pickle that asks for code to run (a global, an object): never run, whoever
+            # wrote it. Other refusals of the safe unpickler are bytes that are no pickle.
             raise CheckpointError(
-                f"refusing to load resume state {path}: it holds objects other than tensors and "
+                f"refusing to load {what} {path}: it holds objects other than tensors and "
                 "plain data (a file this toolkit did not write, or was tampered with)"
             ) from None
-        raise CheckpointError(
-            f"cannot read resume state {path}: it is truncated or corrupted"
-        ) from None
+        raise CheckpointError(f"cannot read {what} {path}: it is truncated or corrupted") from None
     except (RuntimeError, EOFError, OSError, zipfile.BadZipFile, ValueError) as err:
         # torch raises several types for cut or damaged zip archives
         first = str(err).splitlines()[0] if str(err) else type(err).__name__
         raise CheckpointError(
-            f"cannot read resume state {path}: it is truncated or corrupted ({first})"
+            f"cannot read {what} {path}: it is truncated or corrupted ({first})"
         ) from None
+
+
+def load_torch_file(
+    path: str | os.PathLike,
+    *,
+    what: str = "torch file",
+    kind: type | None = None,
+    required: tuple[str, ...] = (),
+    map_location=None,
+):
+    """The toolkit's one reader of ``torch.save`` files (``resume.pt``, a token run's
+    ``model.pt``, weights to import): read with ``weights_only=True`` always, so a pickle that
+    asks for code to run is refused and never run, whoever wrote the file.
+
+    Args:
+        what: what the file is, as the error says it (``resume state``, ``weights``).
+        kind: the type the file must hold (``dict``); None: any.
+        required: keys the file must hold: then it must hold a dict with each of them.
+
+    Raises:
+        CheckpointError: one line naming ``path``: the file is missing, truncated or corrupted,
+            holds objects other than tensors and plain data, is not a dict or lacks a key of
+            ``required``.
+    """
+    path = Path(path)
+    try:  # never blocks: a FIFO or a device is refused below, not read
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        raise CheckpointError(f"cannot read {what} {path}: the file is missing") from None
+    except OSError as err:
+        raise CheckpointError(f"cannot read {what} {path}: {err.strerror or err}") from None
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise CheckpointError(f"cannot read {what} {path}: it is not a regular file")
+        data = _unpickle(f, path, what, map_location)
+    if required:
+        kind = dict
+    if kind is not None and not isinstance(data, kind):
+        raise CheckpointError(
+            f"{what} {path} holds a {type(data).__name__}, not a {kind.__name__} "
+            "(a damaged or foreign file)"
+        )
+    if required:
+        missing = [k for k in required if k not in data]
+        if missing:
+            raise CheckpointError(
+                f"{what} {path} lacks the key {missing[0]!r} (a damaged or foreign file)"
+            )
+    return data
+
+
+def load_resume(path: Path, map_location=None) -> dict:
+    """Load a run directory's resume state (:func:`load_torch_file`), with a clear error if the
+    file is missing, truncated, corrupted, holds anything but tensors and plain data, or lacks
+    a key of :data:`RESUME_KEYS`."""
+    return load_torch_file(
+        path, what="resume state", required=RESUME_KEYS, map_location=map_location
+    )

@@ -188,18 +188,11 @@ def _from_4(config: dict, notes: list[str], path: Path) -> dict:
 
 
 def read_json_object(path: Path) -> dict:
-    """The JSON object ``path`` holds; a missing, unreadable or malformed file is one line."""
-    try:
-        config = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise RunDirectoryError(f"{path} is missing") from None
-    except json.JSONDecodeError as err:
-        raise RunDirectoryError(f"{path} is not valid JSON ({err})") from None
-    except (OSError, UnicodeDecodeError) as err:
-        raise RunDirectoryError(f"cannot read {path}: {err}") from None
-    if not isinstance(config, dict):
-        raise RunDirectoryError(f"{path} must hold a JSON object")
-    return config
+    """The JSON object ``path`` holds, read by :func:`interp.io.inputs.read_json_object` (its
+    limits checked first); a missing, unreadable, oversized or malformed file is one line."""
+    from interp.io.inputs import read_json_object as read
+
+    return read(path)
 
 
 def check_format_version(version: object, path: Path) -> None:

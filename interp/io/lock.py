@@ -78,8 +78,10 @@ class RunLock:
         raw = os.read(fd, 4096)
         if not raw.strip():
             return None
+        from interp.io.inputs import parse_json
+
         try:
-            info = json.loads(raw)
+            info = parse_json(raw, LOCK_NAME)  # bounded above; depth and digits checked
         except ValueError:
             return {"pid": "?", "host": "?"}
         return info if isinstance(info, dict) else {"pid": "?", "host": "?"}

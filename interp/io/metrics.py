@@ -4,8 +4,6 @@ line naming the file and the line."""
 
 from __future__ import annotations
 
-import errno
-import io
 import logging
 import os
 from dataclasses import dataclass
@@ -13,7 +11,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from interp.io.curves import check_curve
 from interp.io.errors import DamagedFileError, RunDirectoryError, UnsafePathError
+from interp.io.inputs import parse_csv, read_csv_text
 
 __all__ = ["MetricsFile", "read_metrics", "read_per_class_iw", "PER_CLASS_IW_NAME"]
 
@@ -39,7 +39,13 @@ def read_metrics(path: str | os.PathLike) -> MetricsFile:
     """Read ``metrics.csv``, detecting a torn last row, rows with a wrong number of fields and
     steps out of order. The valid prefix is kept; what was dropped is said in ``problem``."""
     path = Path(path)
-    text = _read_text(path)
+    try:
+        text = read_csv_text(path, follow_links=False, missing=None)  # limits checked first
+    except UnsafePathError:
+        raise UnsafePathError(
+            f"{path} is a symbolic link; refusing to read a run's metrics through it "
+            "(replace the link by the file)"
+        ) from None
     if text is None:
         return MetricsFile(pd.DataFrame())
     if not text.strip():
@@ -56,31 +62,17 @@ def read_metrics(path: str | os.PathLike) -> MetricsFile:
     if len(lines) == 1 and not complete:
         return MetricsFile(pd.DataFrame(), f"{path}: the header line is cut; no rows")
     keep, problem = _whole_rows(lines, len(header), complete, path)
-    frame = pd.read_csv(io.StringIO("\n".join(keep) + "\n"))
+    frame = parse_csv("\n".join(keep) + "\n", path)
     if len(frame):
         frame, problem = _ordered_prefix(frame, path, problem)
         frame["step"] = frame["step"].astype(int)
         _refuse_text(frame, path)
+    # Every column is a number from here on, also when no row was kept (a column of text rows
+    # all dropped would stay text, and fail later in whatever reads it).
+    for column in frame.columns:
+        if not pd.api.types.is_numeric_dtype(frame[column]):
+            frame[column] = pd.to_numeric(frame[column], errors="coerce").astype("float64")
     return MetricsFile(frame, problem)
-
-
-def _read_text(path: Path) -> str | None:
-    """The text of ``path``, read without following a link (None: there is no such file)."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-        with open(fd, encoding="utf-8") as f:
-            return f.read()
-    except FileNotFoundError:
-        return None
-    except OSError as err:
-        if err.errno == errno.ELOOP:
-            raise UnsafePathError(
-                f"{path} is a symbolic link; refusing to read a run's metrics through it "
-                "(replace the link by the file)"
-            ) from None
-        raise RunDirectoryError(f"cannot read {path}: {err}") from None
-    except UnicodeDecodeError as err:
-        raise DamagedFileError(f"{path} is not text ({err.reason}): a damaged run file") from None
 
 
 def _whole_rows(
@@ -109,10 +101,15 @@ def _ordered_prefix(
         return frame, problem
     first = int(bad.to_numpy().argmax())
     problem = (
-        f"{path}: row {first + 1} has step {frame['step'].iloc[first]!r}, not after the "
+        f"{path}: row {first + 1} has step {_plain(frame['step'].iloc[first])!r}, not after the "
         f"previous one; it and {len(frame) - first - 1} rows after it dropped"
     )
     return frame.iloc[:first].reset_index(drop=True), problem
+
+
+def _plain(value):
+    """A cell as Python writes it (``nan``, ``3``, ``'x'``), not as numpy's repr does."""
+    return value.item() if hasattr(value, "item") else value
 
 
 def _refuse_text(frame: pd.DataFrame, path: Path) -> None:
@@ -157,6 +154,8 @@ def read_per_class_iw(run_dir: str | os.PathLike, n_classes: int | None = None) 
     if read.problem:
         log.warning("warning: %s", read.problem)
     _check_class_columns(read.frame, n_classes, path)
+    # every class is evaluated at every row: an empty (NaN) or infinite accuracy is damage
+    check_curve(read.frame, list(read.frame.columns), path, bound=None)
     return read.frame
 
 

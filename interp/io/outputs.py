@@ -10,7 +10,6 @@ read-only disk or a missing write permission is refused before the computation s
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from collections.abc import Iterator, Sequence
@@ -145,13 +144,11 @@ def read_json_object(path: str | os.PathLike) -> dict:
     Raises:
         DamagedFileError: not readable, not JSON, or not an object (one line naming the file).
     """
-    path = Path(path)
+    from interp.io.inputs import read_json_object as read
+
     try:
-        data = json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError) as err:
-        raise DamagedFileError(f"cannot read {path}: {err}") from None
-    except json.JSONDecodeError as err:
-        raise DamagedFileError(f"{path} is not valid JSON ({err}); rewrite or delete it") from None
-    if not isinstance(data, dict):
-        raise DamagedFileError(f"{path} must hold a JSON object; rewrite or delete it")
-    return data
+        return read(path)
+    except DamagedFileError:
+        raise
+    except RunDirectoryError as err:  # missing or unreadable: as damaged as it gets for an output
+        raise DamagedFileError(str(err)) from None

@@ -14,7 +14,6 @@ that appears between the check and the write is refused too.
 from __future__ import annotations
 
 import errno
-import json
 import os
 import stat
 from pathlib import Path
@@ -126,9 +125,12 @@ def is_run_or_sweep(path: Path) -> bool:
     config = path / "config.json"
     if not os.path.isfile(config):
         return False
+    from interp.io.errors import RunDirectoryError
+    from interp.io.inputs import read_json
+
     try:
-        data = json.loads(config.read_text())
-    except (OSError, ValueError):
+        data = read_json(config)
+    except (OSError, RunDirectoryError):
         return False
     return isinstance(data, dict) and {"task", "model", "train"} <= set(data)
 

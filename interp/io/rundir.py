@@ -8,7 +8,7 @@ A run directory is the toolkit's one data artifact (format: ``docs/run-format.md
       per_class_iw.csv one row per evaluation: IW accuracy per class (train.per_class_iw > 0)
       checkpoints/     step_XXXXXXXX.safetensors weights, resume.pt (exact resumption)
       .lock            who is writing the run (pid, host); empty when nobody is
-      fit.json, checkpoint_measures.csv, length_eval.csv, llc.csv, quanta.json,
+      fit.json, forecast.json, checkpoint_measures.csv, length_eval.csv, llc.csv, quanta.json,
       report.html      (outputs of the analysis commands)
 
 Guarantees:
@@ -102,12 +102,16 @@ __all__ = [
     "same_run",
     "first_difference",
     "RESUMABLE_TRAIN_FIELDS",
+    "TRAINED_BACKENDS",
 ]
 
 log = logging.getLogger(__name__)
 
 # Train fields that may change when resuming without changing the mathematics of the run.
 RESUMABLE_TRAIN_FIELDS = ("steps", "device", "num_threads")
+# The top-level field of config.json that says which backends trained the run
+# (RunWriter.record_backend).
+TRAINED_BACKENDS = "trained_backends"
 
 
 # ---- configs ---------------------------------------------------------------------------------
@@ -181,6 +185,12 @@ def read_config(path: str | os.PathLike) -> tuple[dict, list[str]]:
             )
     if config.get("kind") not in RUN_KINDS:
         raise RunDirectoryError(f"{path}: {RUN_KINDS.unknown(config.get('kind'))}")
+    done = config.get(TRAINED_BACKENDS, [])
+    if not isinstance(done, list) or not all(isinstance(b, str) for b in done):
+        raise RunDirectoryError(
+            f"{path}: field {TRAINED_BACKENDS} must be a list of backend names, found "
+            f"{json.dumps(done)}"
+        )
     return config, notes
 
 
@@ -225,9 +235,11 @@ def classify(path: str | os.PathLike) -> str:
 
 def _holds_run_config(path: Path) -> bool:
     """Whether ``path/config.json`` reads as a run's config (a JSON object with its groups)."""
+    from interp.io.inputs import read_json
+
     try:
-        config = json.loads((path / CONFIG_NAME).read_text())
-    except (OSError, ValueError):
+        config = read_json(path / CONFIG_NAME)
+    except (OSError, RunDirectoryError):
         return False
     return isinstance(config, dict) and {"task", "model", "train"} <= set(config)
 
@@ -278,6 +290,8 @@ class RunWriter:
         self.resume_state: dict | None = None
         self._lock = RunLock(path)
         self._config_changed = False  # a resumed run's new train fields, written by confirm_resume
+        self._made_dirs: list[Path] = []  # the folders open() created, deepest first
+        self._fresh = False  # a new run was started here (not one resumed)
 
     @classmethod
     def open(
@@ -319,8 +333,10 @@ class RunWriter:
         check_config_memory(config)  # before any directory or allocation
         _check_writable(path)
         check_free_space(path, disk_estimate(config))
+        made = [p for p in (path, *path.parents) if not p.exists()]  # deepest first
         path.mkdir(parents=True, exist_ok=True)
         writer = cls(path, config)
+        writer._made_dirs = made
         writer._lock.acquire()
         try:
             writer._prepare(resume, overwrite, map_location)
@@ -349,6 +365,7 @@ class RunWriter:
         if kind in ("run", "broken"):
             remove_run_files(path)
         self._clean()
+        self._fresh = True
         os.close(open_directory(path / CHECKPOINTS, path))
         write_json_atomic(config_path, self.config, root=path)
 
@@ -382,6 +399,8 @@ class RunWriter:
         # Extending (or moving) a run: config.json says what the run now is, once the resume
         # state has been found to fit the run (confirm_resume), not before.
         self._config_changed = existing["train"] != self.config["train"]
+        if TRAINED_BACKENDS in existing:  # what trained it so far stays said
+            self.config = {**self.config, TRAINED_BACKENDS: list(existing[TRAINED_BACKENDS])}
 
     def confirm_resume(self) -> None:
         """The resume state has loaded into the run's model and optimiser: a resumed run whose
@@ -391,6 +410,16 @@ class RunWriter:
         if self._config_changed:
             write_json_atomic(self.path / CONFIG_NAME, self.config, root=self.path)
             self._config_changed = False
+
+    def record_backend(self, backend: str) -> None:
+        """Say in ``config.json`` which backend computes the run's training steps
+        (``trained_backends``: the backends that trained it, in the order they did; one entry
+        unless a resumed process trained with another). Written only when it changes."""
+        done = list(self.config.get(TRAINED_BACKENDS, []))
+        if done and done[-1] == backend:
+            return
+        self.config = {**self.config, TRAINED_BACKENDS: [*done, backend]}
+        write_json_atomic(self.path / CONFIG_NAME, self.config, root=self.path)
 
     def _refuse_foreign(self, kind: str) -> None:
         path = self.path
@@ -450,6 +479,37 @@ class RunWriter:
     def close(self) -> None:
         """Release the lock."""
         self._lock.release()
+
+    def discard_unstarted(self) -> bool:
+        """Release the lock and, if this writer started a new run that has no weight checkpoint
+        yet, remove what it created: the run's files, ``checkpoints/``, the lock file and the
+        folders :meth:`open` made (a folder that existed stays). For a run that failed before it
+        saved anything (out of memory at its first allocation): a half-made run folder would be
+        taken for a run. Returns whether it removed them; otherwise it only releases the lock."""
+        if not self._fresh or self.checkpoint_steps():
+            self.close()
+            return False
+        checkpoint_dir = self.path / CHECKPOINTS
+        if checkpoint_dir.is_dir() and any(checkpoint_dir.iterdir()):
+            self.close()  # something else is there: not only what this writer made
+            return False
+        for name in (CONFIG_NAME, METRICS_NAME, PER_CLASS_IW_NAME):
+            try:
+                (self.path / name).unlink()
+            except FileNotFoundError:
+                pass
+        try:
+            checkpoint_dir.rmdir()
+        except OSError:
+            pass
+        self._drop_lock_file_if_ours()
+        self._fresh = False
+        for folder in self._made_dirs:
+            try:
+                folder.rmdir()  # only if empty: nothing but what this writer made was there
+            except OSError:
+                break
+        return True
 
     def __enter__(self) -> RunWriter:
         return self

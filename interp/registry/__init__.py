@@ -141,6 +141,14 @@ class Registry(dict, Generic[T]):
 
     # ---- list, validate, require
 
+    def __contains__(self, name: object) -> bool:
+        """Whether ``name`` is registered; a value that cannot be a name (a list read from a
+        file) is simply not one."""
+        try:
+            return dict.__contains__(self, name)
+        except TypeError:
+            return False
+
     def names(self) -> tuple[str, ...]:
         """The registered names, in declaration order."""
         return tuple(self)
@@ -152,7 +160,8 @@ class Registry(dict, Generic[T]):
         """The one-line error for a name that is not registered."""
         hint = f" {self.hint}" if self.hint else ""
         return ValueError(
-            f"{self.field}={name!r} is invalid: registered {self.kind}s are {self._listed()}{hint}"
+            f"{self.field}={_short(name)} is invalid: registered {self.kind}s are "
+            f"{self._listed()}{hint}"
         )
 
     def require(self, name: str) -> T:
@@ -169,6 +178,12 @@ class Registry(dict, Generic[T]):
     def origin(self, name: str) -> str | None:
         """The plugin whose import declared ``name`` (None: the package's own, or unknown)."""
         return self._origins.get(name)
+
+
+def _short(value: object, limit: int = 80) -> str:
+    """``repr(value)``, cut to ``limit`` characters (a value read from a hostile file)."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def source_of(obj: object) -> str:

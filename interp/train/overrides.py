@@ -48,8 +48,8 @@ def _convert(value: str, current, none_allowed: bool = True):
         return int(as_float)
     if isinstance(current, float):
         as_float = _number(value, "a number")
-        if math.isnan(as_float):
-            raise ValueError("expected a number, got NaN")
+        if not math.isfinite(as_float):
+            raise ValueError(f"expected a finite number, got {value!r}")
         return as_float
     if current is None:
         for cast in (int, float):
@@ -112,7 +112,51 @@ def build_configs(preset_name: str, overrides: dict[str, str], seed: int | None)
     spelling ``{encoding}_{field}`` (``rope_base``, ``cope_p_max``; it applies when that encoding
     is selected). The model's ``D``, ``L``, ``n_positions`` and ``n_ctx_train`` follow the task
     and cannot be set.
+
+    Every value is judged here, before any directory or allocation: its type and range (the
+    configs' own validation: a device a run can train on), ``num_threads`` against this
+    machine's cores (:func:`interp.train.threads.check_thread_counts`) and the memory the run
+    needs (:func:`interp.io.budget.check_config_memory`, naming the ``--set`` key that makes it
+    too large).
+
+    Raises:
+        ValueError: an unknown key or an invalid value (one line naming the key).
+        ResourceError: the run would not fit in the memory available to this process.
     """
+    from interp.io.budget import check_config_memory
+    from interp.train.threads import check_thread_counts
+
+    task, model, train, preset = _apply(preset_name, overrides, seed)
+    for key in overrides:
+        if key.rpartition(".")[2] == "num_threads" and train.num_threads is not None:
+            check_thread_counts(train.num_threads, threads_name=f"--set {key}")
+
+    def without_each() -> dict[str, dict]:
+        out = {}
+        for key in overrides:
+            rest = {k: v for k, v in overrides.items() if k != key}
+            try:
+                out[f"{key}={overrides[key]}"] = _configs_dict(*_apply(preset_name, rest, seed)[:3])
+            except ValueError:
+                continue  # the others alone are no run (N without its N_max): not the cause
+        return out
+
+    # Before any directory or allocation: a batch or a K too large for this machine.
+    check_config_memory(_configs_dict(task, model, train), alternatives=without_each)
+    return task, model, train, preset
+
+
+def _configs_dict(task, model, train) -> dict:
+    """The groups of ``config.json`` that :func:`interp.io.budget.memory_estimate` reads."""
+    return {
+        "task": dataclasses.asdict(task),
+        "model": {**model.to_dict(), "d_model": model.d_model},
+        "train": dataclasses.asdict(train),
+    }
+
+
+def _apply(preset_name: str, overrides: dict[str, str], seed: int | None):
+    """:func:`build_configs` without the checks against this machine."""
     from interp.model.network import ModelConfig
     from interp.model.positional import positional_parameters
     from interp.train.presets import get_preset
@@ -186,13 +230,6 @@ def build_configs(preset_name: str, overrides: dict[str, str], seed: int | None)
         )
     task = TaskConfig(**task_f)
     model, train = ModelConfig.from_task(task, **model_f), TrainConfig(**train_f)
-    from interp.io.budget import check_config_memory
-
-    # Before any directory or allocation: a batch or a K too large for this machine.
-    model_dict = {**model.to_dict(), "d_model": model.d_model}
-    check_config_memory(
-        {"task": dataclasses.asdict(task), "model": model_dict, "train": dataclasses.asdict(train)}
-    )
     return task, model, train, preset
 
 
@@ -249,7 +286,13 @@ def resumed_configs(run_dir: str | Path, overrides: dict[str, str], seed: int | 
                 f"{', '.join(RESUMABLE_TRAIN_FIELDS)} may change when resuming"
             )
         changes[name] = new
-    return run.task, run.model_config, dataclasses.replace(run.train_config, **changes)
+    train = dataclasses.replace(run.train_config, **changes)
+    from interp.train.threads import check_thread_counts
+
+    for key in overrides:
+        if key.rpartition(".")[2] == "num_threads" and train.num_threads is not None:
+            check_thread_counts(train.num_threads, threads_name=f"--set {key}")
+    return run.task, run.model_config, train
 
 
 _ATTRIBUTE = re.compile(r"^(\s+)([A-Za-z_][A-Za-z0-9_]*)\s*(?:\([^)]*\))?:\s?(.*)$")

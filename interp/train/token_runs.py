@@ -14,7 +14,10 @@ tasks (:mod:`interp.data.cope_tasks`) through the toolkit's one training loop, a
 
 A call on a folder with ``model.pt`` trains nothing; one with ``resume.pt`` continues from it.
 The batches come from the saved stream, so a run cut into chunks equals one uninterrupted run of
-as many steps.
+as many steps. ``resume.pt`` and ``model.pt`` are read with the toolkit's one torch loader
+(:func:`interp.io.checkpoints.load_torch_file`: tensors and plain data only), and every file is
+written by its one atomic writer below the run's root: a link there (the run folder itself, under
+a grid's folder) is refused in one line before anything is read or written.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from __future__ import annotations
 import dataclasses
 import io
 import json
+import os
 from pathlib import Path
 
 import pandas as pd
@@ -29,14 +33,39 @@ import torch
 
 from interp.config.train_config import TrainConfig
 from interp.io.atomic import write_bytes_atomic, write_text_atomic
+from interp.io.checkpoints import check_state, load_torch_file
+from interp.io.errors import CheckpointError, DamagedFileError, RunDirectoryError
+from interp.io.inputs import read_csv, read_json
+from interp.io.paths import check_no_links
 from interp.model.network import ModelConfig
 from interp.model.token_net import TokenNet
 from interp.train.token_training import _TokenRun
 from interp.train.training import run_training_loop
 
-__all__ = ["RESUME", "MODEL", "CURVE", "SPEC", "train_token_run", "load_token_model", "run_spec"]
+__all__ = [
+    "RESUME",
+    "MODEL",
+    "CURVE",
+    "SPEC",
+    "check_run_folder",
+    "read_resume_state",
+    "train_token_run",
+    "load_token_model",
+    "run_spec",
+]
 
 RESUME, MODEL, CURVE, SPEC = "resume.pt", "model.pt", "curve.csv", "spec.json"
+# What ``resume.pt`` holds, and the type of each entry.
+_STATE = {
+    "model": dict,
+    "optimizer": (dict, type(None)),
+    "stream": torch.Tensor,
+    "step": int,
+    "loss_sum": float,
+    "loss_count": int,
+    "rows": list,
+    "last_eval": int,
+}
 
 
 def run_spec(task, cfg: ModelConfig, train: TrainConfig, n_test: int) -> dict:
@@ -65,12 +94,23 @@ def _diff(old: dict, new: dict, prefix: str = "") -> str | None:
     return None
 
 
-class _FolderTokenRun(_TokenRun):
-    """A token-task run whose state goes to ``out/resume.pt`` when the loop stops it."""
+def _read_spec(path: Path) -> dict:
+    try:
+        spec = read_json(path)  # limits checked before parsing
+    except (OSError, UnicodeDecodeError, ValueError, RunDirectoryError) as err:
+        raise DamagedFileError(f"cannot read {path}: {str(err).splitlines()[0]}") from None
+    if not isinstance(spec, dict):
+        raise DamagedFileError(f"{path} holds a {type(spec).__name__}, not a run's spec")
+    return spec
 
-    def __init__(self, task, model, cfg, tests, stream, out: Path) -> None:
+
+class _FolderTokenRun(_TokenRun):
+    """A token-task run whose state goes to ``out/resume.pt`` when the loop stops it (written
+    below ``root``, where no link is followed)."""
+
+    def __init__(self, task, model, cfg, tests, stream, out: Path, root: Path) -> None:
         super().__init__(task, model, cfg, tests, stream)
-        self.out = out
+        self.out, self.root = out, root
 
     def save_resume(self) -> None:
         state = {
@@ -85,19 +125,50 @@ class _FolderTokenRun(_TokenRun):
         }
         buffer = io.BytesIO()
         torch.save(state, buffer)
-        write_bytes_atomic(self.out / RESUME, buffer.getvalue())
+        write_bytes_atomic(self.out / RESUME, buffer.getvalue(), root=self.root)
 
     def load_resume(self) -> None:
-        state = torch.load(self.out / RESUME, weights_only=False)
-        self.model.load_state_dict(state["model"])
+        """Take up ``resume.pt``; one that is damaged, foreign or of another network is refused
+        in one line naming it (:class:`~interp.io.errors.CheckpointError`)."""
+        path = self.out / RESUME
+        state = read_resume_state(path)
+        check_state(state["model"], self.model, path)
+        try:
+            self.model.load_state_dict(state["model"])
+            self.stream.set_state(state["stream"])
+            rows = [dict(r) for r in state["rows"]]
+        except (RuntimeError, TypeError, ValueError) as err:
+            first = str(err).splitlines()[0] if str(err) else type(err).__name__
+            raise CheckpointError(f"resume state {path} does not fit this run: {first}") from None
         self.optimizer_state = state["optimizer"]
-        self.stream.set_state(state["stream"])
         self.step, self.loss_sum, self.loss_count = (
             state["step"],
             state["loss_sum"],
             state["loss_count"],
         )
-        self.rows, self._last_eval = [dict(r) for r in state["rows"]], state["last_eval"]
+        self.rows, self._last_eval = rows, state["last_eval"]
+
+
+def read_resume_state(path: str | os.PathLike) -> dict:
+    """A token run's ``resume.pt`` (:func:`~interp.io.checkpoints.load_torch_file`), each entry
+    of its type; else one line naming it (:class:`~interp.io.errors.CheckpointError`)."""
+    state = load_torch_file(path, what="resume state", required=tuple(_STATE))
+    for key, kind in _STATE.items():
+        value = state[key]
+        if not isinstance(value, kind) or isinstance(value, bool):
+            raise CheckpointError(
+                f"resume state {path}: {key} is a {type(value).__name__} (a damaged or "
+                "foreign file)"
+            )
+    return state
+
+
+def check_run_folder(run_dir: str | os.PathLike, root: str | os.PathLike) -> None:
+    """Refuse a link on the way from ``root`` to the run folder ``run_dir`` or its files (one
+    line naming it, :class:`~interp.io.errors.UnsafePathError`), before anything is read."""
+    rel = Path(run_dir).relative_to(root)
+    for name in (SPEC, RESUME, MODEL, CURVE):
+        check_no_links(root, rel / name)
 
 
 def train_token_run(
@@ -113,6 +184,7 @@ def train_token_run(
     n_test: int = 512,
     stop_after: int | None = None,
     progress: bool = False,
+    root: str | os.PathLike | None = None,
 ) -> pd.DataFrame:
     """Train (or resume, or read back) one token-task run in ``run_dir``; see the module docstring.
 
@@ -121,6 +193,8 @@ def train_token_run(
         cfg: the network (:func:`interp.model.token_net.token_model_config`).
         steps: the run's length; the evaluation sets are ``task.test_sets(n_test, ...)``.
         stop_after: stop at this step (saving ``resume.pt``), for a run trained in chunks.
+        root: the folder below which no link may lie (a grid's folder: the run folder itself
+            must then be a real folder); None: ``run_dir``.
 
     Returns:
         The evaluations so far (``step, train_loss, {set}_acc, {set}_seq_acc``), as
@@ -128,8 +202,12 @@ def train_token_run(
 
     Raises:
         ValueError: ``run_dir`` holds a run of another spec (the message names the field).
+        interp.io.errors.CheckpointError: ``resume.pt`` is damaged or foreign (named).
+        interp.io.errors.UnsafePathError: a link below ``root`` (named), before anything is read.
     """
     out = Path(run_dir)
+    root = Path(root) if root is not None else out
+    check_run_folder(out, root)
     train = TrainConfig(
         optimizer="adam",
         lr=lr,
@@ -141,13 +219,11 @@ def train_token_run(
     )
     spec = json.loads(json.dumps(run_spec(task, cfg, train, n_test)))  # as read back
     if (out / SPEC).exists():
-        differs = _diff(json.loads((out / SPEC).read_text()), spec)
+        differs = _diff(_read_spec(out / SPEC), spec)
         if differs:
             raise ValueError(f"{out / SPEC} is another run's (field {differs}): use a new folder")
     if (out / MODEL).exists() and (out / CURVE).exists():
-        return pd.read_csv(out / CURVE)
-    out.mkdir(parents=True, exist_ok=True)
-    write_text_atomic(out / SPEC, json.dumps(spec, indent=1, sort_keys=True) + "\n")
+        return read_csv(out / CURVE)
     run = _FolderTokenRun(
         task,
         TokenNet(cfg, seed=seed),
@@ -155,25 +231,31 @@ def train_token_run(
         tests=task.test_sets(n_test, seed=seed + 2_000_003),
         stream=torch.Generator().manual_seed(seed + 1_000_003),
         out=out,
+        root=root,
     )
-    if (out / RESUME).exists():
+    if os.path.lexists(out / RESUME):  # refused before anything is written
         run.load_resume()
+    out.mkdir(parents=True, exist_ok=True)
+    write_text_atomic(out / SPEC, json.dumps(spec, indent=1, sort_keys=True) + "\n", root=root)
     run_training_loop(run, progress=progress, stop_after=stop_after)
     rows = pd.DataFrame([{k: float(v) for k, v in r.items()} for r in run.rows])
     if run.step >= steps:
         buffer = io.BytesIO()
         torch.save(run.model.state_dict(), buffer)
-        write_bytes_atomic(out / MODEL, buffer.getvalue())
-        write_text_atomic(out / CURVE, rows.to_csv(index=False))
+        write_bytes_atomic(out / MODEL, buffer.getvalue(), root=root)
+        write_text_atomic(out / CURVE, rows.to_csv(index=False), root=root)
         (out / RESUME).unlink(missing_ok=True)
     return rows
 
 
 def load_token_model(run_dir: str | Path) -> tuple[TokenNet, dict]:
-    """The trained network of a finished run folder and its spec."""
+    """The trained network of a finished run folder and its spec (a damaged ``model.pt`` is
+    refused in one line naming it)."""
     out = Path(run_dir)
-    spec = json.loads((out / SPEC).read_text())
+    spec = _read_spec(out / SPEC)
     model = TokenNet(ModelConfig.from_dict(spec["model"]), seed=None)
-    model.load_state_dict(torch.load(out / MODEL, weights_only=True))
+    state = load_torch_file(out / MODEL, what="weights", kind=dict)
+    check_state(state, model, out / MODEL)
+    model.load_state_dict(state)
     model.eval()
     return model, spec

@@ -39,11 +39,17 @@ import torch
 import torch.nn.functional as F
 from tqdm.auto import tqdm
 
-from interp.config.train_config import TrainConfig, checkpoint_schedule, derive_seed
+from interp.config.train_config import (
+    TrainConfig,
+    check_device,
+    checkpoint_schedule,
+    derive_seed,
+)
 from interp.data.device_sampler import sample_on_used
 from interp.data.task import TaskConfig
 from interp.data.tasks import get_task, make_generator, task_name
-from interp.io.errors import CheckpointError
+from interp.io.budget import is_out_of_memory, out_of_memory_error
+from interp.io.errors import CheckpointError, ResourceError
 from interp.io.rundir import (
     RunDirectoryError,
     RunWriter,
@@ -169,6 +175,11 @@ def train(
     )
     try:
         _loop([run], _single_step(run), progress, stop_after)
+    except (MemoryError, RuntimeError) as err:
+        if not is_out_of_memory(err):
+            raise
+        removed = run.close(discard=True)  # a new run with no checkpoint yet leaves nothing
+        raise run.out_of_memory(err, removed) from None
     finally:
         run.close()
     return pd.DataFrame(run.rows)
@@ -264,6 +275,8 @@ def _train_stacked(runs, train_config, progress, stop_after) -> list[pd.DataFram
         optimizer.load_state_dict(_stack_optimizer_states([r.optimizer_state for r in runs]))
     for i, run in enumerate(runs):
         run.optimizer_state_fn = lambda i=i: _slice_optimizer_state(optimizer.state_dict(), i)
+        if run.writer is not None:  # the fast path with a model axis (config.json says so)
+            run.writer.record_backend("stacked")
     _loop(runs, _stacked_step(runs, stack, optimizer), progress, stop_after)
     return [pd.DataFrame(r.rows) for r in runs]
 
@@ -330,22 +343,6 @@ def _stack_optimizer_states(states: list[dict]) -> dict:
     }
 
 
-def check_device(cfg: TrainConfig) -> None:
-    """A one-line ValueError when ``cfg.device`` names a device torch does not have here, or
-    ``cfg.backend`` is ``compiled`` and ``torch.compile`` cannot build code for it here."""
-    if cfg.backend == "compiled":
-        from interp.model.compiled import check_compiler
-
-        check_compiler(cfg.device)
-    device = torch.device(cfg.device)
-    if device.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError(
-            f"TrainConfig.device={cfg.device!r} is invalid here: torch sees no CUDA device"
-        )
-    if device.type == "mps" and not torch.backends.mps.is_available():
-        raise ValueError(f"TrainConfig.device={cfg.device!r} is invalid here: MPS is not available")
-
-
 class _RunState:
     """One run inside the training loop: its directory, data, model, schedule and progress.
 
@@ -408,8 +405,10 @@ class _RunState:
         )
         try:
             self._build(task, model_config, cfg, kind, RUN_KINDS[kind].model_class())
-        except BaseException:
-            self.close()
+        except BaseException as err:
+            removed = self.close(discard=True)  # a new run that failed here leaves nothing behind
+            if is_out_of_memory(err):
+                raise self.out_of_memory(err, removed) from None
             raise
 
     def _build(self, task, model_config, cfg, kind, model_class) -> None:
@@ -491,9 +490,21 @@ class _RunState:
         # steps left, and the backends agree only to float rounding).
         self.backend = state.get("backend") if state is not None else None
 
-    def close(self) -> None:
-        if self.writer is not None:
-            self.writer.close()
+    def close(self, discard: bool = False) -> bool:
+        """Release the run directory; with ``discard``, a new run that saved no checkpoint yet
+        also removes what it created (:meth:`~interp.io.rundir.RunWriter.discard_unstarted`).
+        Returns whether it did."""
+        if self.writer is None:
+            return False
+        if discard:
+            return self.writer.discard_unstarted()
+        self.writer.close()
+        return False
+
+    def out_of_memory(self, err: BaseException, removed: bool) -> ResourceError:
+        """The one-line error of a run that ran out of memory after its estimate let it start."""
+        config = self.writer.config if self.writer is not None else {}
+        return out_of_memory_error(err, config, self.out, getattr(self, "step", 0), removed)
 
     def save_resume(self) -> None:
         if self.writer is None:
@@ -580,6 +591,8 @@ class _RunState:
         (:func:`interp.model.backends.training_loss`)."""
         if self._loss_fn is None:  # the named backend, or auto's choice (one line on stderr)
             self.backend = self.backend or choose_backend(self)
+            if self.writer is not None:  # config.json says which backend trains the run
+                self.writer.record_backend(self.backend)
             self._loss_fn = training_loss(self.model, self.backend, hooked=bool(self.hooks))
         return self._loss_fn(batch.tokens, batch.positions, batch.target)
 

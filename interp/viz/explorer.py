@@ -17,8 +17,6 @@ layer, head 0 as in the paper) into a JSON-able dict, which serves both front en
 
 from __future__ import annotations
 
-import html
-import json
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -28,6 +26,7 @@ import numpy as np
 import plotly.graph_objects as go
 import torch
 
+from interp.io.escape import html_attr, html_text, json_for_script
 from interp.viz.plots import (
     METRIC_COLORS,
     METRIC_LABELS,
@@ -182,11 +181,12 @@ def explorer_data(run, config: ExplorerConfig | None = None) -> dict:
         config: what to precompute (default :class:`ExplorerConfig`).
 
     Returns:
-        A JSON-able dict: ``run`` (directory name), ``steps``, ``n_layers``, ``sets`` (set name ->
-        list of sequences, each ``{"ticks", "hover", "patterns"}`` with ``patterns[step_index]
-        [layer][query][key]``, None above the diagonal), ``measures`` (``step`` and the
-        :func:`measure_columns` the run has, from ``metrics.csv``; NaN as None) and ``labels``
-        (display names of the measures).
+        A JSON-able dict: ``run`` (directory name), ``run_title`` (the name as plotly text, its
+        markup escaped: a name holding ``<br>`` is shown, not obeyed), ``steps``, ``n_layers``,
+        ``sets`` (set name -> list of sequences, each ``{"ticks", "hover", "patterns"}`` with
+        ``patterns[step_index][layer][query][key]``, None above the diagonal), ``measures``
+        (``step`` and the :func:`measure_columns` the run has, from ``metrics.csv``; NaN as None)
+        and ``labels`` (display names of the measures).
 
     Raises:
         ValueError: the run has no checkpoints, or a requested step has none.
@@ -239,6 +239,7 @@ def explorer_data(run, config: ExplorerConfig | None = None) -> dict:
     )
     return {
         "run": Path(run.path).name,
+        "run_title": html_text(Path(run.path).name),
         "steps": [int(s) for s in steps],
         "n_layers": int(n_layers),
         "sets": sets,
@@ -314,7 +315,7 @@ def heatmap_figure(
     step = data["steps"][step_index]
     fig.update_layout(
         title={
-            "text": f"{data['run']}: layer {layer + 1}, step {step}, "
+            "text": f"{html_text(data['run'])}: layer {layer + 1}, step {step}, "
             f"{data['set_names'][set_name]} sequence {sequence + 1}",
             "x": 0.5,
             "font": {"size": 14},
@@ -408,7 +409,7 @@ function inductionCliffExplorer(root) {
     const seq = data.sets[setSel.value][seqi];
     const h = seq.hover;
     const custom = h.map(q => h.map(k => [q, k]));
-    const title = data.run + ": layer " + (layer + 1) + ", step " + data.steps[si] + ", " +
+    const title = data.run_title + ": layer " + (layer + 1) + ", step " + data.steps[si] + ", " +
       data.set_names[setSel.value] + " sequence " + (seqi + 1);
     return {
       data: [{
@@ -477,11 +478,6 @@ for _token, _value in {
     EXPLORER_JS = EXPLORER_JS.replace(_token, str(_value))
 
 
-def _json_for_script(data: dict) -> str:
-    """JSON that is safe inside a ``<script>`` element (no ``</script>`` can end it early)."""
-    return json.dumps(data, separators=(",", ":"), allow_nan=False).replace("</", "<\\/")
-
-
 def explorer_html(data: dict, element_id: str) -> str:
     """The explorer as an HTML fragment: controls, two plot areas and the data as JSON.
 
@@ -496,10 +492,11 @@ def explorer_html(data: dict, element_id: str) -> str:
     """
     steps = data["steps"]
     sets = "".join(
-        f'<option value="{k}">{html.escape(v)} set</option>' for k, v in data["set_names"].items()
+        f'<option value="{html_attr(k)}">{html_text(v)} set</option>'
+        for k, v in data["set_names"].items()
     )
     layers = "".join(f'<option value="{i}">layer {i + 1}</option>' for i in range(data["n_layers"]))
-    eid = html.escape(element_id)
+    eid = html_attr(element_id)
     return f"""
 <div class="induction-cliff-explorer" id="{eid}">
   <div class="ex-controls">
@@ -514,7 +511,7 @@ def explorer_html(data: dict, element_id: str) -> str:
     <div class="ex-heatmap report-plot"></div>
     <div class="ex-measures report-plot"></div>
   </div>
-  <script type="application/json" class="ex-data">{_json_for_script(data)}</script>
+  <script type="application/json" class="ex-data">{json_for_script(data)}</script>
 </div>
 """
 

@@ -29,7 +29,7 @@ def saved_fit(run) -> dict | None:
     _check_types(saved, path)
     target = saved.get("target", "ic_loss")
     model = saved.get("model") if saved.get("model") in model_names() else "nested-logit"
-    return {
+    settings = {
         "model": model,
         "target": target,
         "column": saved.get("column", target),
@@ -38,6 +38,8 @@ def saved_fit(run) -> dict | None:
         "until": saved.get("until_step"),
         "observed": (saved.get("observed") or {}).get("transition_step"),
     }
+    _check_settings(settings, run, path)
+    return settings
 
 
 def _is_number(value) -> bool:
@@ -72,6 +74,34 @@ def _check_types(saved: dict, path: Path) -> None:
             raise DamagedFileError(
                 f"{path}: field {name!r} is {value!r}, not {kind}: a damaged fit.json"
             )
+
+
+def _check_settings(settings: dict, run, path: Path) -> None:
+    """Refuse a fit.json whose column is not one of the run's or whose target, aux or options
+    the model does not take, naming the file and the field (before any figure is drawn)."""
+    from interp.io.errors import DamagedFileError
+
+    column = settings["column"]
+    if column not in run.metrics.columns:
+        raise DamagedFileError(
+            f"{path}: field 'column' is {column!r}, not a column of the run's metrics.csv: a "
+            "damaged fit.json"
+        )
+    _, task = read_run(run)
+    try:
+        DynamicsFit(
+            settings["model"],
+            task=task,
+            target=settings["target"],
+            aux=settings["aux"],
+            options=settings["options"],
+        )._build()
+    except (ValueError, KeyError, TypeError) as err:
+        detail = str(err).splitlines()[0] if str(err) else type(err).__name__
+        raise DamagedFileError(
+            f"{path}: field 'target', 'aux' or 'options' is not the model's ({detail}): a "
+            "damaged fit.json"
+        ) from None
 
 
 def model_title(model: str) -> str:

@@ -22,7 +22,6 @@ else is written (a fit computed for the page is not saved as ``fit.json``).
 from __future__ import annotations
 
 import dataclasses
-import html
 import logging
 import math
 import os
@@ -35,6 +34,7 @@ import plotly.graph_objects as go
 
 from interp.analysis.compare import config_fields
 from interp.io.errors import RunDirectoryError
+from interp.io.escape import html_attr, html_text
 from interp.viz.explorer import EXPLORER_JS, ExplorerConfig, explorer_data, explorer_html
 from interp.viz.figures import run_context, run_note
 from interp.viz.sections import Context, register_section, sections
@@ -259,26 +259,26 @@ def _config_section(ctx: Context) -> str:
             for g in groups
         ]
         parts.append(
-            f"<p>{len(groups)} configs, differing in {html.escape(', '.join(fields))}; "
+            f"<p>{len(groups)} configs, differing in {html_text(', '.join(fields))}; "
             "each config's seeds are aggregated, configs are never averaged together.</p>"
         )
         parts.append(_table(pd.DataFrame(rows).astype(str)))
     for g in groups:
         run = g.runs[0]
-        runs_text = ", ".join(html.escape(str(r.path)) for r in g.runs)
+        runs_text = ", ".join(html_text(str(r.path)) for r in g.runs)
         parts.append(
-            f"<h3>{html.escape(g.label)}</h3><p>runs ({len(g.runs)}, seeds {g.seeds}): "
+            f"<h3>{html_text(g.label)}</h3><p>runs ({len(g.runs)}, seeds {g.seeds}): "
             f"{runs_text}</p>"
         )
         devs = deviations(run)
-        items = "".join(f'<li class="deviation">{html.escape(d)}</li>' for d in devs)
+        items = "".join(f'<li class="deviation">{html_text(d)}</li>' for d in devs)
         parts.append(
             "<p>Deviations from the paper (Reddy, ICLR 2024):</p>"
             + (f"<ul>{items}</ul>" if devs else "<p>none: the paper's optimiser and schedule</p>")
         )
         cfg = pd.DataFrame([{"field": k, "value": str(v)} for k, v in config_fields(run).items()])
         parts.append(f"<details><summary>full config</summary>{_table(cfg)}</details>")
-    items = "".join(f"<li>{html.escape(d)}</li>" for d in TOOLKIT_DEVIATIONS)
+    items = "".join(f"<li>{html_text(d)}</li>" for d in TOOLKIT_DEVIATIONS)
     parts.append(f"<p>Deviations of every run of this toolkit:</p><ul>{items}</ul>")
     return "\n".join(parts)
 
@@ -311,7 +311,7 @@ def _transition_section(ctx: Context) -> str:
             continue
         order = event_order(run.metrics, measures)
         parts.append(
-            f"<p>Order of events, {html.escape(Path(run.path).name)} "
+            f"<p>Order of events, {html_text(Path(run.path).name)} "
             "(lag: steps after IC accuracy):</p>" + _table(order)
         )
     return "\n".join(parts)
@@ -340,14 +340,14 @@ def _calibrated_forecast(run, note, cutoff: float, fraction: float, observed) ->
     if fc is None:
         return f"<p>{head}: the jump is already seen there.</p>"
     if not fc.ok:
-        return f"<p>{head}: {html.escape(fc.reason)}.</p>"
+        return f"<p>{head}: {html_text(fc.reason)}.</p>"
     how = fc.detail.get("method", "template")
     error = (fc.step - observed) / observed if observed else float("nan")
     text = (
         f"<p>{head}, by the calibrated {how} forecaster: {FORECAST} of the {CLIFF} "
         f"{_num(fc.step, '.0f')}, interval [{_num(fc.low, '.0f')}, {_num(fc.high, '.0f')}] "
-        f"({html.escape(str(fc.detail.get('interval', '')))}, which "
-        f"{html.escape(str(fc.detail.get('held_out', 'was not measured on held-out runs')))}); "
+        f"({html_text(str(fc.detail.get('interval', '')))}, which "
+        f"{html_text(str(fc.detail.get('held_out', 'was not measured on held-out runs')))}); "
         f"{CLIFF} {_num(observed, '.0f')}; relative error {_num(error, '+.1%')}.</p>"
     )
     fig = forecast_figure(
@@ -378,7 +378,7 @@ def _fit_section(ctx: Context) -> str:
     ]
     for run in ctx.runs:
         name = Path(run.path).name
-        parts.append(f"<h3>{html.escape(name)}</h3>")
+        parts.append(f"<h3>{html_text(name)}</h3>")
         saved = saved_fit(run)
         origin = "settings of the run's fit.json" if saved else "no fit.json: fitted for this page"
         saved = saved or {"model": "nested-logit", "target": "ic_loss", "column": "ic_loss"}
@@ -396,9 +396,9 @@ def _fit_section(ctx: Context) -> str:
                 note=run_note(run),
             )
             parts.append(
-                f"<p>Fit ({html.escape(origin)}): R<sup>2</sup> = {_num(est.r2_, '.4f')}, "
+                f"<p>Fit ({html_text(origin)}): R<sup>2</sup> = {_num(est.r2_, '.4f')}, "
                 f"{FITTED} step {_num(est.transition_step_, '.0f')} (a fit to the whole curve, "
-                f"not a forecast); {html.escape(observed_name(saved['column']))} "
+                f"not a forecast); {html_text(observed_name(saved['column']))} "
                 f"{_num(observed, '.0f')}.</p>" + _fig_html(fig)
             )
             start, onset = obs["plateau_start_step"], obs["onset_step"]
@@ -422,15 +422,15 @@ def _fit_section(ctx: Context) -> str:
             )
             error = (fc.transition_step_ - observed) / observed if observed else float("nan")
             parts.append(
-                f"<p>{FORECAST.capitalize()} (the {html.escape(model)} model fitted to steps "
+                f"<p>{FORECAST.capitalize()} (the {html_text(model)} model fitted to steps "
                 f"&le; {cutoff:.0f}, uncalibrated): step {_num(fc.transition_step_, '.0f')} "
                 f"&plusmn; {_num(fc.transition_step_stderr_, '.0f')}; "
-                f"{html.escape(observed_name(saved['column']))} {_num(observed, '.0f')}; "
+                f"{html_text(observed_name(saved['column']))} {_num(observed, '.0f')}; "
                 f"relative error {_num(error, '+.1%')}.</p>" + _fig_html(fig)
             )
         except (ValueError, RuntimeError, ArithmeticError) as err:
             logger.warning("fit of %s failed: %s", run.path, err)
-            parts.append(f'<p class="error">fit failed: {html.escape(str(err))}</p>')
+            parts.append(f'<p class="error">fit failed: {html_text(str(err))}</p>')
     return "\n".join(parts)
 
 
@@ -451,7 +451,7 @@ def _explorer_section(ctx: Context) -> str:
     for i, g in enumerate(groups):
         run = g.runs[0]
         if len(groups) > 1:
-            parts.append(f"<h3>{html.escape(g.label)}: {html.escape(Path(run.path).name)}</h3>")
+            parts.append(f"<h3>{html_text(g.label)}: {html_text(Path(run.path).name)}</h3>")
         parts.append(explorer_html(explorer_data(run, config), f"explorer-{i}"))
     return "\n".join(parts)
 
@@ -483,17 +483,19 @@ def build_report(
             body = "\n".join(_fig_html(d.figure) for d in section.figures(ctx))
         if body:  # a section with nothing to show for these runs (no llc.csv, ...) is left out
             n = len(sections_html) + 1
-            heading = f'<h2 id="section-{section.name}">{n}. {html.escape(section.title)}</h2>'
+            heading = (
+                f'<h2 id="section-{html_attr(section.name)}">{n}. {html_text(section.title)}</h2>'
+            )
             sections_html.append(heading + "\n" + body)
     plotly_js = plotly.offline.get_plotlyjs()
     body = "\n".join(sections_html)
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
-<title>{html.escape(title)}</title>
+<title>{html_text(title)}</title>
 <style>{_CSS}</style>
 <script>{plotly_js}</script>
 </head><body>
-<h1>{html.escape(title)}</h1>
+<h1>{html_text(title)}</h1>
 <p class="muted">Written by <code>induction-cliff report</code>. Self-contained: opens offline.</p>
 {body}
 <script>{EXPLORER_JS}</script>

@@ -104,5 +104,5 @@ def test_a_safetensors_checkpoint_of_a_run_imports_to_the_same_network(tmp_path)
             run.load_model()(batch.tokens, batch.positions), net(batch.tokens, batch.positions)
         )
     (tmp_path / "junk.pt").write_bytes(b"not a checkpoint")
-    with pytest.raises(StateDictError, match="junk.pt is not a state dict file"):
+    with pytest.raises(StateDictError, match=r"cannot read state dict file \S*junk\.pt"):
         import_weights(tmp_path / "junk.pt", tmp_path / "run2", task=TINY.task)

@@ -249,8 +249,8 @@ def test_2_4_5_bad_weights_are_refused_naming_file_and_tensor(run, capsys, edit,
 @pytest.mark.parametrize(
     "sets, code, words",
     [
-        (["batch_size=1000000000"], 5, "train.batch_size=1000000000: the run needs about"),
-        (["K=10000000000"], 5, "task.K=10000000000: the run needs about"),
+        (["batch_size=1000000000"], 5, "--set batch_size=1000000000: the run needs about"),
+        (["K=10000000000"], 5, "--set K=10000000000: the run needs about"),
         (["steps=1e30"], 2, "TrainConfig.steps=1000000000000000019884624838656 is invalid"),
         (["momentum=2"], 2, "TrainConfig.momentum=2.0 is invalid: must be in [0, 1)"),
         (["task.K=64", "K=32"], 2, "--set task.K and --set K both set task.K"),
@@ -306,7 +306,7 @@ def test_4_5_fit_names_the_line_and_step_of_a_bad_curve(tmp_path, capsys, edit, 
     csv = tmp_path / "c.csv"
     curve = pd.DataFrame({"step": range(0, 200, 10), "ic_loss": [2.0 - i / 40 for i in range(20)]})
     edit(curve).to_csv(csv, index=False)
-    assert main(["fit", str(csv), "--n-boot", "0"]) == 2
+    assert main(["fit", str(csv), "--n-boot", "0"]) == 3  # a damaged curve file
     line = one_error_line(capsys)
     assert f"{csv}: {words}" in line, line
     assert not (tmp_path / "c.fit.json").exists()

@@ -118,3 +118,41 @@ def test_report_loads_offline_renders_every_plot_and_the_slider_moves_the_heatma
             browser.close()
     assert errors == []
     assert requests == []  # the page asked for nothing outside the file
+
+
+def test_a_run_named_like_markup_renders_every_plot_and_shows_its_name_as_text(tmp_path):
+    # a legal directory name that, unescaped inside the explorer's <script> data, would keep the
+    # element open past its </script> and swallow the script that draws the explorer
+    name = "x<!--<script>y<br>z"  # <br> is plotly's line break: a title shows it as text
+    run_dir = tiny_run(tmp_path / name, steps=20)
+    page_path = write_report(
+        [run_dir],
+        tmp_path / "report.html",
+        ReportConfig(fit=False, explorer=ExplorerConfig(n_sequences=1)),
+    )
+    errors = []
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        try:
+            page = browser.new_page()
+            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+            page.on("pageerror", lambda e: errors.append(str(e)))
+            page.goto(page_path.resolve().as_uri())
+            page.wait_for_load_state("load")
+            rendered = page.eval_on_selector_all(
+                ".plotly-graph-div, .report-plot",
+                "els => els.map(e => e.querySelector('.main-svg') !== null)",
+            )
+            # training dynamics, progress measures, the explorer's heatmap and measures
+            assert rendered == [True] * 4
+            assert page.inner_text("h1") == f"induction-cliff report: {name}"
+            assert page.title() == f"induction-cliff report: {name}"
+            data = page.evaluate(
+                "JSON.parse(document.querySelector('script.ex-data').textContent).run"
+            )
+            assert data == name
+            heat_title = page.evaluate("document.querySelector('.ex-heatmap .gtitle').textContent")
+            assert heat_title == f"{name}: layer 1, step 20, IC sequence 1"
+        finally:
+            browser.close()
+    assert errors == []

@@ -1,7 +1,11 @@
-"""A sweep killed with SIGKILL (which it cannot catch) stops its workers: each running point
-saves its state and its worker exits, and no queued point is started. Replayed with real
-processes; every wait polls the files and /proc up to a generous deadline, so a loaded machine
-makes the test slower, never wrong."""
+"""A parallel command killed with SIGKILL (which it cannot catch) takes its pool with it: every
+worker and multiprocessing's resource tracker exit within seconds, and no point (no point's
+folder) starts after the kill. Replayed with real processes (their pids recorded before the kill,
+read back from /proc); every wait for the command's progress polls the files and /proc up to a
+generous deadline, so a loaded machine makes the test slower, never wrong. The other commands'
+tests are in tests/test_pool_mechanism.py and use the helpers here."""
+
+from __future__ import annotations
 
 import os
 import signal
@@ -12,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.waits import alive, wait_for
+
 pytestmark = [
     pytest.mark.faults,
     pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc"),
@@ -19,41 +25,82 @@ pytestmark = [
 
 ROOT = Path(__file__).resolve().parents[2]
 
+GONE_S = 30.0
+"""A pool's processes are gone this soon after their parent's SIGKILL (they are killed by the
+kernel at once; the resource tracker exits as soon as it reads the end of its pipe)."""
 
-def wait_for(condition, what: str, timeout: float = 600.0) -> None:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if condition():
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"{what} (waited {timeout:g} s)")
+QUIET_S = 2.0
+"""How long the folders are watched after the kill for a point started late."""
 
 
-def _stat(pid: int) -> tuple[str, int] | None:
-    """(state, parent pid) of a process, None once it is gone."""
-    try:
-        text = Path(f"/proc/{pid}/stat").read_text()
-    except (FileNotFoundError, ProcessLookupError):
-        return None
-    fields = text.rsplit(")", 1)[1].split()
-    return fields[0], int(fields[1])
+def command(*args: str, log: Path) -> subprocess.Popen:
+    """``induction-cliff ARGS`` in a new process, its output into ``log``."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
+    with open(log, "w") as stream:
+        return subprocess.Popen(
+            [sys.executable, "-m", "interp.cli", *args],
+            cwd=ROOT,
+            env=env,
+            stdout=stream,
+            stderr=stream,
+        )
 
 
-def _alive(pid: int) -> bool:
-    stat = _stat(pid)
-    return stat is not None and stat[0] not in ("Z", "X")
-
-
-def _pool_workers(parent: int) -> list[int]:
-    found = []
+def _parents() -> dict[int, int]:
+    found = {}
     for entry in Path("/proc").iterdir():
-        if entry.name.isdigit() and (_stat(int(entry.name)) or ("", -1))[1] == parent:
+        if entry.name.isdigit():
             try:
-                if b"spawn_main" in (entry / "cmdline").read_bytes():
-                    found.append(int(entry.name))
-            except OSError:
+                found[int(entry.name)] = int(
+                    (entry / "stat").read_text().rsplit(")", 1)[1].split()[1]
+                )
+            except (OSError, IndexError, ValueError):
                 continue
     return found
+
+
+def _command_line(pid: int) -> str:
+    try:
+        return (Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")).decode()
+    except OSError:
+        return ""
+
+
+def pool_of(parent: int) -> dict[int, str]:
+    """Every running process below ``parent`` (its pool's workers, their children and the
+    resource tracker): pid -> command line."""
+    parents, below, frontier = _parents(), set(), {parent}
+    while frontier:
+        frontier = {p for p, pp in parents.items() if pp in frontier} - below
+        below |= frontier
+    return {p: _command_line(p) for p in sorted(below) if alive(p)}
+
+
+def workers_of(parent: int) -> list[int]:
+    """The spawned pool workers of ``parent``."""
+    return [p for p, cmd in pool_of(parent).items() if "spawn_main" in cmd]
+
+
+def kill_9_leaves_nothing(proc: subprocess.Popen, listing) -> dict[int, str]:
+    """SIGKILL ``proc``; assert that every process of its pool (recorded before the kill, the
+    resource tracker among them) is gone within :data:`GONE_S` and that ``listing()`` (the point
+    folders) does not change during :data:`QUIET_S` after the kill. Returns the pool."""
+    pool = pool_of(proc.pid)
+    assert any("spawn_main" in cmd for cmd in pool.values()), pool
+    assert any("resource_tracker" in cmd for cmd in pool.values()), pool
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    seen = listing()
+    wait_for(
+        lambda: not any(alive(p) for p in pool),
+        f"exit of the killed command's pool {pool}",
+        timeout=GONE_S,
+    )
+    end = time.monotonic() + QUIET_S
+    while time.monotonic() < end:
+        assert listing() == seen, "a point started after its command was killed"
+        time.sleep(0.05)
+    return pool
 
 
 def _evaluations(metrics: Path) -> int:
@@ -63,39 +110,58 @@ def _evaluations(metrics: Path) -> int:
         return 0
 
 
+def _points(out: Path) -> list[str]:
+    return sorted(p.name for p in out.glob("seed=*"))
+
+
 def test_kill_9_of_a_sweep_stops_its_workers_and_starts_no_queued_point(tmp_path):
     out = tmp_path / "sweep"
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
-    argv = [sys.executable, "-m", "interp.cli", "sweep", "--preset", "tiny", "--seeds", "0-3"]
-    argv += ["--workers", "2", "--set", "steps=100000", "--set", "eval_every=50"]
-    argv += ["--set", "n_eval=64", "--no-figures", "--out", str(out)]
-    with open(tmp_path / "sweep.log", "w") as log:
-        proc = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=log, stderr=log)
-    workers: list[int] = []
+    args = ["--set", "steps=100000", "--set", "eval_every=50", "--set", "n_eval=64"]
+    proc = command(
+        *["sweep", "--preset", "tiny", "--seeds", "0-3", "--workers", "2", *args],
+        *["--no-figures", "--out", str(out)],
+        log=tmp_path / "sweep.log",
+    )
     try:
         metrics = [out / f"seed={s}" / "metrics.csv" for s in (0, 1)]
-        wait_for(
-            lambda: all(_evaluations(m) >= 2 for m in metrics),
-            "two evaluations of each running point",
-        )
-        workers = _pool_workers(proc.pid)
-        assert len(workers) == 2, workers
-        started = sorted(p.parent.name for p in out.glob("*/config.json"))
-        assert started == ["seed=0", "seed=1"]
-
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
-        wait_for(
-            lambda: not any(_alive(w) for w in workers),
-            f"the workers {workers} of the killed sweep to exit",
-        )
-        assert sorted(p.parent.name for p in out.glob("*/config.json")) == started
-        for s in (0, 1):  # each running point saved its state when its worker stopped
+        wait_for(lambda: all(_evaluations(m) >= 1 for m in metrics), "an evaluation of each")
+        assert len(workers_of(proc.pid)) == 2
+        assert _points(out) == ["seed=0", "seed=1"]
+        kill_9_leaves_nothing(proc, lambda: _points(out))
+        assert _points(out) == ["seed=0", "seed=1"]
+        for s in (0, 1):  # each running point keeps the state saved at its last evaluation
             assert (out / f"seed={s}" / "checkpoints" / "resume.pt").is_file()
     finally:
-        for pid in workers:
-            if _alive(pid):
-                os.kill(pid, signal.SIGKILL)
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+@pytest.mark.parametrize(
+    "moment", [("seed=0", 0), ("seed=0", 1), ("seed=1", 0)], ids=["start", "first-eval", "next"]
+)
+def test_kill_9_between_points_starts_no_further_point(tmp_path, moment):
+    """A one-worker sweep of three points of a few steps each, killed as a point starts, after
+    its first evaluation, or as the next one starts (about when its worker goes from one point to
+    the next): no folder appears afterwards."""
+    out = tmp_path / "sweep"
+    args = ["--set", "steps=40", "--set", "eval_every=20", "--set", "n_eval=32"]
+    proc = command(
+        *["sweep", "--preset", "tiny", "--seeds", "0-2", "--workers", "1", *args],
+        *["--no-figures", "--out", str(out)],
+        log=tmp_path / "sweep.log",
+    )
+    try:
+        point, evaluations = moment
+        wait_for(
+            lambda: (
+                (out / point).is_dir() and _evaluations(out / point / "metrics.csv") >= evaluations
+            ),
+            f"{point} with {evaluations} evaluations",
+            every=0.005,
+        )
+        kill_9_leaves_nothing(proc, lambda: _points(out))
+    finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()

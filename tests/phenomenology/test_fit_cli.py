@@ -30,6 +30,10 @@ def _write_run(path: Path, metrics: pd.DataFrame, task=None) -> Path:
     return path
 
 
+# A curve that falls (not flat, so each refusal below is the one its case is about).
+FALLING = [2.0 - 0.05 * i for i in range(20)]
+
+
 def _fit(capsys, *argv):
     rc = main(["fit", *map(str, argv)])
     out, err = capsys.readouterr()
@@ -177,21 +181,21 @@ def test_a_curve_with_no_plateau_cannot_be_forecast(tmp_path, capsys):
         ({"step": range(20), "loss": [1.0] * 20}, [], ["column 'ic_loss' does not exist"]),
         ({"step": range(5), "ic_loss": [1.0] * 5}, [], ["5 points", "at least 8"]),
         (
-            {"step": range(20), "ic_loss": [1.0] * 20},
+            {"step": range(20), "ic_loss": FALLING},
             ["--until", "9", "--fraction", "0.5"],
             ["--until or --fraction"],
         ),
         (
-            {"step": range(20), "ic_loss": [1.0] * 20},
+            {"step": range(20), "ic_loss": FALLING},
             ["--model", "nope"],
             ["model='nope' is invalid: registered models are", "nested-logit"],
         ),
-        ({"step": range(20), "ic_loss": [1.0] * 20}, ["--set", "K=3"], ["--set K"]),
-        ({"step": range(20), "ic_loss": [1.0] * 20}, ["--set", "N=x"], ["--set N"]),
-        ({"step": range(20), "ic_loss": [1.0] * 20}, ["--fraction", "2"], ["--fraction"]),
-        ({"step": range(20), "ic_loss": [1.0] * 20}, ["--until", "3"], ["4 points with step"]),
-        ({"step": range(20), "ic_loss": [1.0] * 20}, ["--column", "step2"], ["'step2'"]),
-        ({"step": range(20), "ic_loss": [1.0] * 20}, ["--option", "flor=1"], ["bad options"]),
+        ({"step": range(20), "ic_loss": FALLING}, ["--set", "K=3"], ["--set K"]),
+        ({"step": range(20), "ic_loss": FALLING}, ["--set", "N=x"], ["--set N"]),
+        ({"step": range(20), "ic_loss": FALLING}, ["--fraction", "2"], ["--fraction"]),
+        ({"step": range(20), "ic_loss": FALLING}, ["--until", "3"], ["4 points with step"]),
+        ({"step": range(20), "ic_loss": FALLING}, ["--column", "step2"], ["'step2'"]),
+        ({"step": range(20), "ic_loss": FALLING}, ["--option", "flor=1"], ["bad options"]),
         (
             {"step": range(20), "ic_acc": [1.0] * 20},
             ["--column", "ic_acc", "--fraction", "0.8"],
@@ -205,18 +209,19 @@ def test_each_user_error_is_one_line(tmp_path, capsys, frame, args, needles):
     rc, _, err = _fit(capsys, csv, *args)
     _one_line_error(rc, err, *needles)
     assert not (tmp_path / "c.fit.json").exists()
+    assert not (tmp_path / "c.forecast.json").exists()
 
 
 def test_path_and_plugin_errors_are_one_line(tmp_path, capsys):
     rc, _, err = _fit(capsys, tmp_path / "missing.csv")
     _one_line_error(rc, err, "missing.csv", "no such run directory or CSV")
     csv = tmp_path / "c.csv"
-    pd.DataFrame({"step": range(20), "ic_loss": [1.0] * 20}).to_csv(csv, index=False)
+    pd.DataFrame({"step": range(20), "ic_loss": FALLING}).to_csv(csv, index=False)
     rc, _, err = _fit(capsys, csv, "--plugin", tmp_path / "nothere.py")
     _one_line_error(rc, err, "--plugin", "no such file")
     rc, _, err = _fit(capsys, csv, "--plugin", "no_such_module_xyz")
     _one_line_error(rc, err, "--plugin", "no_such_module_xyz")
-    run = _write_run(tmp_path / "run", pd.DataFrame({"step": range(20), "ic_loss": [1.0] * 20}))
+    run = _write_run(tmp_path / "run", pd.DataFrame({"step": range(20), "ic_loss": FALLING}))
     rc, _, err = _fit(capsys, run, "--set", "L=16")
     _one_line_error(rc, err, "--set L", "config.json")
     assert not (run / "fit.json").exists()
@@ -241,6 +246,8 @@ def test_the_fit_overlay_figure_refits_the_model_named_in_fit_json(tmp_path, cap
         "40000",
         "--n-boot",
         "0",
+        "--json",
+        run / "fit.json",  # a forecast drawn in the overlay (its default file: forecast.json)
     )
     assert rc == 0, err
     saved = saved_fit(load_run(run))
@@ -335,24 +342,41 @@ FLAT_STEPS = np.arange(0, 1000, 10)
 
 
 @pytest.mark.parametrize(
-    "values, words",
+    "values, words, code",
     [
-        (np.full(FLAT_STEPS.size, 1.5), "column 'ic_loss' does not change (every value is 1.5)"),
+        (
+            np.full(FLAT_STEPS.size, 1.5),
+            "column 'ic_loss' does not change (every value is 1.5)",
+            2,
+        ),
+        (
+            1.5 + 1e-9 * np.sin(FLAT_STEPS),
+            "column 'ic_loss' does not change (it moves by 2e-09 around 1.5, less than 1e-06",
+            2,
+        ),
         (
             -1 - FLAT_STEPS / 1000,
             "column 'ic_loss' is mostly below 0 (median -1.495); a loss is >= 0",
+            2,
         ),
-        (np.full(FLAT_STEPS.size, 1e308), "column 'ic_loss' holds 1e+308 at step 0"),
+        (
+            np.full(FLAT_STEPS.size, 1e308),
+            "line 2 (step 0): column 'ic_loss' is 1e+308, beyond +-1e+06",
+            3,
+        ),
     ],
-    ids=["flat", "negative", "1e308"],
+    ids=["flat", "flat-to-1e-9", "negative", "1e308"],
 )
-def test_a_flat_negative_or_absurd_curve_is_refused_before_fitting(tmp_path, capsys, values, words):
+def test_a_flat_negative_or_absurd_curve_is_refused_before_fitting(
+    tmp_path, capsys, values, words, code
+):
     csv = tmp_path / "c.csv"
     pd.DataFrame({"step": FLAT_STEPS, "ic_loss": values}).to_csv(csv, index=False)
     rc, out, err = _fit(capsys, csv, "--n-boot", "0")
-    assert rc == 2
+    assert rc == code
     _one_line_error(rc, err, f"{csv}: {words}")
     assert "forecast" not in out and not (tmp_path / "c.fit.json").exists()
+    assert not (tmp_path / "c.forecast.json").exists()
 
 
 def test_a_gradient_flow_past_its_budget_did_not_converge():

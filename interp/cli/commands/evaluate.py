@@ -33,12 +33,33 @@ def add_arguments(p) -> None:
     )
 
 
+def rope_scale(text: str, scaling: str | None) -> float | str:
+    """``--rope-scale``: ``auto`` or a finite number > 0, given only with ``--rope-scaling``.
+
+    Raises:
+        ValueError: one line naming ``--rope-scale``.
+    """
+    if text == "auto":
+        return text
+    from phenomenology.sources import parse_number
+
+    value = parse_number("--rope-scale", text)  # NaN and infinity are refused there
+    if not value > 0:
+        raise ValueError(f"--rope-scale={text!r} is invalid: must be > 0 (or auto)")
+    if scaling is None:
+        raise ValueError(
+            f"--rope-scale={text!r} has no effect without --rope-scaling (pi, ntk or mixed)"
+        )
+    return value
+
+
 def run(args) -> int:
     from interp.io.budget import check_eval_n
     from interp.io.outputs import writing_into
     from interp.io.rundir import load_run
 
     check_eval_n("--n", args.n)  # judged before the run and the other flags
+    args.rope_scale = rope_scale(args.rope_scale, args.rope_scaling)
     check_eval_n("--n", args.n, load_run(args.run_dir))  # a clear error before any work
     out = Path(args.out) if args.out else Path(args.run_dir) / "length_eval.csv"
     with writing_into([out]):  # inside a run: under its lock
@@ -50,7 +71,7 @@ def _evaluate(args, out: Path) -> int:
     from interp.io.atomic import write_text_atomic
     from interp.io.rundir import load_run
 
-    scale = args.rope_scale if args.rope_scale == "auto" else float(args.rope_scale)
+    scale = args.rope_scale
     df = evaluate_lengths(
         args.run_dir,
         parse_n_pairs(args.n_pairs),

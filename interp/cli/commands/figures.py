@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
+
+from interp.cli._base import print_error
 
 NAME = "figures"
 HELP = "write the standard figure set of runs (PDF/PNG/SVG sized for print, or HTML)"
@@ -71,7 +72,7 @@ def run(args) -> int:
     formats = tuple(f.strip() for f in args.formats.split(","))
     problem = _browser_problem(formats)  # before any work
     if problem:
-        print(f"error: {problem}", file=sys.stderr)
+        print_error(problem)
         return 3
     from interp.io.outputs import writing_into
     from interp.io.rundir import load_run

@@ -8,6 +8,9 @@ import os
 import sys
 from pathlib import Path
 
+from interp.cli._base import print_error
+from interp.io.escape import for_terminal
+
 NAME = "llc"
 HELP = "local learning coefficient at a run's checkpoints (devinterp SGLD; RUN_DIR/llc.csv)"
 EPILOG = """\
@@ -71,13 +74,15 @@ def run(args) -> int:
     llc_log.addHandler(quiet)
     try:
         return _llc_command(args)
-    except KeyboardInterrupt:  # Ctrl-C, or SIGTERM while the workers run
+    except KeyboardInterrupt as err:  # Ctrl-C, or SIGTERM while the workers run
+        from interp.io.interrupt import signal_of
+
         print(
             f"interrupted: the finished checkpoints are in {Path(args.run_dir) / 'llc.csv'}; run "
             "the same command again to go on",
             file=sys.stderr,
         )
-        return 130
+        return 128 + signal_of(err)
     finally:
         llc_log.propagate = propagate
         llc_log.removeHandler(quiet)
@@ -93,15 +98,15 @@ def _floats(text, name):
 def _config(args):
     """(the sampler's LLCConfig, workers), the thread options checked and applied."""
     from interp.analysis.llc import LLCConfig, chosen_from_calibration
+    from interp.train.threads import check_thread_counts
 
+    check_thread_counts(
+        args.threads, args.workers, threads_name="--threads", workers_name="--workers"
+    )
     if args.threads is not None:
-        if args.threads < 1:
-            raise ValueError(f"--threads={args.threads} is invalid: an integer >= 1")
         import torch
 
         torch.set_num_threads(args.threads)
-    if args.workers is not None and args.workers < 1:
-        raise ValueError(f"--workers={args.workers} is invalid: an integer >= 1")
     # One-thread workers over the checkpoints use the cores best (as in a sweep); --threads alone
     # asks for one process with that many threads.
     workers = args.workers or (1 if args.threads is not None else (os.cpu_count() or 1))
@@ -153,7 +158,7 @@ def _report(step, est) -> None:
         flush=True,
     )
     if est.warning:
-        print(f"warning: step {step}: {est.warning}", file=sys.stderr, flush=True)
+        print(f"warning: step {step}: {for_terminal(est.warning)}", file=sys.stderr, flush=True)
 
 
 def _llc_command(args) -> int:
@@ -175,7 +180,7 @@ def _llc_command(args) -> int:
     except (
         ImportError
     ) as err:  # a tool it needs (devinterp) is missing: as figures without chromium
-        print(f"error: {err}", file=sys.stderr)
+        print_error(err)
         return 3
     flagged = int((df["warning"] != "").sum())
     secs = [v for v in df["seconds"] if isinstance(v, float) and math.isfinite(v)]

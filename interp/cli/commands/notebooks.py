@@ -27,19 +27,29 @@ def notebook_files() -> list:
 
 
 def run(args) -> int:
+    import os
     from pathlib import Path
 
+    from interp.io.atomic import write_bytes_atomic
+    from interp.io.errors import UnsafePathError
+
     out = Path(args.dir)
+    if out.is_symlink() and not out.exists():
+        raise UnsafePathError(f"PATH {out} is a dangling symbolic link; nothing written")
     if out.exists() and not out.is_dir():
         raise ValueError(f"PATH {out}: a file, not a folder")
     sources = notebook_files()
     if not sources:
         raise ValueError("this installation has no notebooks (interp/_notebooks is empty)")
-    there = [str(out / f.name) for f in sources if (out / f.name).exists()]
+    links = [str(out / f.name) for f in sources if (out / f.name).is_symlink()]
+    if links:  # a dangling one too: writing through it would create a file elsewhere
+        raise UnsafePathError(
+            f"{', '.join(links)}: a symbolic link; refusing to write through it (remove it)"
+        )
+    there = [str(out / f.name) for f in sources if os.path.lexists(out / f.name)]
     if there:
         raise ValueError(f"would overwrite {', '.join(there)}: remove them or choose another PATH")
-    out.mkdir(parents=True, exist_ok=True)
     for f in sources:
-        (out / f.name).write_bytes(f.read_bytes())
+        write_bytes_atomic(out / f.name, f.read_bytes())
         print(f"wrote {out / f.name}")
     return 0

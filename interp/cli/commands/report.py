@@ -27,16 +27,22 @@ def add_arguments(p) -> None:
     p.add_argument(
         "--no-fit", action="store_true", help="skip the nested-logit fit and forecast (faster)"
     )
-    p.add_argument("--sequences", type=int, default=3, help="explorer sequences per IC/IC2/IW set")
+    p.add_argument(
+        "--sequences",
+        type=int,
+        default=3,
+        help="explorer sequences per IC/IC2/IW set (at most 256: each adds its attention maps at "
+        "every checkpoint to the page)",
+    )
 
 
 def run(args) -> int:
+    from interp.io.budget import MAX_EXPLORER_SEQUENCES, check_count
     from interp.io.outputs import writing_into
     from interp.viz.explorer import ExplorerConfig
     from interp.viz.report import ReportConfig, check_report_inputs, write_report
 
-    if args.sequences < 1:
-        raise ValueError(f"--sequences {args.sequences} is invalid: must be >= 1")
+    check_count("--sequences", args.sequences, 1, MAX_EXPLORER_SEQUENCES)  # the page's size
     named = Path(args.out) if args.out is not None else None
     if named is not None and not named.is_dir() and named.suffix.lower() not in (".html", ".htm"):
         raise ValueError(

@@ -5,6 +5,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from interp.cli._base import print_error
+
 NAME = "reproduce"
 HELP = (
     "run a declared experiment's tier (training what is missing), write its CSV and page "
@@ -109,8 +111,7 @@ def run(args) -> int:
             log=lambda text: print(text, file=sys.stderr),
         )
     except (SweepDirectoryError, RuntimeError) as err:  # a sweep folder in the way, a failed run
-        first = (str(err).strip().splitlines() or [type(err).__name__])[0]
-        print(f"error: {first}", file=sys.stderr)
+        print_error((str(err).strip().splitlines() or [type(err).__name__])[0])
         return 3
     for path in written:
         print(f"wrote {path}")

@@ -6,6 +6,8 @@ import dataclasses
 import sys
 from pathlib import Path
 
+from interp.cli._base import print_error
+
 NAME = "sweep"
 HELP = "train one run per point of a grid x seeds (resumable), write a summary and figure"
 EPILOG = """\
@@ -102,12 +104,22 @@ def _rerun_spec(args, changed, seeds):
 def run(args) -> int:
     from interp.experiments.sweep import run_sweep
     from interp.io.errors import RunDirectoryError
+    from interp.io.interrupt import signal_of
     from interp.io.plugins import loaded_plugins
 
     if loaded_plugins() and args.backend == "ray":
         raise ValueError(
             "--plugin with --backend ray: Ray workers do not load plugins, so their runs would "
             "lack what the plugins add; use --backend process or serial"
+        )
+    if args.ray_address is None:  # a Ray cluster's cores are its own, not this machine's
+        from interp.train.threads import check_thread_counts
+
+        check_thread_counts(
+            args.threads_per_worker,
+            args.workers,
+            threads_name="--threads-per-worker",
+            workers_name="--workers",
         )
     spec = _spec(args)
     out = args.out or f"runs/sweep-{spec.preset}"
@@ -127,9 +139,9 @@ def run(args) -> int:
     except RunDirectoryError:
         raise  # a sweep folder that cannot be used, or is locked: one line and its code, by main
     except RuntimeError as err:
-        print(f"error: {err}", file=sys.stderr)
+        print_error(err)
         return 3
-    except KeyboardInterrupt:
-        return 130
+    except KeyboardInterrupt as err:  # Ctrl-C or SIGTERM, every running point's state saved
+        return 128 + signal_of(err)
     print_summary(summary, spec.fields)
     return 1 if (summary["status"] == "failed").any() else 0

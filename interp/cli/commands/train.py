@@ -8,6 +8,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+from interp.io.escape import for_terminal
+
 NAME = "train"
 HELP = "train the network (a run directory with metrics.csv, checkpoints and config.json)"
 
@@ -120,11 +122,13 @@ def run(args) -> int:
     task, model_cfg, train_cfg, note = _configs(args)  # a resumed run's plugins: checked by main
     check_reads(InductionNet(model_cfg, seed=0))  # every measure's hooks exist, before any work
     out = Path(args.out or f"runs/{args.preset or 'demo'}-seed{train_cfg.seed}")
-    print(f"run directory: {out}", file=sys.stderr)
+    print(f"run directory: {for_terminal(out)}", file=sys.stderr)
     if note:
-        print(f"preset: {note}", file=sys.stderr)
+        print(f"preset: {for_terminal(note)}", file=sys.stderr)
     if train_cfg.deviation_note():
-        print(f"DEVIATION from the paper: {train_cfg.deviation_note()}", file=sys.stderr)
+        print(
+            f"DEVIATION from the paper: {for_terminal(train_cfg.deviation_note())}", file=sys.stderr
+        )
     progress = False if args.quiet else args.progress  # None: only on a terminal
     metrics = train(
         task,
