@@ -42,6 +42,7 @@ __all__ = [
     "collapse_step",
     "last_layer_column",
     "measured_risk",
+    "measured_within",
     "rates",
     "span_steps",
 ]
@@ -178,36 +179,89 @@ def rates(rows: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-def measured_risk(rows: pd.DataFrame, task, model, train) -> tuple[dict | None, str]:
-    """The measured death rate of a configuration's hidden-bias form at its learning rate.
-
-    Rates apply only where they were measured: the ``paper-fig3`` task and network (any hidden
-    bias form), plain SGD at that preset's batch size, weight decay and momentum, and the same
-    learning rate.
-
-    Returns:
-        ``(rate, where)``: ``rate`` as a row of :func:`rates` (``None`` when unmeasured) and
-        ``where``, the configuration in words (``hidden_bias=scalar, SGD lr 0.03``).
-    """
+def _measured_here(task, model, train) -> bool:
+    """Whether the configuration is one the collapse rates were measured at: the ``paper-fig3``
+    task and network (any hidden bias form), plain SGD at that preset's batch size, weight decay
+    and momentum (the learning rate is matched row by row)."""
     import dataclasses
 
     from interp.model.network import ModelConfig
     from interp.train.presets import get_preset
 
-    where = f"hidden_bias={model.hidden_bias}, {train.optimizer.upper()} lr {train.lr:g}"
     ref = get_preset("paper-fig3")
     ref_model = ModelConfig.from_task(ref.task, **{**ref.model, "hidden_bias": model.hidden_bias})
-    ref_model = ref_model.to_dict()
     fields = ("optimizer", "batch_size", "weight_decay", "weight_decay_form", "momentum")
-    same = (
+    return (
         dataclasses.replace(task, n_eval=ref.task.n_eval) == ref.task
-        and model.to_dict() == ref_model
+        and model.to_dict() == ref_model.to_dict()
         and all(getattr(train, f) == getattr(ref.train, f) for f in fields)
     )
-    if not same or rows is None or not len(rows):
+
+
+def _same_runs(rows: pd.DataFrame | None, task, model, train) -> pd.DataFrame | None:
+    """The rows of runs of this configuration (its form and learning rate), None if none."""
+    if rows is None or not len(rows) or not _measured_here(task, model, train):
+        return None
+    lr = pd.to_numeric(rows["lr"], errors="coerce")
+    hit = rows[(rows["hidden_bias"] == model.hidden_bias) & ((lr - train.lr).abs() < 1e-12)]
+    return hit if len(hit) else None
+
+
+def measured_risk(rows: pd.DataFrame, task, model, train) -> tuple[dict | None, str]:
+    """The measured death rate of a configuration's hidden-bias form at its learning rate.
+
+    Rates apply only where they were measured (:func:`_measured_here`) and at the same learning
+    rate.
+
+    Returns:
+        ``(rate, where)``: ``rate`` as a row of :func:`rates` (``None`` when unmeasured) and
+        ``where``, the configuration in words (``hidden_bias=scalar, SGD lr 0.03``).
+    """
+    where = f"hidden_bias={model.hidden_bias}, {train.optimizer.upper()} lr {train.lr:g}"
+    hit = _same_runs(rows, task, model, train)
+    if hit is None:
         return None, where
-    r = rates(rows)
-    hit = r[(r["hidden_bias"] == model.hidden_bias) & ((r["lr"] - train.lr).abs() < 1e-12)]
-    if not len(hit) or not hit.iloc[0]["n"]:
+    r = rates(hit)
+    if not len(r) or not r.iloc[0]["n"]:
         return None, where
-    return hit.iloc[0].to_dict(), where
+    return r.iloc[0].to_dict(), where
+
+
+def measured_within(rows: pd.DataFrame, task, model, train, budget: int) -> dict | None:
+    """The measured share of a configuration's runs that transitioned within ``budget`` steps,
+    with its Clopper-Pearson 95% interval: what the runs did, where they say it.
+
+    Every run with a fate must have been followed to ``budget`` steps or have had its fate decided
+    before (a transition or a death by then); a run stopped earlier while still undecided cannot
+    say, and leaving it out would favour the runs that were quick. Then the share is not
+    ``complete`` and only says what the runs did within the budget they were followed to.
+
+    Returns:
+        ``{"n", "transitioned", "share", "low", "high", "complete", "followed"}``, ``followed``
+        the budget the share is of (``budget`` when complete, else the shortest one a run was
+        followed to); None when the configuration has no measured run.
+    """
+    hit = _same_runs(rows, task, model, train)
+    if hit is None or not {"fate_step", "steps_done"} <= set(hit.columns):
+        return None  # a table of fates alone says nothing of when
+    hit = hit[hit["fate"].astype(str).isin(FATES[:3])]  # runs with a fate
+    if not len(hit):
+        return None
+    fate = hit["fate"].astype(str)
+    at = pd.to_numeric(hit["fate_step"], errors="coerce")
+    done = pd.to_numeric(hit["steps_done"], errors="coerce")
+    decided = fate.isin(("transitioned", "dead")) & (at <= budget)
+    complete = bool((decided | (done >= budget)).all())
+    followed = budget if complete else int(min(budget, done.min()))
+    k = int(((fate == "transitioned") & (at <= followed)).sum())
+    n = len(hit)
+    low, high = clopper_pearson(k, n)
+    return {
+        "n": n,
+        "transitioned": k,
+        "share": k / n,
+        "low": low,
+        "high": high,
+        "complete": complete,
+        "followed": followed,
+    }

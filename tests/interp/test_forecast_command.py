@@ -9,6 +9,7 @@ import math
 import pandas as pd
 import pytest
 
+from interp.analysis.collapse import FATES, clopper_pearson
 from interp.cli import main
 from interp.train.overrides import build_configs
 from phenomenology.transition_law import FIELDS, FLOW_LAW, law_inputs, law_prior, term_fields
@@ -90,8 +91,8 @@ def test_forecast_prints_the_step_its_interval_and_the_budget(tmp_path, capsys):
     # 0 of 6 died: Clopper-Pearson 95% upper bound 1 - 0.025^(1/6) = 0.46
     assert "0 of 6 runs died (0.00, 95% interval 0.00 to 0.46" in out.out
     assert (
-        "within the budget of 100,000 steps: yes (P = 1.00, 95% interval 0.54 to 1.00, the "
-        "collapse risk included)" in out.out
+        "within the budget of 100,000 steps: yes (P = 1.00, 95% interval 0.54 to 1.00: the law's "
+        "P times the measured survival" in out.out
     )
     assert out.err == ""  # per-unit biases: nothing to note
 
@@ -111,7 +112,7 @@ def test_the_probability_includes_the_measured_collapse_rate(tmp_path, capsys):
     )
     # every run died: no, even at the interval's top (1 - 0.025^(1/6) = 0.46 of them alive)
     assert main([*args, "--set", "lr=0.03", "--set", "hidden_bias=tied"]) == 0
-    assert "steps: no (P = 0.00, 95% interval 0.00 to 0.46," in capsys.readouterr().out
+    assert "steps: no (P = 0.00, 95% interval 0.00 to 0.46:" in capsys.readouterr().out
     # lr 0.01 was not measured: said so, and no probability is claimed
     assert main(args) == 0
     out = capsys.readouterr().out
@@ -136,7 +137,62 @@ def test_the_default_forecast_never_promises_a_jump_the_network_may_not_make(cap
     out = capsys.readouterr().out
     assert "transition step given a transition: " in out
     assert f"(hidden_bias=scalar, SGD lr 0.01): {dead} of {n} runs died" in out
-    assert "the collapse risk included" in out and "P = 1.00" not in out
+    assert "P = " in out and "P = 1.00" not in out
+
+
+def test_where_runs_were_followed_to_the_budget_p_is_their_measured_share(tmp_path, capsys):
+    """P is what the configuration's runs did within the budget, not the law times survival:
+    of 5 runs followed to 15000 steps, transitions at 9000 and 14000, one alive at the budget,
+    one dead at 8000, one transitioned at 16000 (after it). A run left unfinished has no fate."""
+    law = write_law(tmp_path / "law.json")
+    rows = [
+        ("transitioned", 9000, 15000),
+        ("transitioned", 14000, 15000),
+        ("alive", "", 15000),
+        ("dead", 8000, 15000),
+        ("transitioned", 16000, 20000),
+        ("unfinished", "", 3000),
+    ]
+    lines = ["hidden_bias,lr,seed,fate,fate_step,steps_done"]
+    lines += [f"scalar,0.03,{i},{f},{at},{done}" for i, (f, at, done) in enumerate(rows)]
+    rates = tmp_path / "rates.csv"
+    rates.write_text("\n".join(lines) + "\n")
+    args = ["forecast", "--preset", "paper-fig3", "--law", str(law), "--rates", str(rates)]
+    assert main([*args, "--set", "lr=0.03", "--set", "steps=15000"]) == 0
+    out = capsys.readouterr().out
+    low, high = clopper_pearson(2, 5)  # 2 of the 5 runs with a fate, within 15000 steps
+    assert (
+        f"within the budget of 15,000 steps: uncertain (P = 0.40, 95% interval {low:.2f} to "
+        f"{high:.2f}: measured, 2 of 5 runs of this configuration transitioned within it;" in out
+    )
+    assert main([*args, "--set", "lr=0.03", "--set", "steps=10000"]) == 0
+    low, high = clopper_pearson(1, 5)  # by 10000 only the first had jumped (all followed)
+    assert f"(P = 0.20, 95% interval {low:.2f} to {high:.2f}: measured, 1 of 5" in (
+        capsys.readouterr().out
+    )
+    # runs followed to 15000 only cannot say what happens by 30000: the law times survival,
+    # said as such, with what the runs did as far as all were followed
+    assert main([*args, "--set", "lr=0.03", "--set", "steps=30000"]) == 0
+    out = capsys.readouterr().out
+    assert "the law's P times the measured survival; what the runs did within this" in out
+    assert "measured: 2 of 5 runs of this configuration transitioned within 15,000 steps" in out
+
+
+def test_the_measured_share_holds_the_committed_runs_at_their_own_budget(capsys):
+    """The committed collapse-rate rows at lr 0.03 (15000 steps, where they were followed):
+    P is the share of them that transitioned, whatever the law would say."""
+    from interp.experiments.core import RESULTS_DIR
+
+    rows = pd.read_csv(RESULTS_DIR / "collapse-rate.csv")
+    at = rows[(rows["lr"] == 0.03) & (rows["hidden_bias"] == "scalar")]
+    k, n = int((at["fate"] == "transitioned").sum()), int(at["fate"].isin(FATES[:3]).sum())
+    assert 0 < k < n  # (else this test says little)
+    argv = ["forecast", "--preset", "paper-fig3", "--set", "lr=0.03", "--set", "steps=15000"]
+    assert main(argv) == 0
+    low, high = clopper_pearson(k, n)
+    assert f"(P = {k / n:.2f}, 95% interval {low:.2f} to {high:.2f}: measured, {k} of {n}" in (
+        capsys.readouterr().out
+    )
 
 
 def test_a_configuration_the_data_trained_says_what_its_runs_did(tmp_path, capsys):

@@ -94,7 +94,7 @@ def _collapse_risk(path, task, model, train):
     package), named by its place in the package."""
     from pathlib import Path
 
-    from interp.analysis.collapse import measured_risk
+    from interp.analysis.collapse import measured_risk, measured_within
     from interp.io.inputs import read_csv
     from phenomenology.transition_law import RATES_FILE
 
@@ -106,11 +106,19 @@ def _collapse_risk(path, task, model, train):
         path = shown = Path(path)
     rows = read_csv(path)  # limits checked before parsing
     risk, where = measured_risk(rows, task, model, train)
-    return risk, where, shown
+    within = measured_within(rows, task, model, train, int(train.steps))
+    return risk, where, shown, within
 
 
-def _say_within(budget: int, chance: float, risk, where: str, path) -> None:
-    """The collapse risk, then the probability of a transition within the budget including it."""
+def _verdict(low: float, high: float) -> str:
+    """yes or no only where the interval of P lies on one side of an even chance."""
+    return "yes" if low >= 0.5 else "no" if high < 0.5 else "uncertain"
+
+
+def _say_within(budget: int, chance: float, risk, where: str, path, within) -> None:
+    """The collapse risk, then the probability of a transition within the budget: the share of
+    the configuration's measured runs that did, where runs were followed that far; else the law's
+    probability times the measured survival, said as such."""
     if risk is None:
         print(f"collapse risk ({where}): unmeasured (no run of it in {path})")
         print(
@@ -124,12 +132,25 @@ def _say_within(budget: int, chance: float, risk, where: str, path) -> None:
         f"{low:.2f} to {high:.2f}; {path})"
     )
     p, p_low, p_high = (1 - dead / n) * chance, (1 - high) * chance, (1 - low) * chance
-    # yes or no only where the interval of P lies on one side of an even chance
-    verdict = "yes" if p_low >= 0.5 else "no" if p_high < 0.5 else "uncertain"
+    if within is not None and within["complete"]:
+        k, m = within["transitioned"], within["n"]
+        print(
+            f"within the budget of {_k(budget)} steps: {_verdict(within['low'], within['high'])} "
+            f"(P = {within['share']:.2f}, 95% interval {within['low']:.2f} to "
+            f"{within['high']:.2f}: measured, {k} of {m} runs of this configuration transitioned "
+            f"within it; the law times the measured survival would say {p:.2f})"
+        )
+        return
     print(
-        f"within the budget of {_k(budget)} steps: {verdict} (P = {p:.2f}, 95% interval "
-        f"{p_low:.2f} to {p_high:.2f}, the collapse risk included)"
+        f"within the budget of {_k(budget)} steps: {_verdict(p_low, p_high)} (P = {p:.2f}, 95% "
+        f"interval {p_low:.2f} to {p_high:.2f}: the law's P times the measured survival; what "
+        "the runs did within this budget is not measured)"
     )
+    if within is not None:
+        print(
+            f"measured: {within['transitioned']} of {within['n']} runs of this configuration "
+            f"transitioned within {_k(within['followed'])} steps, as far as every run was followed"
+        )
 
 
 def _say_observed(rec) -> None:
