@@ -101,9 +101,10 @@ def test_the_page_counts_runs_and_names_missing_seeds_never_more():
     page = render_collapse_rate(get_experiment("collapse-rate"), rows)
     low, high = clopper_pearson(2, 3)
     assert (
-        f"| 0.03 | scalar | 3 / 12 | 2 | 1 | 0 | 0.67 ({low:.2f}-{high:.2f}) | 0, 1, 2 | "
-        "3, 4, 5, 6, 7, 8, 9, 10, 11 |" in page
+        f"| 0.03 | scalar | 3 / 36 | 2 | 1 | 0 | 0.67 ({low:.2f}-{high:.2f}) | 0, 1, 2 | "
+        "3, 4, 5, 6, 7, 8, 9, 10, 11, 12, " in page
     )
+    assert "| 0.03 | per_unit | 2 / 12 | 0 | 1 | 1 |" in page  # the forms' own declarations
     assert "| 0.03 | tied | 0 / 12 | - | - | - | unmeasured | none |" in page
     assert "| 0.01 | scalar | 0 / 12 | - | - | - | unmeasured |" in page
     # seeds 0 and 1 are paired (seed 2 has no per_unit run, seed 3 no fate): seed 0 died under
