@@ -14,7 +14,8 @@
 # learning needs.
 #
 # `INDUCTION_CLIFF_SMALL=1` runs a tiny setting in seconds (CI); without it the `demo` preset runs
-# (Adam, a few thousand steps: a labelled deviation from the paper's SGD for 1e5 steps).
+# (Adam, a few thousand steps: a labelled deviation from the author's code's SGD and the
+# toolkit's 1e5 steps).
 # Runs are written under `INDUCTION_CLIFF_RUNS` (default `runs/notebooks` of the checkout) and
 # reused; seed 0 of the demo setting is the `runs/demo` run that `bash scripts/demo.sh` trained,
 # when it is there (read, never written: this notebook trains nothing then).

@@ -24,7 +24,7 @@
 # Run time, measured with nbclient on a shared 2-core machine (load about 25) with `runs/demo`
 # present: 71 s of wall time, 15 s of the kernel's CPU time (2026-12-03). Without `runs/demo` it
 # trains the demo run first (minutes). DEVIATIONS from the paper are those of each experiment's
-# page; the demo run uses Adam lr 2e-4 (the paper: SGD lr 0.01).
+# page; the demo run uses Adam lr 2e-4 (the author's code: SGD lr 0.01).
 
 # %%
 import os

@@ -1,4 +1,4 @@
-"""Fig 1d at the paper's optimiser: the jump, and that it needs novel-class sequences."""
+"""Fig 1d with the author's code's optimiser: the jump, and that it needs novel-class sequences."""
 
 from experiments.common import TINY, TINY_NOTE, count, mean_sd, std_columns
 from interp.experiments import register_experiment
@@ -11,7 +11,8 @@ EXPERIMENT = register_experiment(
         name="fig1d",
         title="Fig 1d: the jump at K = 512, B = 2, and the novel-class sequences it needs",
         question=(
-            "At the paper's optimiser, does IC accuracy jump abruptly on Fig 1d's task (K = 512, "
+            "With the author's code's optimiser, does IC accuracy jump abruptly on Fig 1d's task "
+            "(K = 512, "
             "B = 2), and does the jump need sequences of novel classes (p_C > 0)?"
         ),
         tiers={
@@ -45,7 +46,7 @@ EXPERIMENT = register_experiment(
                 cost_s=9000,
                 note="paper-fig1d (K 512, B 2), plain SGD at lr 0.03: six seeds at p_C = 0.8 for "
                 "10000 steps, p_C = 0.25 / 0.5 / 0.8 for 20000 steps, p_C = 0 for 35000 steps "
-                "(about 1.05e5 lr-0.01 steps, the paper's length).",
+                "(about 1.05e5 lr-0.01 steps, the toolkit's default length).",
             ),
         },
         columns=std_columns("p_C"),
@@ -64,7 +65,8 @@ EXPERIMENT = register_experiment(
             ),
         ),
         deviations=(
-            "Plain SGD at lr 0.03 (the paper: lr 0.01); each run covers 3x its length in lr-0.01 "
+            "Plain SGD at lr 0.03 (the author's code: lr 0.01); each run covers 3x its length in "
+            "lr-0.01 "
             "steps (the fitted time-scale ratio between lr 0.01 and 0.03 curves is about 3).",
             "The paper does not say which p_C its Fig 1d used; p_C = 0.8 (the preset) is a guess.",
         ),

@@ -66,8 +66,8 @@ EXPERIMENT = register_experiment(
             ),
         ),
         deviations=(
-            "Plain SGD at lr 0.03 for 6000 steps (about 18k lr-0.01 steps of the paper's 1e5); "
-            "one seed.",
+            "Plain SGD at lr 0.03 for 6000 steps (about 18k lr-0.01 steps; the toolkit's default "
+            "is 1e5, the paper gives no length); one seed.",
         ),
         reading=(
             "IW accuracy rises with alpha as in the paper: the frequent classes, which the IW set "

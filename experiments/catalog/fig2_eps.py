@@ -65,7 +65,8 @@ EXPERIMENT = register_experiment(
             ),
         ),
         deviations=(
-            "Plain SGD at lr 0.03 for 6000 steps (about 18k lr-0.01 steps of the paper's 1e5).",
+            "Plain SGD at lr 0.03 for 6000 steps (about 18k lr-0.01 steps; the toolkit's default "
+            "is 1e5, the paper gives no length).",
             "The doubling spacing of eps is a guess within the author's range 0-6.4; one seed.",
         ),
         reading=(

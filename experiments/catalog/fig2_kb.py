@@ -99,8 +99,9 @@ EXPERIMENT = register_experiment(
             ),
         ),
         deviations=(
-            "Plain SGD at lr 0.03 for 6000 steps (about 18k lr-0.01 steps of the paper's 1e5): "
-            "early snapshots of the paper's phase diagram, not where training ends.",
+            "Plain SGD at lr 0.03 for 6000 steps (about 18k lr-0.01 steps; the toolkit's default "
+            "is 1e5, the paper gives no length): early snapshots of the paper's phase diagram, "
+            "not where training ends.",
             "The fixed fields are this toolkit's choice: eps 0.1, alpha 0, p_B 1, p_C 0.",
             "Two seeds per cell (the paper: six); the adam-quick sweep: Adam lr 1e-3 for 1500 "
             "steps, one seed, 512 sequences per evaluation set.",

@@ -1,4 +1,4 @@
-"""paper-fig3 at the paper's optimiser (SGD lr 0.01): the transition over seeds."""
+"""paper-fig3 with the author's code's optimiser (SGD lr 0.01): the transition over seeds."""
 
 from experiments.common import TINY_SGD, count, mean_sd, std_columns
 from interp.experiments import register_experiment
@@ -9,8 +9,8 @@ EXPERIMENT = register_experiment(
         name="fig3-seeds",
         title="paper-fig3 at SGD lr 0.01: the transition over seeds",
         question=(
-            "At the paper's own optimiser and learning rate, when does the paper-fig3 network "
-            "jump, how much do seeds differ, and what did the author's defaults change?"
+            "With the author's code's optimiser and learning rate, when does the paper-fig3 "
+            "network jump, how much do seeds differ, and what did the author's defaults change?"
         ),
         tiers={
             "quick": Tier(

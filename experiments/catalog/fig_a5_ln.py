@@ -74,7 +74,8 @@ EXPERIMENT = register_experiment(
             ),
         ),
         deviations=(
-            "Plain SGD at lr 0.03 for 12000 steps (the paper: lr 0.01 for 1e5); the transition "
+            "Plain SGD at lr 0.03 for 12000 steps (the author's code: lr 0.01; the toolkit's "
+            "default: 1e5 steps); the transition "
             "time scales as 1/lr.",
             "Which task the paper used for Fig A.5 is not stated; the paper-fig3 task (K = 256, "
             "B = 1, p_C = 0.8) is a guess.",

@@ -163,8 +163,8 @@ EXPERIMENT = register_experiment(
         ),
         deviations=(
             "Not a paper experiment: the paper forecasts nothing.",
-            "The lr-0.03 runs deviate from the paper's lr 0.01 (the transition time scales as "
-            "1/lr).",
+            "The lr-0.03 runs deviate from the author's code's lr 0.01 (the transition time "
+            "scales as 1/lr).",
         ),
         checks=(
             Check(

@@ -235,8 +235,10 @@ EXPERIMENT = register_experiment(
         },
         columns=(),
         deviations=(
-            "lr 0.03 runs deviate from the paper's lr 0.01 (the transition time scales as 1/lr).",
-            "Budgets of 15000 (lr 0.03) and 45000 (lr 0.01) steps, where the paper trains 1e5.",
+            "lr 0.03 runs deviate from the author's code's lr 0.01 (the transition time scales as "
+            "1/lr).",
+            "Budgets of 15000 (lr 0.03) and 45000 (lr 0.01) steps, not the toolkit's default 1e5 "
+            "(the paper gives no length).",
         ),
         page=render_hidden_bias,
         produce=_produce,

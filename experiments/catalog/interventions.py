@@ -60,7 +60,7 @@ EXPERIMENT = register_experiment(
         ),
         deviations=(
             "Not a paper experiment; the demo's optimiser (Adam lr 2e-4 for 3500 steps instead "
-            "of SGD lr 0.01 for 1e5).",
+            "of the author's code's SGD lr 0.01 and the toolkit's 1e5 steps).",
         ),
         reading=(
             "Clamping layer 1 to the ideal previous-token pattern shortens the plateau; with a "

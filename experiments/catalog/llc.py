@@ -85,7 +85,8 @@ EXPERIMENT = register_experiment(
             Column(key="flagged", header="flagged (trace drifting)"),
         ),
         deviations=(
-            "Not a paper experiment; the demo run uses Adam lr 2e-4 (the paper: SGD lr 0.01).",
+            "Not a paper experiment; the demo run uses Adam lr 2e-4 (the author's code: SGD lr "
+            "0.01).",
             "SGLD chains shorter than the defaults: the absolute values are not to be trusted, "
             "only comparisons between checkpoints at fixed settings.",
         ),

@@ -261,8 +261,10 @@ EXPERIMENT = register_experiment(
             Column(key="neff_n64", header="N_eff N=64", fmt="{:.1f}"),
         ),
         deviations=(
-            "Adam lr 1e-3 for 2000 steps (the paper: SGD lr 0.01 for 1e5), to fit a loaded "
-            "two-core machine; the paper has no attention scale and one-hot positions only.",
+            "Adam lr 1e-3 for 2000 steps (the author's code: SGD lr 0.01; the toolkit's default: "
+            "1e5 steps), to fit a loaded "
+            "two-core machine; the author's code has no attention scale, the paper one-hot "
+            "positions only.",
             "p_C = 0.8 on the paper-fig1d task is a guess (as in paper-fig1d).",
             "Two encodings and two scales only (one-hot and RoPE + q/k bias; none and log_n), "
             "three seeds each, to fit two cores: learned positions, CoPE and the 1/sqrt(d_head) "

@@ -31,7 +31,7 @@ EXPERIMENT = register_experiment(
         question=(
             "Does adding query/key biases (a score term that depends on the distance alone) let "
             "a RoPE network form the previous-token head and then the induction head, with Adam "
-            "and with the paper's plain SGD?"
+            "and with the author's code's plain SGD?"
         ),
         analyse=_analyse,
         tiers={

@@ -390,9 +390,11 @@ EXPERIMENT = register_experiment(
             "Per-unit hidden biases (`hidden_bias=per_unit`) instead of the author's scalar ones: "
             "with scalar biases plain SGD collapses on some seeds (docs/results/hidden-bias.md), "
             "at lr 0.1 within 500 steps.",
-            "Learning rates 0.03-0.2 beside the paper's 0.01, so that a run ends in minutes.",
+            "Learning rates 0.03-0.2 beside lr 0.01 (the author's code), so that a run ends in "
+            "minutes.",
             "1024 sequences per evaluation set (paper-fig3: 2048), an evaluation every 100 steps.",
-            "Runs stop after their cliff (or at their budget) instead of training 1e5 steps.",
+            "Runs stop after their cliff (or at their budget) instead of training the toolkit's "
+            "default 1e5 steps.",
             "The task is paper-fig3's, a third-party script's guess at Fig 3 (K=256, B=1, "
             "p_C=0.8) at the centre.",
         ),

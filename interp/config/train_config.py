@@ -1,8 +1,9 @@
 """How to train: the optimiser, schedule, seed and device of a run (:class:`TrainConfig`).
 
-The paper's setting is plain SGD, lr 0.01, weight decay 1e-6 in the author's multiplicative form
-(every step, ``theta <- (1 - 1e-6) theta - lr * grad``), batch 128 of fresh sequences; 1e5 steps
-is the toolkit's default length (the paper gives none; the author's driver defaults to 1.5e5).
+The defaults follow the author's code (the paper does not state them): plain SGD, lr 0.01, weight
+decay 1e-6 in the author's multiplicative form (every step, ``theta <- (1 - 1e-6) theta - lr *
+grad``), batch 128 of fresh sequences. 1e5 steps is the toolkit's default length (the paper gives
+none; the author's driver defaults to 1.5e5). docs/science.md section 5 gives each default's source.
 Adam (or another lr) is allowed and is recorded in ``config.json``; it is labelled as a deviation
 wherever a run is shown.
 """
@@ -17,7 +18,7 @@ import torch
 
 from interp.model.interventions import INTERVENTIONS
 
-MAX_STEPS = 10**9  # optimisation steps of a run, and its schedule's counts (the paper: 1e5)
+MAX_STEPS = 10**9  # optimisation steps of a run, and its schedule's counts (default 1e5)
 
 __all__ = [
     "TrainConfig",
@@ -128,32 +129,39 @@ class TrainConfig:
     """How to train.
 
     Attributes:
-        optimizer: ``sgd`` (the paper) or ``adam`` (a deviation that moves the transition earlier).
-        lr: learning rate (the paper: 0.01 with SGD).
-        weight_decay: weight decay (the paper: 1e-6), in the form ``weight_decay_form`` says.
-        weight_decay_form: ``multiplicative`` (the author's code, the default): every step
-            multiplies each weight by ``1 - weight_decay`` before the optimiser's update, whatever
-            the optimiser and lr; ``coupled``: torch's ``weight_decay`` argument (an L2 term in the
-            gradient; SGD then shrinks by ``lr * weight_decay`` per step). Runs written before
-            format version 3 used ``coupled`` and are migrated so on load.
-        momentum: SGD momentum (the paper: 0).
-        batch_size: fresh sequences per step (the paper: 128).
-        steps: optimisation steps (the toolkit's default 1e5: the paper does not give its
-            length; the author's driver defaults to 1.5e5).
-        eval_every: steps between evaluations (each writes a row of ``metrics.csv``).
-        checkpoint_every: steps between regular weight checkpoints.
+        optimizer: ``sgd`` or ``adam`` (a deviation that moves the transition earlier). Source:
+            author's code (the paper does not state it).
+        lr: learning rate. Source: author's code (the paper does not state it).
+        weight_decay: weight decay, in the form ``weight_decay_form`` says. Source: author's code
+            (the paper does not state it).
+        weight_decay_form: ``multiplicative`` (the default): every step multiplies each weight by
+            ``1 - weight_decay`` before the optimiser's update, whatever the optimiser and lr;
+            ``coupled``: torch's ``weight_decay`` argument (an L2 term in the gradient; SGD then
+            shrinks by ``lr * weight_decay`` per step). Runs written before format version 3 used
+            ``coupled`` and are migrated so on load. Source: author's code.
+        momentum: SGD momentum. Source: author's code (the paper does not state it).
+        batch_size: fresh sequences per step. Source: author's code (the paper does not state it).
+        steps: optimisation steps. Source: toolkit (the paper gives no length; the author's driver
+            defaults to 1.5e5).
+        eval_every: steps between evaluations (each writes a row of ``metrics.csv``). Source:
+            toolkit.
+        checkpoint_every: steps between regular weight checkpoints. Source: toolkit.
         n_log_checkpoints: extra weight checkpoints, log-spaced between step 1 and ``steps``.
+            Source: toolkit.
         checkpoint_on_jump: also checkpoint at any evaluation where IC accuracy moved by more than
             this since the previous one (dense checkpoints around the transition); ``None``
-            disables.
+            disables. Source: toolkit.
         seed: the run's seed; class means, initial weights, the training stream and the evaluation
-            sets each get their own stream derived from it (:func:`derive_seed`).
-        device: torch device for training (``cpu`` by default).
+            sets each get their own stream derived from it (:func:`derive_seed`). Source: toolkit
+            (the paper uses six seeds).
+        device: torch device for training (``cpu`` by default). Source: toolkit.
         num_threads: torch CPU threads of the process (default 1, the fastest for these shapes
             and robust beside other busy processes: :mod:`interp.train.threads`). ``None`` (what
-            configs written before the default was 1 hold) means the same default.
+            configs written before the default was 1 hold) means the same default. Source:
+            toolkit.
         intervention: a training-time intervention from
-            :data:`interp.model.interventions.INTERVENTIONS` (``None``: plain training).
+            :data:`interp.model.interventions.INTERVENTIONS` (``None``: plain training). Source:
+            toolkit (the options follow Singh et al. 2024).
         backend: ``fast`` computes the training forward with :func:`interp.model.fast.fast_logits`
             (the same mathematics, equal to float rounding, ~1.4x faster on CPU), falling back to
             the hooked forward where it does not apply (interventions, RoPE/CoPE); ``hooked`` always
@@ -165,6 +173,7 @@ class TrainConfig:
             (:mod:`interp.train.backend_choice`; from the run and the machine, never the compile
             cache; it says which on stderr, ``config.json`` records it as ``trained_backends``,
             and a resumed run keeps it). Evaluation and probes always use the hooked model.
+            Source: toolkit.
         live_forecast: at each evaluation on the plateau, forecast the transition step from the IC
             loss so far (:func:`phenomenology.live.live_forecast`) into the ``forecast_step``,
             ``forecast_low`` and ``forecast_high`` columns of ``metrics.csv`` and the progress bar.
@@ -174,7 +183,7 @@ class TrainConfig:
             it off. The set is drawn once per run from its own seed (``derive_seed(seed,
             "per_class_iw")``) and costs ``K * per_class_iw`` sequences per evaluation. A
             ``config.json`` without the field (written before it existed) reads as 0, which is
-            what such a run did.
+            what such a run did. Source: toolkit.
         sample_on: where the training batches are drawn. ``device`` (the default since run
             format 5): :class:`interp.data.device_sampler.DeviceSampler` on ``device`` itself,
             many batches per call with the run's own generator there (no host work per step; the
@@ -185,10 +194,12 @@ class TrainConfig:
             before format 5). The two draw the same distribution but different streams, so a
             ``device`` run is not bit-identical to the ``host`` run of its seed; stacked runs
             (``train_many``) draw what each would draw alone. A ``config.json`` of format 4 or
-            earlier without the field reads as ``host``, which is what such a run did.
+            earlier without the field reads as ``host``, which is what such a run did. Source:
+            toolkit.
         stop_on_collapse: stop the run at the evaluation where its classifier is judged dead
             (:mod:`interp.analysis.collapse`; the judgement is reported whatever this says). A
             ``config.json`` without the field reads as ``False``, which is what such a run did.
+            Source: toolkit.
     """
 
     optimizer: str = "sgd"
@@ -271,7 +282,7 @@ class TrainConfig:
             if getattr(self, name) > MAX_STEPS:
                 raise ValueError(
                     f"TrainConfig.{name}={getattr(self, name)!r} is invalid: must be <= "
-                    f"{MAX_STEPS:.0e} (the paper trains 1e5 steps)"
+                    f"{MAX_STEPS:.0e} (the default is 1e5 steps)"
                 )
         if self.num_threads is not None and not (
             _is_int(self.num_threads) and self.num_threads >= 1
@@ -306,8 +317,8 @@ class TrainConfig:
 
     @property
     def is_paper_optimizer(self) -> bool:
-        """True for the paper's optimiser: plain SGD, lr 0.01, multiplicative weight decay 1e-6,
-        no momentum."""
+        """True for the default optimiser, the author's code's: plain SGD, lr 0.01, multiplicative
+        weight decay 1e-6, no momentum."""
         return (
             self.optimizer == "sgd"
             and self.lr == 0.01
@@ -317,7 +328,8 @@ class TrainConfig:
         )
 
     def deviation_note(self) -> str:
-        """A short label of how the optimiser differs from the paper's ('' if it does not)."""
+        """A short label of how the optimiser differs from the default, the author's code's ('' if
+        it does not)."""
         if self.is_paper_optimizer:
             return ""
         parts = []
@@ -325,12 +337,12 @@ class TrainConfig:
             parts.append(
                 f"{self.optimizer} lr {self.lr:g}"
                 + (f" momentum {self.momentum:g}" if self.momentum else "")
-                + " (paper: SGD lr 0.01)"
+                + " (author's code: SGD lr 0.01)"
             )
         if self.weight_decay != 1e-6 or self.weight_decay_form != "multiplicative":
             parts.append(
                 f"weight decay {self.weight_decay:g} {self.weight_decay_form} "
-                "(paper: 1e-6 multiplicative)"
+                "(author's code: 1e-6 multiplicative)"
             )
         return "; ".join(parts)
 

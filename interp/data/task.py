@@ -48,27 +48,34 @@ class TaskConfig:
     """Parameters of the in-context classification task (docs/science.md section 1).
 
     Attributes:
-        D: content dimensions of items and labels. Paper: 63.
-        K: number of classes; must be a multiple of L. Paper: 512 (Fig 1d), 256 (Fig 3).
-        L: number of labels (L-way classification). Paper: 32.
-        N: item-label pairs in a training sequence. Paper: 8.
+        D: content dimensions of items and labels. Source: paper.
+        K: number of classes; must be a multiple of L. Source: paper (Fig 1d); the ``paper-fig3``
+            preset's 256 is from a third-party script.
+        L: number of labels (L-way classification). Source: paper.
+        N: item-label pairs in a training sequence. Source: paper.
         N_max: the largest N the positional encoding must hold; one-hot positions have
-            ``P = 2 * N_max + 1`` slots. Paper: 32.
-        eps: within-class noise; an item is ``(mu_k + eps * eta) / sqrt(1 + eps^2)``. Paper: 0.1.
-        alpha: Zipf exponent of class frequencies, ``p(k) ∝ (k+1)^-alpha``. Paper: 0.
+            ``P = 2 * N_max + 1`` slots. Source: paper.
+        eps: within-class noise; an item is ``(mu_k + eps * eta) / sqrt(1 + eps^2)``. Source:
+            paper.
+        alpha: Zipf exponent of class frequencies, ``p(k) ∝ (k+1)^-alpha``. Source: paper. With
+            ``alpha > 0`` bursty sequences draw their known classes Zipf-weighted too (the
+            author's code: unweighted), a deviation.
         B: burstiness, copies of each class in a bursty sequence; divides N and is < N.
-            ``B = 0`` means no bursty training sequences (then ``p_B`` must be 0).
-        p_B: fraction of (non-novel) training sequences that are bursty. Paper: 1.
-        p_C: fraction of training sequences built from novel classes (bursty). Paper: 0 or 0.8.
-        novel_pool: where novel classes come from. An integer ``K_c`` (the author's code: 128):
-            each call (a training batch, an evaluation set) draws ``K_c`` fresh class means,
-            shared by its sequences; class ``c`` of the pool has label ``c mod L``, so ``K_c`` must
-            be a multiple of L. ``None``: fresh means for every class of every sequence, never
-            reused (the form of runs written before format version 3).
+            ``B = 0`` means no bursty training sequences (then ``p_B`` must be 0). Source: paper
+            (Fig 1d); the ``paper-fig3`` preset's 1 is from a third-party script.
+        p_B: fraction of (non-novel) training sequences that are bursty. Source: paper.
+        p_C: fraction of training sequences built from novel classes (bursty). Source: toolkit
+            (the paper does not state Fig 1d's; the ``paper-fig1d`` preset guesses 0.8, the
+            ``paper-fig3`` preset's 0.8 is from a third-party script).
+        novel_pool: where novel classes come from. An integer ``K_c``: each call (a training
+            batch, an evaluation set) draws ``K_c`` fresh class means, shared by its sequences;
+            class ``c`` of the pool has label ``c mod L``, so ``K_c`` must be a multiple of L.
+            ``None``: fresh means for every class of every sequence, never reused (the form of
+            runs written before format version 3). Source: author's code.
         B_eval: burstiness of the IC and IC2 evaluation sets. ``None`` means ``B``, or 1 when
-            ``B = 0`` (the paper does not say what IC means without bursty training data; this is
-            a choice of this toolkit).
-        n_eval: sequences in each evaluation set (IC, IC2, IW).
+            ``B = 0``. Source: toolkit (the paper does not say what IC means without bursty
+            training data).
+        n_eval: sequences in each evaluation set (IC, IC2, IW). Source: toolkit.
         task: the registered task (:mod:`interp.data.tasks`) whose generator draws the
             sequences; ``standard`` is this task.
     """

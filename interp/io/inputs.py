@@ -113,8 +113,12 @@ def _size(n: int) -> str:
     return f"{n} bytes"
 
 
-def _read_bytes(path: Path, max_bytes: int, follow_links: bool, missing) -> bytes | None:
-    """The bytes of ``path`` when its size is within ``max_bytes`` (None: missing, allowed)."""
+def _read_bytes(
+    path: Path, max_bytes: int, follow_links: bool, missing, check_header=None
+) -> bytes | None:
+    """The bytes of ``path`` when its size is within ``max_bytes`` (None: missing, allowed);
+    ``check_header(line)``, if given, judges the first line (read with a bounded ``readline``)
+    before the rest is read."""
     fd = _open(path, follow_links)
     if fd is None:
         if missing is _RAISE:
@@ -125,7 +129,11 @@ def _read_bytes(path: Path, max_bytes: int, follow_links: bool, missing) -> byte
         if size > max_bytes:
             raise _too_big(path, size, max_bytes)
         try:
-            data = f.read(max_bytes + 1)
+            head = b""
+            if check_header is not None:
+                head = f.readline(MAX_HEADER_BYTES + 1)
+                check_header(head)
+            data = head + f.read(max_bytes + 1 - len(head))
         except OSError as err:
             raise RunDirectoryError(f"cannot read {path}: {err.strerror or err}") from None
     if len(data) > max_bytes:  # it grew while being read
@@ -318,16 +326,8 @@ def read_csv_text(
         RunDirectoryError: the file is missing (without ``missing``) or cannot be opened.
     """
     path = Path(path)
-    fd = _open(path, follow_links)
-    if fd is None:
-        if missing is _RAISE:
-            raise RunDirectoryError(f"{path} is missing")
-        return missing
-    with open(fd, "rb") as f:
-        size = os.fstat(f.fileno()).st_size
-        if size > max_bytes:
-            raise _too_big(path, size, max_bytes)
-        header = f.readline(MAX_HEADER_BYTES + 1)
+
+    def check_header(header: bytes) -> None:
         if len(header) > MAX_HEADER_BYTES:
             raise DamagedFileError(
                 f"{path}: the header line is longer than {_size(MAX_HEADER_BYTES)}; not read"
@@ -338,9 +338,10 @@ def read_csv_text(
                 f"{path}: the header names {n_columns} columns, over the limit of {max_columns}; "
                 "not read"
             )
-        data = header + f.read(max_bytes + 1 - len(header))
-    if len(data) > max_bytes:
-        raise _too_big(path, len(data), max_bytes)
+
+    data = _read_bytes(path, max_bytes, follow_links, missing, check_header)
+    if data is None:
+        return missing
     lines = data.count(b"\n")
     if lines > max_rows:
         raise DamagedFileError(

@@ -80,19 +80,20 @@ class ModelConfig:
         n_positions: size of the positional table (``TaskConfig.P = 2 N_max + 1``).
         n_ctx_train: training sequence length ``2N + 1``; the ``log_n`` attention scale is
             normalised to it.
-        n_layers: attention layers (the paper: 2).
-        n_heads: heads per layer (the paper: 1).
-        d_head: head width; ``None`` means ``d_model`` (the paper: ``W_Q`` is
-            ``d_model x d_model``).
-        d_mlp: width of the classifier's hidden layers (the paper: 128).
-        n_mlp_layers: hidden ReLU layers of the classifier (the paper: 3).
+        n_layers: attention layers. Source: paper.
+        n_heads: heads per layer. Source: paper.
+        d_head: head width; ``None`` means ``d_model`` (``W_Q`` is ``d_model x d_model``).
+            Source: author's code (the paper does not state it).
+        d_mlp: width of the classifier's hidden layers. Source: author's code (the paper does not
+            state it).
+        n_mlp_layers: hidden ReLU layers of the classifier. Source: paper.
         positional: positional encoding, a name registered in
-            :data:`interp.model.positional.POSITIONAL_ENCODINGS`: ``onehot`` (the paper:
-            concatenated one-hot), ``learned`` (learned absolute, added), ``none``, ``rope`` (rotary
-            q/k; needs an even ``d_head``, e.g. 64, since ``d_model = D = 63`` then), ``cope``
-            (contextual position encoding, Golovneva et al. 2024, arXiv 2405.18719; a different
-            2026 method also called CoPE, clipped RoPE, is not this one), or one added with
-            :func:`interp.model.positional.register_positional`.
+            :data:`interp.model.positional.POSITIONAL_ENCODINGS`: ``onehot`` (concatenated
+            one-hot), ``learned`` (learned absolute, added), ``none``, ``rope`` (rotary q/k; needs
+            an even ``d_head``, e.g. 64, since ``d_model = D = 63`` then), ``cope`` (contextual
+            position encoding, Golovneva et al. 2024, arXiv 2405.18719; a different 2026 method
+            also called CoPE, clipped RoPE, is not this one), or one added with
+            :func:`interp.model.positional.register_positional`. Source: paper (``onehot``).
         positional_config: the encoding's own parameters, an instance of its config class
             (:class:`~interp.model.positional.RopeConfig`,
             :class:`~interp.model.positional.CopeConfig`; a mapping of its fields is converted);
@@ -100,18 +101,22 @@ class ModelConfig:
             old flat names (``rope_base``, ``cope_p_max``, in general ``{encoding}_{field}``) are
             accepted by :meth:`from_dict` and :meth:`from_task` and can still be read as attributes
             (``cfg.rope_base``; ``None`` when another encoding is in use).
-        attn_scale: attention score scale, one of ``none`` (the paper), ``sqrt``
+        attn_scale: attention score scale, one of ``none`` (unscaled), ``sqrt``
             (``1/sqrt(d_head)``), ``log_n`` (entropy-invariant ``log_{n_train}(n_i)/sqrt(d_head)``).
-        attn_init_std: std of attention weight entries; ``None`` means ``1/sqrt(D)`` (the paper).
+            Source: author's code (the paper does not state it).
+        attn_init_std: std of attention weight entries; ``None`` means ``1/sqrt(D)``. Source:
+            author's code (the paper does not state it).
         qk_bias: trainable biases ``b_Q``, ``b_K`` (``[n_heads, d_head]``, zero-initialised) added
             to queries and keys (the paper: ``False``, no biases).
-        readout_init: the classifier's initialisation, ``author`` (the author's code: readout
-            ``N(0, 1/d)`` without bias, hidden biases one ``N(0, 1/d)`` scalar per layer) or ``he``
-            (He-normal readout with a trainable bias, zero hidden biases: runs before format 3).
-        hidden_bias: the classifier's hidden biases, ``scalar`` (the author's code: one trainable
-            scalar per hidden layer, broadcast over its units; the parameter has shape ``[1]``)
-            or ``per_unit`` (one per unit, shape ``[d_mlp]``: runs before format 4) or ``tied``
-            (the scalar form, the last two hidden layers' biases equal at initialisation).
+        readout_init: the classifier's initialisation, ``author`` (readout ``N(0, 1/d)`` without
+            bias, hidden biases one ``N(0, 1/d)`` scalar per layer) or ``he`` (He-normal readout
+            with a trainable bias, zero hidden biases: runs before format 3). Source: author's
+            code.
+        hidden_bias: the classifier's hidden biases, ``scalar`` (one trainable scalar per hidden
+            layer, broadcast over its units; the parameter has shape ``[1]``) or ``per_unit`` (one
+            per unit, shape ``[d_mlp]``: runs before format 4) or ``tied`` (the scalar form, the
+            last two hidden layers' biases equal at initialisation, as the author's code's key
+            indexing gives them). Source: author's code.
     """
 
     D: int = 63

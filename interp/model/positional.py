@@ -455,15 +455,17 @@ class RopeConfig:
     """Parameters of ``rope`` (flat spelling ``rope_base``, ``rope_scaling``, ...).
 
     Attributes:
-        base: RoPE base (``theta_i = base^(-2i/d_head)``).
+        base: RoPE base (``theta_i = base^(-2i/d_head)``). Source: toolkit (the usual RoPE
+            base).
         scaling: length rescaling, one of ``none``, ``pi`` (interpolation), ``ntk`` (NTK-aware),
             ``mixed`` (Su's mixed base); usually changed at evaluation time only
-            (:meth:`Rotary.set_scaling`).
-        scale: the rescaling's length ratio ``s``.
+            (:meth:`Rotary.set_scaling`). Source: toolkit.
+        scale: the rescaling's length ratio ``s``. Source: toolkit.
         mix_b: exponent ``b`` of the ``mixed`` rescaling (1: NTK-aware, 0: interpolation).
+            Source: toolkit.
         constant_dim: append one residual dimension that is 1 at every token (``d_model = D + 1``),
             so that ``W_Q`` and ``W_K`` can learn a query/key bias through their weights: the
-            control for ``qk_bias``. The paper has none.
+            control for ``qk_bias``. The paper has none. Source: toolkit.
     """
 
     base: float | int = 10000.0
@@ -721,7 +723,7 @@ class CopeConfig:
     """Parameters of ``cope`` (flat spelling ``cope_p_max``).
 
     Attributes:
-        p_max: largest contextual position (positions clip there).
+        p_max: largest contextual position (positions clip there). Source: toolkit.
     """
 
     p_max: int = 64

@@ -47,7 +47,8 @@ class Preset:
     seeds: tuple[int, ...] = (0,)
 
 
-# The paper's optimiser and schedule (Reddy 2024), and the demo's labelled deviation from it.
+# The default optimiser (the author's code's) and schedule (the toolkit's 1e5 steps), and the
+# demo's labelled deviation from them.
 # Their 1e5-step runs pay the compiler's cost once for a faster step (interp.model.compiled);
 # shorter runs train uncompiled where the compile would not pay (interp.train.backend_choice).
 PAPER_TRAIN = TrainConfig(
@@ -71,7 +72,7 @@ DEMO_TRAIN = TrainConfig(
 
 
 def _fig2_presets() -> list[Preset]:
-    """The sweeps of the paper's Fig 2, at the paper's settings and reduced (``-quick``).
+    """The sweeps of the paper's Fig 2, at the default settings and reduced (``-quick``).
 
     Fig 2 varies one or two data parameters with the others fixed. The fixed values are this
     toolkit's choice (K=512, B=2 of Fig 1d, where it applies; p_C=0 is the toolkit's, the paper
@@ -93,7 +94,7 @@ def _fig2_presets() -> list[Preset]:
         "driver defaults to 1.5e5), seeds 0-5"
     )
     quick = (
-        "DEVIATION: Adam lr 1e-3 for 1500 steps (paper: SGD lr 0.01), 512 sequences "
+        "DEVIATION: Adam lr 1e-3 for 1500 steps (the author's code: SGD lr 0.01), 512 sequences "
         "per evaluation set, seed 0"
     )
     # name: (what, task of the paper preset, task of the quick one, grid)
@@ -191,7 +192,8 @@ def _quanta_preset() -> Preset:
             "default is p_B=1), p_C=0, 8 held-out sequences per class evaluated every 25 steps "
             "(per_class_iw.csv; `induction-cliff quanta RUN_DIR`). DEVIATION: bursty sequences "
             "draw their known classes Zipf-weighted (the author's code: unweighted). DEVIATION: "
-            "Adam lr 1e-3 for 6000 steps (paper: SGD lr 0.01), 1024 sequences per evaluation "
+            "Adam lr 1e-3 for 6000 steps (the author's code: SGD lr 0.01), 1024 sequences per "
+            "evaluation "
             "set, checkpoint_on_jump 0.05; seeds 0-2."
         ),
     )
@@ -205,11 +207,11 @@ def _encoding_presets() -> list[Preset]:
     positional term? Plain RoPE, RoPE with query/key biases, RoPE with a residual dimension that is
     1 at every token (the control: the same term through a constant input), and both. On the demo
     task with the demo's optimiser (the setting of docs/results/rope-qk-bias.md), and ``-sgd``: the
-    paper's plain SGD at lr 0.03.
+    author's code's plain SGD at lr 0.03.
 
     ``pe-attn-scale``: does a log-n attention scale keep the query row's attention at longer
-    contexts close to its training-length attention? Unscaled (the paper), 1/sqrt(d_head) and
-    log_{N_train}(n) scaling, for one-hot, learned and CoPE positions, trained at N = 8 with a
+    contexts close to its training-length attention? Unscaled (the author's code), 1/sqrt(d_head)
+    and log_{N_train}(n) scaling, for one-hot, learned and CoPE positions, trained at N = 8 with a
     positional table for N_max = 64 (``evaluate --n-pairs 8,16,32,64``).
     """
     demo_task = TaskConfig(K=256, L=32, N=8, B=1, eps=0.1, alpha=0.0, p_B=1.0, p_C=0.8, n_eval=1024)
@@ -228,7 +230,8 @@ def _encoding_presets() -> list[Preset]:
             grid=rope_grid,
             seeds=(0, 1),
             note=(
-                f"{rope_what}. DEVIATION: Adam lr 2e-4 for 12000 steps (paper: SGD lr 0.01), "
+                f"{rope_what}. DEVIATION: Adam lr 2e-4 for 12000 steps (the author's code: SGD lr "
+                "0.01), "
                 "1024 sequences per evaluation set; seeds 0-1."
             ),
         ),
@@ -240,8 +243,9 @@ def _encoding_presets() -> list[Preset]:
             grid=rope_grid,
             seeds=(0, 1),
             note=(
-                f"{rope_what}. Plain SGD, batch 128. DEVIATION: lr 0.03 for 30000 steps (paper: lr "
-                "0.01; about 9e4 lr-0.01 steps), 1024 sequences per evaluation set; seeds 0-1."
+                f"{rope_what}. Plain SGD, batch 128. DEVIATION: lr 0.03 for 30000 steps (the "
+                "author's code: lr 0.01; about 9e4 lr-0.01 steps), 1024 sequences per evaluation "
+                "set; seeds 0-1."
             ),
         ),
         Preset(
@@ -256,11 +260,12 @@ def _encoding_presets() -> list[Preset]:
             },
             seeds=(0, 1, 2),
             note=(
-                "Attention scale (none: the paper; sqrt: 1/sqrt(d_head); log_n: log_{N_train}(n)) "
+                "Attention scale (none: the author's code; sqrt: 1/sqrt(d_head); log_n: "
+                "log_{N_train}(n)) "
                 "x positions (one-hot: the paper; learned; CoPE) on the paper-fig1d task with "
                 "p_C=0.8 (a GUESS, as in paper-fig1d), positional table for N_max=64; evaluate "
                 "at N=8..64 with `induction-cliff evaluate RUN --n-pairs 8,16,32,64`. DEVIATION: "
-                "Adam lr 2e-4 for 8000 steps (paper: SGD lr 0.01); seeds 0-2."
+                "Adam lr 2e-4 for 8000 steps (the author's code: SGD lr 0.01); seeds 0-2."
             ),
         ),
     ]
@@ -305,8 +310,8 @@ PRESETS: dict[str, Preset] = {
             train=DEMO_TRAIN,
             note=(
                 "Fast demo of the paper-fig3 task (a third-party script's guess at Fig 3's task). "
-                "DEVIATION: Adam lr 2e-4 for 3500 steps instead of the paper's SGD lr 0.01, and "
-                "1024 sequences per evaluation set."
+                "DEVIATION: Adam lr 2e-4 for 3500 steps instead of the author's code's SGD lr "
+                "0.01, and 1024 sequences per evaluation set."
             ),
         ),
         Preset(

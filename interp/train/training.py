@@ -16,8 +16,8 @@ A run directory holds everything needed to analyse or resume a run::
 finished run. What each evaluation computes is handed in as callbacks (:class:`EvalCallback`):
 this module knows no measure, forecast or figure.
 
-The paper's setting is plain SGD, lr 0.01, weight decay 1e-6 (the author's multiplicative shrink),
-batch 128 of fresh sequences.
+The default setting is the author's code's (the paper does not state it): plain SGD, lr 0.01, weight
+decay 1e-6 (the author's multiplicative shrink), batch 128 of fresh sequences.
 Adam (or another lr) is allowed and is recorded in ``config.json``; label it as a deviation.
 """
 
@@ -136,7 +136,8 @@ def train(
     Args:
         task: the task.
         model_config: the network (default: the paper's network for ``task``).
-        train_config: optimiser and schedule (default: the paper's SGD, 1e5 steps).
+        train_config: optimiser and schedule (default: the author's code's SGD, the toolkit's 1e5
+            steps).
         out_dir: run directory; ``None`` trains in memory without writing anything.
         resume: continue the run in ``out_dir`` from its last resume state. The result is the same
             as an uninterrupted run, bit for bit, on the same machine.

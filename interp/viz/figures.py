@@ -71,7 +71,7 @@ def run_note(run) -> str | None:
         run: a :class:`interp.io.rundir.Run`.
 
     Returns:
-        e.g. ``"adam lr 0.001 (paper: SGD lr 0.01); positional learned (paper: one-hot)"``.
+        e.g. ``"adam lr 0.001 (author's code: SGD lr 0.01); positional learned (paper: one-hot)"``.
     """
     notes = []
     optimiser = run.deviation_note()
@@ -81,7 +81,7 @@ def run_note(run) -> str | None:
     if getattr(model, "positional", "onehot") != "onehot":
         notes.append(f"positional {model.positional} (paper: one-hot)")
     if getattr(model, "attn_scale", "none") != "none":
-        notes.append(f"attention scale {model.attn_scale} (paper: none)")
+        notes.append(f"attention scale {model.attn_scale} (author's code: none)")
     if getattr(model, "qk_bias", False):
         notes.append("query/key biases (paper: none)")
     if getattr(model, "hidden_bias", "scalar") == "per_unit":

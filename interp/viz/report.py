@@ -274,7 +274,11 @@ def _config_section(ctx: Context) -> str:
         items = "".join(f'<li class="deviation">{html_text(d)}</li>' for d in devs)
         parts.append(
             "<p>Deviations from the paper (Reddy, ICLR 2024):</p>"
-            + (f"<ul>{items}</ul>" if devs else "<p>none: the paper's optimiser and schedule</p>")
+            + (
+                f"<ul>{items}</ul>"
+                if devs
+                else "<p>none: the author's code's optimiser and the toolkit's schedule</p>"
+            )
         )
         cfg = pd.DataFrame([{"field": k, "value": str(v)} for k, v in config_fields(run).items()])
         parts.append(f"<details><summary>full config</summary>{_table(cfg)}</details>")

@@ -115,7 +115,7 @@ def test_static_export_writes_valid_files(tmp_path):
     fig = plots.plot_training_dynamics(
         pd.DataFrame({"step": [0, 1, 2], "train_loss": [3, 2, 1], "ic_acc": [0.1, 0.5, 0.9]}),
         transition_step=1,
-        note="Adam lr 1e-3 (paper: SGD 0.01)",
+        note="Adam lr 1e-3 (author's code: SGD 0.01)",
     )
     paths = export.export_figure(
         fig, tmp_path / "sub" / "dyn", ("pdf", "svg", "png"), style="single"
@@ -142,3 +142,43 @@ def test_one_browser_per_process(tmp_path):
     assert export._server is server
     width, _ = png_size(tmp_path / "b.png")
     assert width == 1200  # screen figures: 600 px at scale 2
+
+
+def test_no_styled_figure_is_taller_than_a_page():
+    """A page's text block is about 7 x 9 in: the four-panel progress figure, 11 in tall at
+    double width before, keeps 9 in; a short figure keeps its aspect."""
+    steps = np.arange(0, 3001, 100)
+    s = 1 / (1 + np.exp(-(steps - 2000) / 120))
+    columns = ["ila1", "tila2", "cla", "ic_acc", "prev_token_score", "active_h1", "active_h2"]
+    metrics = pd.DataFrame({"step": steps, **{c: 0.1 + 0.8 * s for c in columns}})
+    fig = plots.plot_progress_measures(metrics, 2000)
+    assert len({t.yaxis for t in fig.data}) == 4  # attention, accuracy, scores, active units
+    for width, inches in (("single", 3.5), ("double", 7.0)):
+        styled = export.apply_paper_style(fig, width)
+        assert styled.layout.width == pytest.approx(inches * 96)
+        assert styled.layout.height <= 9 * 96
+    assert export.apply_paper_style(fig, "double").layout.height == pytest.approx(9 * 96)
+    short = export.apply_paper_style(scatter_fig(), "double")
+    assert short.layout.height == pytest.approx(7 * 96 * 400 / 600, rel=0.1)
+    with pytest.raises(ValueError, match="max_height_in"):
+        export.PaperStyle(width_in=7, max_height_in=0)
+
+
+def test_crowded_token_labels_keep_the_label_tokens_and_the_query():
+    """17 tokens do not fit a print panel at 7 pt: the labels kept are the label tokens (the
+    rows of layer 1's previous-token diagonal, the keys layer 2's query attends to) and xq."""
+    n_pairs = 8
+    rng = np.random.default_rng(0)
+    n = 2 * n_pairs + 1
+    fig = plots.plot_attention_snapshots(
+        rng.dirichlet(np.ones(n), size=(4, 2, n)), [0, 100, 200, 300], plots.token_labels(8)
+    )
+    labels = [f"l{i}" for i in range(1, n_pairs + 1)]
+    for width in ("single", "double"):
+        styled = export.apply_paper_style(fig, width)
+        for axis in (styled.layout.xaxis5, styled.layout.yaxis1):  # the labelled outer axes
+            shown = [t for t in axis.ticktext if t]
+            assert shown[-1] == "xq" and set(shown[:-1]) <= set(labels), (width, shown)
+            assert "l1" in shown and len(shown) < n
+    double = export.apply_paper_style(fig, "double")
+    assert [t for t in double.layout.yaxis1.ticktext if t] == [*labels, "xq"]

@@ -43,7 +43,7 @@ def test_token_hover_names_roles_classes_and_labels():
 
 def test_training_dynamics_seeds_faint_mean_bold():
     runs = [fake_metrics(s, jump=1000 + 100 * s) for s in range(3)]
-    note = "Adam lr 1e-3 (paper: SGD 0.01)"
+    note = "Adam lr 1e-3 (author's code: SGD 0.01)"
     fig = plots.plot_training_dynamics(runs, [1000, 1100, 1200], note=note, chance=1 / 32)
     # 4 columns (train loss; IC, IC2, IW acc) x (3 faint + 1 mean), then the chance line
     assert len(fig.data) == 17
@@ -214,29 +214,44 @@ def test_attention_snapshots_grid():
     labels = plots.token_labels(2)
     fig = plots.plot_attention_snapshots(fake_patterns(3), [0, 50, 100], labels)
     assert len(fig.data) == 6
-    assert [a.text for a in fig.layout.annotations] == [
-        "layer 1, step 0",
-        "layer 1, step 50",
-        "layer 1, step 100",
-        "layer 2, step 0",
-        "layer 2, step 50",
-        "layer 2, step 100",
+    # each checkpoint heads its column; each row's query axis names its layer
+    assert [a.text for a in fig.layout.annotations] == ["step 0", "step 50", "step 100"]
+    assert [fig.layout[f"yaxis{i}"].title.text for i in (1, 4)] == [
+        "layer 1: query",
+        "layer 2: query",
     ]
     assert sum(bool(t.showscale) for t in fig.data) == 1  # one shared colour bar
-    assert fig.layout.xaxis4.title.text == "key" and fig.layout.yaxis4.title.text == "query"
+    assert fig.layout.xaxis4.title.text == "key"
     # every token labelled on the outer axes (plotly would thin crowded labels out)
     assert fig.layout.xaxis4.tickmode == "array" and list(fig.layout.xaxis4.tickvals) == labels
     assert fig.layout.xaxis4.showticklabels and not fig.layout.xaxis1.showticklabels
     assert list(fig.layout.yaxis4.tickvals) == labels and fig.layout.yaxis4.showticklabels
-    fig = plots.plot_attention_snapshots(
-        fake_patterns(2), [0, 50], labels, captions=["plateau", "end"]
-    )
-    assert [a.text for a in fig.layout.annotations][:2] == [
-        "plateau<br>layer 1, step 0",
-        "end<br>layer 1, step 50",
-    ]
     with pytest.raises(ValueError, match="captions"):
         plots.plot_attention_snapshots(fake_patterns(2), [0, 50], labels, captions=["x"])
+
+
+def test_the_snapshot_captions_belong_to_their_whole_checkpoint():
+    """Across, a checkpoint's IC accuracy heads its column, above both layers; with ``tall`` (a
+    checkpoint per row) every panel of the row carries it."""
+    labels = plots.token_labels(2)
+    captions = ["IC acc 0.10", "IC acc 0.55", "IC acc 0.97"]
+    fig = plots.plot_attention_snapshots(fake_patterns(3), [0, 50, 100], labels, captions=captions)
+    notes = [a for a in fig.layout.annotations if "IC acc" in a.text]
+    assert [a.text for a in notes] == [f"step {s}<br>{c}" for s, c in zip((0, 50, 100), captions)]
+    top = max(fig.layout[f"yaxis{i}"].domain[1] for i in range(1, 7))
+    for col, note in enumerate(notes, start=1):
+        x0, x1 = fig.layout[f"xaxis{col}"].domain
+        assert note.x == pytest.approx((x0 + x1) / 2) and note.y >= top - 1e-9
+    tall = plots.plot_attention_snapshots(
+        fake_patterns(2), [0, 50], labels, captions=captions[:2], tall=True
+    )
+    assert [a.text for a in tall.layout.annotations] == [
+        "layer 1, step 0<br>IC acc 0.10",
+        "layer 2, step 0<br>IC acc 0.10",
+        "layer 1, step 50<br>IC acc 0.55",
+        "layer 2, step 50<br>IC acc 0.55",
+    ]
+    assert tall.layout.yaxis3.title.text == "query" and not tall.layout.yaxis4.title.text
 
 
 def test_phase_diagram_averages_seeds():

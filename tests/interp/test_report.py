@@ -165,7 +165,7 @@ def test_deviations_name_optimiser_steps_and_preset(tmp_path):
     task, model, cfg, _ = build_configs("tiny", {"steps": "10", "eval_every": "5"}, 0)
     train(task, model, cfg, tmp_path / "t", progress=False)
     devs = deviations(load_run(tmp_path / "t"))
-    assert devs[0] == "adam lr 0.003 (paper: SGD lr 0.01)"
+    assert devs[0] == "adam lr 0.003 (author's code: SGD lr 0.01)"
     assert devs[1] == "10 training steps (the toolkit's default 1e5; the paper gives no length)"
     assert devs[2].startswith("settings of preset 'tiny' (steps set to 10): Tiny smoke-test")
 
@@ -180,7 +180,7 @@ def test_report_page_has_every_section_offline(run_dir, tmp_path):
         ("explorer", "5. Att"),
     ):
         assert f'<h2 id="section-{name}">{heading}' in page
-    assert "adam lr 0.003 (paper: SGD lr 0.01)" in page
+    assert "adam lr 0.003 (author's code: SGD lr 0.01)" in page
     from plotly.offline import get_plotlyjs
 
     assert page.count(get_plotlyjs()) == 1  # plotly.js inline, once
