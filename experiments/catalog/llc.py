@@ -89,6 +89,9 @@ EXPERIMENT = register_experiment(
             "0.01).",
             "SGLD chains shorter than the defaults: the absolute values are not to be trusted, "
             "only comparisons between checkpoints at fixed settings.",
+            "Network: the rows' runs predate run format 4, so their classifier has per-unit hidden "
+            "biases (`hidden_bias=per_unit`); the declaration trains today's default, the "
+            "author's scalar form, and rerunning the full tier replaces them with its rows.",
         ),
         checks=(
             Check(what="an estimate at every checkpoint", column="llc_mean", reduce="count", low=5),
