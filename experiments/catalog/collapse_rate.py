@@ -302,6 +302,71 @@ def _paired_lines(rows: pd.DataFrame) -> list[str]:
     return lines
 
 
+def verdicts(curves: pd.DataFrame) -> pd.DataFrame:
+    """Every run the rule judged dead, from its recorded curve, and what it did after: the
+    verdict's step, how far past it the run was followed (in steps and in spans of the rule),
+    the first evaluation where its last layer fired again (at or above the threshold), and the IC
+    accuracy at its last evaluation. A verdict is overturned when the layer fired again."""
+    out = []
+    if curves is None or not len(curves):
+        return pd.DataFrame(out)
+    for (form, lr, seed), c in curves.groupby(["hidden_bias", "lr", "seed"], sort=True):
+        c = c.sort_values("step")
+        steps, active = c["step"].tolist(), c["active_last"].tolist()
+        span = span_steps("sgd", float(lr))
+        dead = collapse_step(steps, active, span)
+        if dead is None:
+            continue
+        after = c[c["step"] > dead[1]]
+        again = after[after["active_last"] >= THRESHOLD]
+        last = float(c["step"].iloc[-1])
+        out.append(
+            {
+                "hidden_bias": form,
+                "lr": float(lr),
+                "seed": int(seed),
+                "verdict": dead[1],
+                "followed": last - dead[1],
+                "spans": (last - dead[1]) / span,
+                "fired_again": float(again["step"].iloc[0]) if len(again) else math.nan,
+                "final_ic_acc": float(c["ic_acc"].iloc[-1]),
+            }
+        )
+    return pd.DataFrame(out)
+
+
+def _verdict_lines(rows: pd.DataFrame, curves: pd.DataFrame | None) -> list[str]:
+    v = verdicts(curves)
+    dead = int((rows["fate"] == "dead").sum())
+    lines = ["## What judged runs did after the verdict", ""]
+    if not len(v):
+        return lines + [f"None of the {dead} runs judged dead has a recorded curve.", ""]
+    overturned = int(v["fired_again"].notna().sum())
+    validated = int((v["spans"] >= 3).sum())
+    lines += [
+        f"Of the {dead} runs judged dead in the table, {len(v)} have a recorded curve (the others "
+        f"were trained before curves were kept); {overturned} of these fired again later "
+        f"(an overturned verdict); {validated} were followed at least three spans of the rule past "
+        "their verdict. A verdict followed for less than that has not been tested: a run may "
+        "stay silent longer and recover (the rule's span was set from the longest silence seen "
+        "to end). `stop_on_collapse` is off by default for that reason: `train` then only says "
+        "when a run is judged dead and trains on.",
+        "",
+        "| lr | hidden biases | seed | verdict at step | followed after it (steps) | spans of "
+        "the rule | fired again at step | IC acc at the last step |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for _, x in v.sort_values(
+        ["lr", "hidden_bias", "seed"], ascending=[False, True, True]
+    ).iterrows():
+        lines.append(
+            f"| {x['lr']:g} | {x['hidden_bias']} | {int(x['seed'])} | {int(x['verdict'])} | "
+            f"{int(x['followed'])} | {x['spans']:.1f} | {_num(x['fired_again'])} | "
+            f"{x['final_ic_acc']:.3f} |"
+        )
+    return lines + [""]
+
+
 def render_collapse_rate(experiment, rows: pd.DataFrame, extra: dict | None = None) -> str:
     bad = sorted(set(rows["hidden_bias"].astype(str)) - set(FORMS))
     if bad:
@@ -370,7 +435,8 @@ def render_collapse_rate(experiment, rows: pd.DataFrame, extra: dict | None = No
             "no recovery measured in these data, and is provisional."
         )
     curves = (extra or {}).get(CURVES)
-    lines += ["", *warning_lines(rows, curves if curves is not None else pd.DataFrame())]
+    lines += ["", *_verdict_lines(rows, curves)]
+    lines += [*warning_lines(rows, curves if curves is not None else pd.DataFrame())]
     lines += ["## Deviations from the paper", ""]
     lines += [f"- {d}" for d in experiment.deviations]
     lines += reproduce_lines(

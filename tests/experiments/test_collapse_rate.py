@@ -16,6 +16,7 @@ from experiments.catalog.collapse_rate import (
     holm,
     mcnemar_exact,
     render_collapse_rate,
+    verdicts,
 )
 from interp.analysis.collapse import clopper_pearson, rates
 from interp.experiments import get_experiment
@@ -75,6 +76,24 @@ def test_each_run_gets_its_fate(tmp_path):
     assert alive["fate"] == "alive" and math.isnan(alive["fate_step"])
     short = fate_row(_run(tmp_path, "short", flat[:9], np.full(9, 0.3)))
     assert short["fate"] == "unfinished" and short["steps_done"] == 2000
+
+
+def test_verdicts_say_what_each_judged_run_did_after():
+    """At lr 0.03 the span is 225 / 0.03 = 7500 steps: both runs silent from step 500 are judged
+    dead at 8000; one fires again at 12000 (an overturned verdict), the other never; both are
+    followed 7000 steps past the verdict, 0.93 spans. A run that never fell silent has none."""
+    silent = np.where(STEPS >= 500, 0.001, 0.5)
+    back = np.where((STEPS >= 500) & (STEPS < 12000), 0.001, 0.5)
+    runs = enumerate([silent, back, np.full(len(STEPS), 0.4)])
+    curves = pd.concat(
+        pd.DataFrame({"lr": 0.03, "seed": seed, "step": STEPS, "active_last": active})
+        for seed, active in runs
+    ).assign(hidden_bias="scalar", ic_acc=0.03)
+    v = verdicts(curves).set_index("seed")
+    assert list(v.index) == [0, 1]
+    assert (v["verdict"] == 8000).all() and (v["followed"] == 7000).all()
+    assert v["spans"].tolist() == pytest.approx([7000 / 7500] * 2)
+    assert math.isnan(v.loc[0, "fired_again"]) and v.loc[1, "fired_again"] == 12000
 
 
 def _rows(fates: dict) -> pd.DataFrame:
