@@ -36,8 +36,9 @@ MAX_LAYERS = 3
 PANEL = "active units (IC set)"
 """The row of the progress-measure figure the measures are drawn in."""
 
-# Paul Tol's muted scheme (colour-blind safe): the Okabe & Ito colours are the other measures'
-COLORS = ("#882255", "#44AA99", "#117733")
+# Paul Tol's muted scheme (colour-blind safe; the Okabe & Ito colours are the other measures'):
+# wine, olive and indigo, apart from every other measure's colour (no teal or green beside TILA2)
+COLORS = ("#882255", "#999933", "#332288")
 
 
 def hidden_hook(k: int) -> str:

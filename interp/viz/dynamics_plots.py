@@ -267,8 +267,9 @@ def plot_fit_overlay(
         fig.update_yaxes(title_text="loss", row=1, col=1)
     if unit_cols:
         fig.update_yaxes(title_text="value", range=[-0.02, 1.02], row=1, col=len(panels))
-    # one panel: taller, so that it keeps its height under the title and the legend in a column
-    height = 420 if len(panels) > 1 else 500
+    # one panel: about 7 x 4 in printed two columns wide with its title and legend (in a column,
+    # apply_paper_style keeps it at least 0.7 as tall as wide)
+    height = 420 if len(panels) > 1 else 300
     fig.update_layout(title=_title(title, note), width=420 * len(panels) + 220, height=height)
     return fig
 

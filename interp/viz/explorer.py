@@ -29,6 +29,7 @@ import torch
 from interp.io.escape import html_attr, html_text, json_for_script
 from interp.viz.plots import (
     METRIC_COLORS,
+    METRIC_DASHES,
     METRIC_LABELS,
     SEQUENTIAL_SCALE,
     progress_panels,
@@ -250,16 +251,19 @@ def explorer_data(run, config: ExplorerConfig | None = None) -> dict:
 
 
 def _measure_styles(metrics, columns: Sequence[str]) -> dict:
-    """``labels``, ``colors`` and ``dashes`` of the measures' curves: a curve equal to one drawn
-    before it (at B = 1 the induction score is TILA2) is dashed and labelled ``"X (= Y)"``, so
-    both stay visible on the shared axis and each has its legend entry."""
+    """``labels``, ``colors`` and ``dashes`` of the measures' curves, each in its own dash
+    (:data:`interp.viz.plots.METRIC_DASHES`: the previous-token score, which tracks ILA1, is
+    dashed); a curve equal to one drawn before it (at B = 1 the induction score is TILA2) is
+    labelled ``"X (= Y)"`` and drawn in a dash other than its twin's, so both stay visible on the
+    shared axis and each has its legend entry."""
     labels, dashes = {}, {}
     for i, c in enumerate(columns):
         twin = next((d for d in columns[:i] if same_curve({"run": metrics}, c, d)), None)
         labels[c] = METRIC_LABELS.get(c, c)
+        dashes[c] = METRIC_DASHES.get(c, "solid")
         if twin is not None:
             labels[c] += f" (= {METRIC_LABELS.get(twin, twin)})"
-        dashes[c] = "solid" if twin is None else "dash"
+            dashes[c] = "dot" if dashes[twin] == "dash" else "dash"
     colors = {c: METRIC_COLORS.get(c, "#000000") for c in columns}
     return {"labels": labels, "colors": colors, "dashes": dashes}
 

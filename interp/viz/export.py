@@ -82,6 +82,7 @@ class PaperStyle:
         min_font_pt: no text of the styled figure is smaller (tick labels, legends, panel
             titles, colour bars, text in cells); crowded category tick labels are thinned out
             instead of shrunk.
+        max_height_in: no styled figure is taller (a page's text block: about 7 x 9 in).
     """
 
     width_in: Real
@@ -91,9 +92,10 @@ class PaperStyle:
     aspect: Real = 0.75
     colorway: tuple[str, ...] = OKABE_ITO
     min_font_pt: Real = 7.0
+    max_height_in: Real = 9.0
 
     def __post_init__(self) -> None:
-        for field in ("width_in", "font_pt", "title_pt", "dpi", "aspect", "min_font_pt"):
+        for field in (f.name for f in dataclasses.fields(self) if f.name != "colorway"):
             if not getattr(self, field) > 0:
                 raise ValueError(f"PaperStyle.{field} must be > 0, got {getattr(self, field)}")
 
@@ -152,7 +154,8 @@ def apply_paper_style(fig: go.Figure, style: str | PaperStyle) -> go.Figure:
 
     The width becomes the style's column width; the height keeps the figure's own aspect ratio
     (or the style's, if the figure sets no size; at least 0.7 below 5 in, so that a wide figure
-    put in a column keeps panels of some height). Fonts shrink to print sizes, margins tighten,
+    put in a column keeps panels of some height), up to ``style.max_height_in`` (9 in: a page's
+    text block) with the legend and the title. Fonts shrink to print sizes, margins tighten,
     the background turns white and traces without an explicit colour take the Okabe-Ito palette.
 
     No text ends up smaller than ``style.min_font_pt`` (7 pt by default): sizes a figure set
@@ -169,8 +172,7 @@ def apply_paper_style(fig: go.Figure, style: str | PaperStyle) -> go.Figure:
     """
     style = paper_style(style)
     out = go.Figure(fig)
-    width = out.layout.width
-    height = out.layout.height
+    width, height = out.layout.width, out.layout.height
     aspect = height / width if width and height else style.aspect
     if style.width_in < _NARROW_IN:  # a wide figure in a column: panels not squashed flat
         aspect = max(aspect, _NARROW_MIN_ASPECT)
@@ -178,11 +180,13 @@ def apply_paper_style(fig: go.Figure, style: str | PaperStyle) -> go.Figure:
     title_px = style.title_pt * _PX_PER_PT
     title = _wrap_title(out.layout.title.text, style.width_px - 20, title_px)
     top = _top_margin(out, title, title_px, font_px)
+    # the panels keep their height when a wrapped title needs more room above them; they give up
+    # some where the figure would not fit a page
+    height = style.width_px * aspect + _legend_height(out, style, font_px) + max(0, top - 70)
     out.update_layout(
         template="simple_white",
         width=style.width_px,
-        # the panels keep their height when a wrapped title needs more room above them
-        height=style.width_px * aspect + _legend_height(out, style, font_px) + max(0, top - 70),
+        height=min(height, style.max_height_in * _PX_PER_IN),
         font={"family": "Arial, Helvetica, sans-serif", "size": font_px, "color": "black"},
         title={"font": {"size": title_px}},
         # Below the panels, laid out in rows: a column-wide figure has no room at the side.
@@ -199,12 +203,7 @@ def apply_paper_style(fig: go.Figure, style: str | PaperStyle) -> go.Figure:
         colorway=list(style.colorway),
         # Room for a second title line (the deviation note) when there is one, and for
         # two-line subplot titles, which would otherwise run into it.
-        margin={
-            "l": 50,
-            "r": 15,
-            "t": top,
-            "b": 40,
-        },
+        margin={"l": 50, "r": 15, "t": top, "b": 40},
     )
     if title:
         out.layout.title.text = title
@@ -327,13 +326,14 @@ def _thin_crowded_ticks(fig: go.Figure, min_px: float) -> None:
 
 
 def _thin_labels(axis, every: int) -> None:
-    """Keep every ``every``-th label of a category axis, counted from the last (the query, xq,
-    is always labelled); an even step keeps one role (items x1, x2, ... and xq; their labels
-    l_i not)."""
+    """Keep the last label of a category axis (the query, xq) and every ``every``-th from the
+    second, none nearer the last than ``every - 1`` (xq's short glyphs leave room): an even step
+    keeps the label tokens l1, l2, ..., the rows and keys that the attention points at."""
     if every > 1:
         every += every % 2
         last = len(axis.ticktext) - 1
-        axis.ticktext = [t if (last - i) % every == 0 else "" for i, t in enumerate(axis.ticktext)]
+        keep = {last} | {i for i in range(1, last - every + 2, every)}
+        axis.ticktext = [t if i in keep else "" for i, t in enumerate(axis.ticktext)]
 
 
 # Room a y axis needs left of its panel, in font sizes: tick labels of up to ~4 characters

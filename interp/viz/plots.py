@@ -6,7 +6,7 @@ Every function takes plain data (metrics DataFrames in the run-directory format 
 plotted data, paper style) lives in :mod:`interp.viz.export`.
 
 Callers that depart from the paper's settings (Reddy, ICLR 2024) pass a ``note`` such as
-``"Adam lr 1e-3 (paper: SGD 0.01)"``; it is printed under the title so that a figure never
+``"Adam lr 1e-3 (author's code: SGD 0.01)"``; it is printed under the title so that a figure never
 silently passes for the paper's.
 """
 
@@ -74,8 +74,9 @@ METRIC_COLORS = MeasureTable(
 )
 
 
-# Dashes of curves that run close to another of their panel (IC2 accuracy tracks IC accuracy).
-METRIC_DASHES = {"ic2_acc": "dash", "ic2_loss": "dash"}
+# Dashes of curves that run close to another on a shared axis (IC2 accuracy tracks IC accuracy;
+# the previous-token score tracks ILA1 from the jump on, beside it in the explorer).
+METRIC_DASHES = {"ic2_acc": "dash", "ic2_loss": "dash", "prev_token_score": "dash"}
 
 
 def progress_panels() -> tuple[tuple[str, tuple[str, ...]], ...]:
@@ -705,6 +706,11 @@ def _every_token(
     return out
 
 
+# Where a snapshot panel names its layer: the top right, above the diagonal (causally masked).
+_MASKED_CORNER = {"xref": "x domain", "yref": "y domain", "x": 0.97, "y": 0.97}
+_MASKED_CORNER |= {"xanchor": "right", "yanchor": "top", "showarrow": False}
+
+
 def plot_attention_snapshots(
     patterns: Float[np.ndarray, "step layer query_pos key_pos"],
     steps: Steps,
@@ -721,7 +727,8 @@ def plot_attention_snapshots(
 
     The print companion of :func:`plot_attention_maps`: pass a few key checkpoints that look
     different (e.g. :func:`interp.viz.figures.key_checkpoints`: start, plateau, jump, end). Every
-    token is labelled on the outer axes.
+    token is labelled on the outer axes (in print, where 7-pt labels crowd, the label tokens and
+    the query: :func:`interp.viz.export.apply_paper_style`).
 
     Args:
         patterns: attention weights per checkpoint and layer.
@@ -730,12 +737,15 @@ def plot_attention_snapshots(
         hover: longer description per position; defaults to the role labels.
         title: figure title.
         note: deviations from the paper's settings, printed under the title.
-        captions: a short text per checkpoint (e.g. ``"plateau, IC acc 0.09"``) added to the
-            panel titles of its first layer.
+        captions: a short text per checkpoint (e.g. ``"IC acc 0.09"``), under its step: at the
+            head of its column, or with ``tall`` on each panel of its row.
         tall: checkpoints down, layers across (two panels a row: ~1.5 in each at 3.5 in).
 
     Returns:
-        A grid of heatmaps sharing one colour scale.
+        A grid of heatmaps sharing one colour scale. The panel titles name the checkpoints
+        (``"step 500<br>IC acc 0.09"``): across (the default) once atop each column, with
+        ``tall`` over both panels of each row; each panel names its layer in its empty, causally
+        masked corner (top right).
     """
     labels = list(token_labels)
     patterns = _check_patterns(patterns, steps, labels)
@@ -743,30 +753,25 @@ def plot_attention_snapshots(
     if captions is not None and len(captions) != n_step:
         raise ValueError(f"{len(captions)} captions for {n_step} checkpoints")
     categories = _categories(hover, labels)
-
-    def panel_title(layer: int, s: int) -> str:
-        text = f"layer {layer + 1}, step {steps[s]}"
-        if captions is not None and layer == 0 and captions[s]:
-            text = f"{captions[s]}<br>{text}"
-        return text
-
-    # cell (layer, checkpoint) -> (row, col) of the grid
     rows, cols = (n_step, n_layer) if tall else (n_layer, n_step)
 
-    def cell(layer: int, s: int) -> tuple[int, int]:
+    def cell(layer: int, s: int) -> tuple[int, int]:  # (row, col) of a panel
         return (s + 1, layer + 1) if tall else (layer + 1, s + 1)
 
-    titles = [""] * (rows * cols)
-    for layer in range(n_layer):
+    heads = [f"step {step}" for step in steps]
+    if captions is not None:
+        heads = [f"{h}<br>{c}" if c else h for h, c in zip(heads, captions, strict=True)]
+    titles = [""] * (rows * cols)  # across: the checkpoint heads its column, the top panel only
+    for layer in range(n_layer if tall else 1):
         for s in range(n_step):
             r, c = cell(layer, s)
-            titles[(r - 1) * cols + (c - 1)] = panel_title(layer, s)
+            titles[(r - 1) * cols + c - 1] = heads[s]
     fig = make_subplots(
         rows=rows,
         cols=cols,
         subplot_titles=titles,
         horizontal_spacing=0.08 if tall else 0.04,
-        vertical_spacing=0.09 if tall else 0.16,
+        vertical_spacing=0.09 if tall else 0.05,
     )
     for layer in range(n_layer):
         for s, step in enumerate(steps):
@@ -781,6 +786,7 @@ def plot_attention_snapshots(
                 row=r,
                 col=c,
             )
+            fig.add_annotation(text=f"layer {layer + 1}", row=r, col=c, **_MASKED_CORNER)
     # Every panel has the same tokens: label the outer axes only, leaving room for panel titles.
     # Small, vertical key labels: a print panel is ~1.4 in wide for 2N + 1 tokens.
     fig.update_xaxes(showticklabels=False, **_every_token(labels, categories, angle=-90, size=7))
@@ -789,6 +795,6 @@ def plot_attention_snapshots(
         autorange="reversed", showticklabels=False, **_every_token(labels, categories, size=7)
     )
     fig.update_yaxes(title_text="query", showticklabels=True, col=1)
-    size = (230 * cols + 160, 250 * rows + 120) if tall else (260 * cols + 160, 260 * rows + 160)
+    size = (230 * cols + 160, 250 * rows + 120) if tall else (260 * cols + 160, 230 * rows + 160)
     fig.update_layout(title=_title(title, note), width=size[0], height=size[1])
     return fig

@@ -1,6 +1,7 @@
-"""Every standard figure at single and double width, read back from its SVG: axis titles outside
-other panels' plot areas, a drawn trace for every legend entry, one-line subtitles; and the jump's
-observed transition under one name, with one value, in the CLI, the report and the figures."""
+"""Every standard figure at single and double width, read back from its SVG: within a page's text
+block, axis titles outside other panels' plot areas, a drawn trace for every legend entry, one-line
+subtitles, the attention snapshots' label tokens named without overlap; and the jump's observed
+transition under one name, with one value, in the CLI, the report and the figures."""
 
 from __future__ import annotations
 
@@ -27,7 +28,8 @@ MID = 2000.0  # the IC-accuracy midpoint of the synthetic curves
 
 def jump_metrics() -> pd.DataFrame:
     """A run's curves with a clean jump: IC accuracy a logistic with its midpoint at 2000, the IC
-    loss falling with it, CLA up early, the induction score equal to TILA2 (B = 1)."""
+    loss falling with it, CLA up early, the induction score equal to TILA2 (B = 1), the active
+    units of the three hidden layers (the progress figure's fourth panel)."""
     steps = np.arange(0, 3001, 50)
     s = 1 / (1 + np.exp(-(steps - MID) / 120))
     loss = np.log(8) * (1 - s) + 0.05
@@ -46,6 +48,9 @@ def jump_metrics() -> pd.DataFrame:
             "cla": 0.95 - 0.6 * np.exp(-steps / 300),
             "prev_token_score": 0.15 + 0.6 * s,
             "induction_score": tila2,
+            "active_h1": 0.9 - 0.1 * s,
+            "active_h2": 0.8 - 0.2 * s,
+            "active_h3": 0.7 - 0.3 * s,
         }
     )
 
@@ -177,6 +182,72 @@ def test_attention_snapshots_label_the_query_row(svgs):
     root = ET.parse(svgs["double"] / "attention_snapshots.svg").getroot()
     ticks = [t.text for g in root.iter(f"{SVG}g") if g.get("class") == "ytick" for t in g]
     assert "xq" in ticks
+
+
+def test_every_standard_figure_fits_a_page(svgs):
+    """At most the column's width by 9 in (a page's text block is about 7 x 9 in); the fit
+    overlay's one panel at most 4 in tall at double width."""
+    for width, inches in (("single", 3.5), ("double", 7.0)):
+        files = sorted(svgs[width].glob("*.svg"))
+        assert {p.stem for p in files} >= set(STANDARD)
+        for path in files:
+            root = ET.parse(path).getroot()
+            w, h = float(root.get("width")), float(root.get("height"))
+            assert w == pytest.approx(inches * 96), path.name
+            assert h <= 9 * 96, f"{path.name} at {width}: {h / 96:.2f} in tall"
+    overlay = ET.parse(svgs["double"] / "fit_overlay_run.svg").getroot()
+    assert float(overlay.get("height")) <= 4 * 96
+
+
+# Height of lowercase letters without ascender (x, q) and of letters with one or digits (l1), in
+# font sizes (Arial): the query's label needs less room after the label token before it.
+_X_HEIGHT, _ASCENT = 0.52, 0.72
+
+
+def _tick_labels(root) -> dict[str, list[tuple[float, str, float]]]:
+    """Axis (``x5``, ``y``) -> (position along the axis, text, font size) of its shown tick
+    labels, in order along the axis."""
+    out: dict[str, list] = {}
+    for g in root.iter(f"{SVG}g"):
+        m = re.fullmatch(r"([xy]\d*)tick", g.get("class") or "")
+        for text in g if m else ():
+            if not (text.text or "").strip():
+                continue
+            x, y = (float(v) for v in re.findall(r"[-\d.]+", text.get("transform"))[:2])
+            size = float(re.search(r"font-size: ([\d.]+)px", text.get("style"))[1])
+            out.setdefault(m[1], []).append((x if m[1][0] == "x" else y, text.text, size))
+    return {axis: sorted(ticks) for axis, ticks in out.items()}
+
+
+@pytest.mark.parametrize("width", ["single", "double"])
+def test_attention_snapshots_name_the_label_tokens(tmp_path, width):
+    """17 tokens (N = 8) crowd a print panel at 7 pt: the labels shown are the label tokens
+    (where layer 1's previous-token diagonal and layer 2's query point) and the query, on every
+    labelled axis, and no two of them overlap."""
+    from interp.viz import plots
+    from interp.viz.export import export_figure
+
+    n = 17
+    patterns = np.random.default_rng(0).dirichlet(np.ones(n), size=(4, 2, n))
+    fig = plots.plot_attention_snapshots(
+        patterns,
+        [0, 100, 200, 300],
+        plots.token_labels(8),
+        captions=["IC acc 0.12"] * 4,
+        tall=width == "single",  # as the figure set draws it in a column
+    )
+    (svg,) = export_figure(fig, tmp_path / "snapshots", ("svg",), style=width, csv=False)
+    axes = _tick_labels(ET.parse(svg).getroot())
+    assert len(axes) == 6, sorted(axes)  # the outer axes: 4 + 2 (2 + 4 with tall)
+    for axis, ticks in axes.items():
+        texts = [t for _, t, _ in ticks]
+        assert texts[-1] == "xq" and texts[0] == "l1", (axis, texts)
+        assert all(re.fullmatch(r"l[1-8]", t) for t in texts[:-1]), (axis, texts)
+        for (a, _, size), (b, text, _) in zip(ticks, ticks[1:], strict=False):
+            room = (_X_HEIGHT if text == "xq" else _ASCENT) * size
+            assert b - a >= room, f"{axis}: {text} overlaps the label before it"
+    if width == "double":
+        assert [t for _, t, _ in axes["y"]] == [f"l{i}" for i in range(1, 9)] + ["xq"]
 
 
 def test_tidy_csv_has_a_row_per_step_and_a_column_per_curve(svgs):

@@ -50,10 +50,10 @@ def test_the_snapshot_grid_was_under_7_pt_and_is_not_once_styled():
         styled = export.apply_paper_style(fig, width)
         assert styled.layout.width == pytest.approx(inches * 96)
         assert export.smallest_font_pt(styled) >= 7.0 - 1e-9
-    # 17 key labels do not fit a 3.5-in, four-column grid at 7 pt: every k-th is kept
+    # 17 key labels do not fit a 3.5-in, four-column grid at 7 pt: label tokens and the query kept
     single = export.apply_paper_style(fig, "single")
     shown = [t for t in single.layout.xaxis.ticktext if t]
-    assert 1 < len(shown) < 17 and shown[0] == "x1"
+    assert 1 < len(shown) < 17 and shown[0] == "l1" and shown[-1] == "xq"
 
 
 def test_paper_style_widths():

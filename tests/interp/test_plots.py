@@ -214,14 +214,21 @@ def test_attention_snapshots_grid():
     labels = plots.token_labels(2)
     fig = plots.plot_attention_snapshots(fake_patterns(3), [0, 50, 100], labels)
     assert len(fig.data) == 6
-    # each checkpoint heads its column; each row's query axis names its layer
-    assert [a.text for a in fig.layout.annotations] == ["step 0", "step 50", "step 100"]
-    assert [fig.layout[f"yaxis{i}"].title.text for i in (1, 4)] == [
-        "layer 1: query",
-        "layer 2: query",
+    # each checkpoint heads its column; each panel names its layer in its masked corner
+    titles = [a.text for a in fig.layout.annotations if a.yref == "paper"]
+    assert titles == ["step 0", "step 50", "step 100"]
+    corners = [(a.text, a.xref, a.x, a.y) for a in fig.layout.annotations if a.yref != "paper"]
+    assert [c[:2] for c in corners] == [
+        ("layer 1", "x domain"),
+        ("layer 1", "x2 domain"),
+        ("layer 1", "x3 domain"),
+        ("layer 2", "x4 domain"),
+        ("layer 2", "x5 domain"),
+        ("layer 2", "x6 domain"),
     ]
+    assert all(x > 0.9 and y > 0.9 for *_, x, y in corners)  # top right: above the diagonal
     assert sum(bool(t.showscale) for t in fig.data) == 1  # one shared colour bar
-    assert fig.layout.xaxis4.title.text == "key"
+    assert fig.layout.xaxis4.title.text == "key" and fig.layout.yaxis4.title.text == "query"
     # every token labelled on the outer axes (plotly would thin crowded labels out)
     assert fig.layout.xaxis4.tickmode == "array" and list(fig.layout.xaxis4.tickvals) == labels
     assert fig.layout.xaxis4.showticklabels and not fig.layout.xaxis1.showticklabels
@@ -238,6 +245,7 @@ def test_the_snapshot_captions_belong_to_their_whole_checkpoint():
     fig = plots.plot_attention_snapshots(fake_patterns(3), [0, 50, 100], labels, captions=captions)
     notes = [a for a in fig.layout.annotations if "IC acc" in a.text]
     assert [a.text for a in notes] == [f"step {s}<br>{c}" for s, c in zip((0, 50, 100), captions)]
+    assert all(a.yref == "paper" for a in notes)
     top = max(fig.layout[f"yaxis{i}"].domain[1] for i in range(1, 7))
     for col, note in enumerate(notes, start=1):
         x0, x1 = fig.layout[f"xaxis{col}"].domain
@@ -245,11 +253,11 @@ def test_the_snapshot_captions_belong_to_their_whole_checkpoint():
     tall = plots.plot_attention_snapshots(
         fake_patterns(2), [0, 50], labels, captions=captions[:2], tall=True
     )
-    assert [a.text for a in tall.layout.annotations] == [
-        "layer 1, step 0<br>IC acc 0.10",
-        "layer 2, step 0<br>IC acc 0.10",
-        "layer 1, step 50<br>IC acc 0.55",
-        "layer 2, step 50<br>IC acc 0.55",
+    assert [a.text for a in tall.layout.annotations if a.yref == "paper"] == [
+        "step 0<br>IC acc 0.10",
+        "step 0<br>IC acc 0.10",
+        "step 50<br>IC acc 0.55",
+        "step 50<br>IC acc 0.55",
     ]
     assert tall.layout.yaxis3.title.text == "query" and not tall.layout.yaxis4.title.text
 
