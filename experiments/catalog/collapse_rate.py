@@ -367,6 +367,64 @@ def _verdict_lines(rows: pd.DataFrame, curves: pd.DataFrame | None) -> list[str]
     return lines + [""]
 
 
+DECLARED_FIRST = 12
+"""Seeds below this were measured first: the forecast they give is scored on the later seeds."""
+
+
+def _law_chance(form: str, lr: float, budget: int) -> float:
+    """The stored law's probability of a transition within ``budget`` at paper-fig3 with this
+    form and learning rate (plain SGD), before any collapse risk."""
+    from interp.train.overrides import build_configs
+    from phenomenology.transition_law import StoredLaw, law_inputs
+
+    sets = {"hidden_bias": form, "lr": str(lr), "steps": str(budget), "optimizer": "sgd"}
+    task, model, train, _ = build_configs("paper-fig3", sets, None)
+    fields, _ = law_inputs(task, model, train)
+    return float(StoredLaw.load().forecast(fields).p_within(budget))
+
+
+def _calibration_lines(rows: pd.DataFrame) -> list[str]:
+    """``forecast``'s P from the seeds measured first against the share on the later seeds."""
+    from interp.analysis.collapse import clopper_pearson
+
+    lines = ["## Forecast against held-out seeds", ""]
+    fated = rows[rows["fate"].isin(FATES[:3])]
+    later = fated[fated["seed"] >= DECLARED_FIRST]
+    if not len(later):
+        return lines + [
+            f"No seed at or above {DECLARED_FIRST} has a fate yet: nothing to score.",
+            "",
+        ]
+    lines += [
+        f"What `forecast` says from seeds 0-{DECLARED_FIRST - 1} (its P: the share of them that "
+        "transitioned within the budget; beside it what the law times their survival would say) "
+        f"against what the later seeds did. A P inside the later seeds' 95% interval is "
+        "consistent with them.",
+        "",
+        "| lr | hidden biases | budget | P (seeds measured first) | law x survival | later "
+        "seeds: transitioned / with a fate | share (95% CI) | P inside |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for (lr, form), held in later.groupby(["lr", "hidden_bias"], sort=True):
+        first = fated[(fated["lr"] == lr) & (fated["hidden_bias"] == form)]
+        first = first[first["seed"] < DECLARED_FIRST]
+        budget = int(held["steps"].min())
+        k0 = int(((first["fate"] == "transitioned") & (first["fate_step"] <= budget)).sum())
+        n0 = len(first)
+        survival = 1 - int((first["fate"] == "dead").sum()) / n0 if n0 else math.nan
+        law = _law_chance(form, float(lr), budget) * survival
+        k = int(((held["fate"] == "transitioned") & (held["fate_step"] <= budget)).sum())
+        low, high = clopper_pearson(k, len(held))
+        p = k0 / n0 if n0 else math.nan
+        inside = "yes" if low <= p <= high else "no"
+        lines.append(
+            f"| {lr:g} | {form} | {budget} | {p:.2f} ({k0} of {n0}) | {law:.2f} | {k} / "
+            f"{len(held)} | {k / len(held):.2f} ({low:.2f}-{high:.2f}) | {inside} (law x "
+            f"survival: {'yes' if low <= law <= high else 'no'}) |"
+        )
+    return lines + [""]
+
+
 def render_collapse_rate(experiment, rows: pd.DataFrame, extra: dict | None = None) -> str:
     bad = sorted(set(rows["hidden_bias"].astype(str)) - set(FORMS))
     if bad:
@@ -435,7 +493,7 @@ def render_collapse_rate(experiment, rows: pd.DataFrame, extra: dict | None = No
             "no recovery measured in these data, and is provisional."
         )
     curves = (extra or {}).get(CURVES)
-    lines += ["", *_verdict_lines(rows, curves)]
+    lines += ["", *_verdict_lines(rows, curves), *_calibration_lines(rows)]
     lines += [*warning_lines(rows, curves if curves is not None else pd.DataFrame())]
     lines += ["## Deviations from the paper", ""]
     lines += [f"- {d}" for d in experiment.deviations]

@@ -133,6 +133,18 @@ def test_the_page_counts_runs_and_names_missing_seeds_never_more():
     assert "2 comparisons are made on this page" in page
 
 
+def test_the_forecast_from_the_first_seeds_is_scored_on_the_later_ones():
+    """Seeds 0-11: 6 transitioned within 15000 steps, 2 dead, 4 alive: forecast's P is 6 / 12;
+    seeds 12-15 (held out): 1 of 4 transitioned, whose exact 95% interval holds 0.5."""
+    first = ["transitioned"] * 6 + ["dead"] * 2 + ["alive"] * 4
+    rows = _rows({(0.03, "scalar"): first + ["transitioned", "alive", "alive", "dead"]})
+    rows["fate_step"] = [9000.0 if f == "transitioned" else math.nan for f in rows["fate"]]
+    page = render_collapse_rate(get_experiment("collapse-rate"), rows)
+    low, high = clopper_pearson(1, 4)
+    assert "| 0.03 | scalar | 15000 | 0.50 (6 of 12) | " in page
+    assert f"| 1 / 4 | 0.25 ({low:.2f}-{high:.2f}) | yes (law x survival: " in page
+
+
 def test_the_committed_page_is_rendered_from_the_committed_rows():
     from interp.experiments.core import RESULTS_DIR, page_text
 
