@@ -529,7 +529,7 @@ def fit_run(
     Returns:
         The :func:`fit_curve` dict plus ``run_dir``.
     """
-    from interp.io.checkpoints import write_json_atomic
+    from interp.io.atomic import write_json_atomic
     from interp.io.rundir import Run, load_run
 
     run = run_dir if isinstance(run_dir, Run) else load_run(run_dir)

@@ -14,6 +14,8 @@ examples:
 
 from __future__ import annotations
 
+import importlib.abc
+import importlib.util
 import logging
 import os
 import sys
@@ -114,6 +116,53 @@ def _setup_logging() -> None:
         logger.propagate = False
 
 
+def _raised_by_training(err: BaseException, name: str) -> bool:
+    """Whether ``err`` is training's exception ``name`` (``TrainingInterrupted``,
+    ``TrainingDiverged``). Only training raises them, so they are looked up where its module is
+    already imported: a command that trains nothing does not import it (nor torch and
+    TransformerLens with it) to name them."""
+    training = sys.modules.get("interp.train.training")
+    return training is not None and isinstance(err, getattr(training, name))
+
+
+class _AfterImport(importlib.abc.MetaPathFinder):
+    """Calls ``then()`` once the module ``name`` has been imported, by whatever imports it first
+    (a finder consulted before the others, once: it then steps aside)."""
+
+    def __init__(self, name: str, then) -> None:
+        self.name, self.then = name, then
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname != self.name:
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(fullname)
+        loader = spec.loader if spec is not None else None
+        if loader is None or not hasattr(loader, "exec_module"):
+            return spec
+        exec_module, then = loader.exec_module, self.then
+
+        def exec_then(module) -> None:
+            exec_module(module)
+            then()
+
+        loader.exec_module = exec_then
+        return spec
+
+
+def _apply_thread_policy() -> None:
+    """One torch thread in every command (:func:`interp.train.threads.apply_thread_policy`;
+    train's ``num_threads`` and llc's ``--threads`` override it): applied now if torch is
+    imported, else as soon as anything imports it, so that a command that runs no model does not
+    import torch for its policy."""
+    from interp.train.threads import apply_thread_policy
+
+    if "torch" in sys.modules:
+        apply_thread_policy()
+    elif not any(isinstance(f, _AfterImport) for f in sys.meta_path):
+        sys.meta_path.insert(0, _AfterImport("torch", apply_thread_policy))
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``induction-cliff`` command.
 
@@ -134,10 +183,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     args = make_parser().parse_args(argv)
     _setup_logging()
-    from interp.train.threads import apply_thread_policy
-
-    apply_thread_policy()  # one torch thread; train's num_threads and llc's --threads override it
-    from interp.io.rundir import register_lazy_run_kind
+    _apply_thread_policy()
+    from interp.io.run_kinds import register_lazy_run_kind
 
     # Every command reopens the minimal model's runs; its module (TransformerLens, pandas) is
     # imported only when one is opened.
@@ -146,19 +193,18 @@ def main(argv: list[str] | None = None) -> int:
     )
     from interp.io.errors import EXIT_UNEXPECTED, WriteError, exit_code
     from interp.io.interrupt import signal_of
-    from interp.train.training import TrainingDiverged, TrainingInterrupted
 
     try:
         _check_runs_plugins(args)
         return args.func(args)
-    except TrainingInterrupted as err:
-        return 128 + err.signum
     except KeyboardInterrupt as err:  # 130 for Ctrl-C, 143 for SIGTERM (Interrupted.signum)
+        if _raised_by_training(err, "TrainingInterrupted"):
+            return 128 + err.signum
         return 128 + signal_of(err)
-    except TrainingDiverged as err:
-        print_error(_one_line(err))
-        return 3
     except Exception as err:
+        if _raised_by_training(err, "TrainingDiverged"):
+            print_error(_one_line(err))
+            return 3
         code = exit_code(err)
         if code == EXIT_UNEXPECTED:
             if os.environ.get("INDUCTION_CLIFF_TRACEBACK"):

@@ -15,13 +15,12 @@ import math
 import os
 from collections.abc import Callable, Mapping
 
-from interp.config.train_config import MAX_STEPS
 from interp.io.errors import ResourceError
 
 __all__ = [
     "is_out_of_memory",
     "out_of_memory_error",
-    "MAX_STEPS",
+    "MAX_STEPS",  # noqa: F822  (train_config's, by __getattr__ below)
     "MAX_BOOTSTRAP",
     "MAX_EXPLORER_SEQUENCES",
     "check_count",
@@ -31,6 +30,17 @@ __all__ = [
     "disk_estimate",
     "check_free_space",
 ]
+
+
+def __getattr__(name: str):
+    # The steps bound is train_config's, read from there when asked for: that module imports
+    # torch, which a command that runs no model does not.
+    if name == "MAX_STEPS":
+        from interp.config.train_config import MAX_STEPS
+
+        return MAX_STEPS
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 MAX_BOOTSTRAP = 100_000  # bootstrap replicates of an interval
 MAX_EVAL_SEQUENCES = 10_000_000  # sequences of an evaluation set asked with --n

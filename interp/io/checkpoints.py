@@ -14,10 +14,7 @@ import re
 import stat
 import zipfile
 from pathlib import Path
-
-import torch
-from safetensors import SafetensorError, safe_open
-from safetensors.torch import load_file, save
+from typing import TYPE_CHECKING
 
 from interp.io.atomic import (
     write_bytes_atomic,
@@ -26,6 +23,9 @@ from interp.io.atomic import (
     write_with_atomic,
 )
 from interp.io.errors import CheckpointError, RunDirectoryError
+
+if TYPE_CHECKING:
+    import torch
 
 __all__ = [
     "RESUME_NAME",
@@ -70,6 +70,9 @@ def weights_path(directory: Path, step: int) -> Path:
 def save_weights(directory: Path, step: int, model: torch.nn.Module, *, root=None) -> Path:
     """Save the model's parameters and buffers as ``step_{step:08d}.safetensors`` (``root``: the
     run directory, below which no link is followed; :mod:`interp.io.atomic`)."""
+    import torch
+    from safetensors.torch import save
+
     # A copy of each tensor: parameters may be views into a larger (stacked) tensor.
     state = {
         k: v.detach().cpu().clone(memory_format=torch.contiguous_format)
@@ -105,6 +108,8 @@ def check_state(state: dict, model: torch.nn.Module, path: Path) -> None:
 
 def _tensor_problem(have: torch.Tensor, want: torch.Tensor) -> str | None:
     """Why the saved tensor ``have`` cannot stand for the model's ``want`` (None: it can)."""
+    import torch
+
     if tuple(have.shape) != tuple(want.shape):
         return f"has shape {list(have.shape)}, this model's is {list(want.shape)}"
     if have.dtype != want.dtype:
@@ -118,6 +123,9 @@ def _tensor_problem(have: torch.Tensor, want: torch.Tensor) -> str | None:
 def load_weights(directory: Path, step: int, model: torch.nn.Module) -> None:
     """Load ``step_{step:08d}.safetensors`` into ``model`` (strict), with a clear error if broken
     (:func:`check_state`: every tensor present, of the model's shape and dtype, finite)."""
+    from safetensors import SafetensorError
+    from safetensors.torch import load_file
+
     path = weights_path(directory, step)
     try:
         state = load_file(str(path))
@@ -146,6 +154,8 @@ def stored_shape(directory: Path, name: str) -> tuple[Path, list[int]] | None:
     """The shape of tensor ``name`` in the earliest weight checkpoint in ``directory``, read from
     the file's header alone, and that file; None when there is no checkpoint, or it does not hold
     ``name`` or cannot be read (:func:`load_weights` names a damaged one when the run reads it)."""
+    from safetensors import SafetensorError, safe_open
+
     steps = list_steps(directory)
     if not steps:
         return None
@@ -175,12 +185,16 @@ def refuse_scalar_hidden_biases(config_path: Path, version: int, assumed: str) -
 
 def save_resume(path: Path, state: dict, *, root=None) -> None:
     """Atomically save the full resume state (model, optimizer, RNG, step, accumulators)."""
+    import torch
+
     write_with_atomic(path, lambda f: torch.save(state, f), root=root)
 
 
 def _unpickle(f, path: Path, what: str, map_location):
     """``torch.load`` of the open file ``f`` with ``weights_only=True``; a failure is one line
     naming ``path``."""
+    import torch
+
     try:
         return torch.load(f, map_location=map_location, weights_only=True)
     except pickle.UnpicklingError as err:

@@ -7,7 +7,6 @@ import importlib
 import operator
 from dataclasses import dataclass
 
-from interp.model.network import InductionNet, ModelConfig
 from interp.registry import Registry
 
 __all__ = ["RUN_KINDS", "RunKind", "LazyRunKind", "register_run_kind", "register_lazy_run_kind"]
@@ -50,7 +49,10 @@ RUN_KINDS: Registry[RunKind | LazyRunKind] = Registry(
     hint="(a kind is known once the module that defines its model is imported, e.g. with --plugin)",
     same=operator.eq,
 )
-RUN_KINDS.declare("induction_net", RunKind(ModelConfig, InductionNet))
+# The network's module (torch, TransformerLens) is imported when a run of it is opened or built.
+RUN_KINDS.declare(
+    "induction_net", LazyRunKind("interp.model.network", "ModelConfig", "InductionNet")
+)
 """The kinds of model whose runs :func:`load_run` reopens, by the ``kind`` of ``config.json``. A
 kind is registered by the module that defines its model (:func:`register_run_kind`), so a higher
 stage's model (the minimal model of ``phenomenology``) is known once that module is imported, or
@@ -68,8 +70,10 @@ def register_run_kind(name: str, config: type, model: type) -> None:
     """
     if not (isinstance(config, type) and isinstance(model, type)):
         raise TypeError(f"register_run_kind({name!r}, ...): give the config and model classes")
-    # A kind named lazily (below) becomes its classes once its module is imported.
-    lazy = isinstance(RUN_KINDS.get(name), LazyRunKind)
+    # A kind named lazily (below) becomes its classes once its module is imported; the classes
+    # of another module are another kind, refused under a name already taken.
+    named = RUN_KINDS.get(name)
+    lazy = isinstance(named, LazyRunKind) and named.module == model.__module__
     RUN_KINDS.declare(name, RunKind(config, model), replace=lazy)
 
 

@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import os
 
-import torch
-
 __all__ = [
     "DEFAULT_NUM_THREADS",
     "MAX_THREADS_PER_CORE",
@@ -78,6 +76,8 @@ def check_thread_counts(
 def apply_thread_policy(num_threads: int | None = None) -> int:
     """Set torch's intra-op thread count to ``num_threads`` (``None``: :data:`DEFAULT_NUM_THREADS`)
     and return it. Changes nothing when the count is already that."""
+    import torch
+
     n = DEFAULT_NUM_THREADS if num_threads is None else int(num_threads)
     if n < 1:
         raise ValueError(f"num_threads={num_threads!r} is invalid: an integer >= 1")

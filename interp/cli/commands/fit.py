@@ -273,7 +273,7 @@ def run(args) -> int:
 
 
 def _fit_all(args, sources, until, fraction, options, n_boot) -> None:
-    from interp.io.checkpoints import write_json_atomic
+    from interp.io.atomic import write_json_atomic
     from phenomenology.fit import fit_curve
 
     for src in sources:
