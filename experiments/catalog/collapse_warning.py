@@ -151,6 +151,20 @@ def warning_lines(rows: pd.DataFrame, curves: pd.DataFrame) -> list[str]:
         "kinds among the fitting seeds.",
         "",
     ]
+    shown = s[s["dead"] + s["other"] > 0]
+    if not int(shown["test_dead"].sum()):
+        dead = curves.merge(rows[rows["fate"] == "dead"][["hidden_bias", "lr", "seed"]])
+        keys = dead[["hidden_bias", "lr", "seed"]].drop_duplicates()
+        seeds = sorted(
+            f"{f} seed {int(k)} at lr {lr:g}" for f, lr, k in keys.itertuples(index=False)
+        )
+        lines += [
+            "**No held-out test.** No held-out seed died, so the warning has not been scored on "
+            "a death it was not fitted on; its AUROC rests on the deaths with a recorded curve ("
+            + (", ".join(seeds) or "none")
+            + "), not on a held-out one.",
+            "",
+        ]
     return lines
 
 

@@ -77,8 +77,17 @@ def test_the_page_section_shows_each_check_and_says_when_nothing_is_recorded():
     assert "| 0.03 | 500 | 3 / 3 | 1.00 | 0.215 | 1 of 1 | 1 of 2 | 8000 |" in text
     assert "From the 6 runs whose curves are recorded" in text
     assert "| 0.03 | 2000 |" not in text  # nothing open there
+    assert "No held-out test" not in text  # seed 6 died and was held out
     empty = warning_lines(rows, curves.iloc[0:0])
     assert "No run here has its curve recorded: nothing is scored." in empty
+    # without seed 6's death nothing held out died: said, with the deaths the AUROC rests on
+    rows.loc[rows["seed"] == 6, "fate"] = "alive"
+    text = "\n".join(warning_lines(rows, curves))
+    assert (
+        "**No held-out test.** No held-out seed died, so the warning has not been scored on a "
+        "death it was not fitted on; its AUROC rests on the deaths with a recorded curve "
+        "(scalar seed 0 at lr 0.03, scalar seed 2 at lr 0.03)" in text
+    )
 
 
 def test_the_table_script_refuses_a_damaged_run_and_writes_nothing(tmp_path, capsys):
