@@ -5,6 +5,10 @@ IC accuracy at every evaluation) in ``collapse-rate-curves.csv`` beside ``--out`
 
     python benchmarks/collapse_rate.py RUN_DIR... --commit SHA --out docs/results/collapse-rate.csv
 
+With ``--continued``, the runs are judged-dead runs trained again past their budget (the
+experiment's ``lr*-continued`` sweeps): only their curves are kept, in
+``collapse-rate-continued.csv`` beside ``--out``, and no row changes.
+
 Rows (and curves) already there for the same (hidden_bias, lr, seed) are replaced; the others are
 kept, so the tables grow as runs finish. Then ``induction-cliff reproduce collapse-rate
 --render-only`` renders the page from them.
@@ -41,6 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     load_catalogue()  # the checkout's experiments/, whichever folder this runs from
     from experiments.catalog.collapse_rate import (
         COLUMNS,
+        CONTINUED,
         CURVES,
         KEY,
         fate_row,
@@ -52,20 +57,25 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("runs", nargs="+", type=Path)
     p.add_argument("--commit", required=True, help="the commit the runs were trained with")
     p.add_argument("--out", type=Path, required=True)
+    p.add_argument("--continued", action="store_true", help="runs trained past their budget")
     args = p.parse_args(argv)
     done = [d for d in args.runs if (d / "metrics.csv").exists()]
     rows, curves = [], []
     for d in done:  # every run read before anything is written
         try:
-            rows.append({**fate_row(d), "commit": args.commit, "command": train_command(d)})
+            if not args.continued:
+                rows.append({**fate_row(d), "commit": args.commit, "command": train_command(d)})
             n_mlp = int(json.loads((d / "config.json").read_text())["model"]["n_mlp_layers"])
             curves.append(curve_rows(d, last_layer_column(n_mlp)))
         except (OSError, ValueError, KeyError, pd.errors.EmptyDataError) as err:
             print(f"error: {d}: a damaged run file ({err}); nothing was written", file=sys.stderr)
             return 3
-    table = _merge(pd.DataFrame(rows, columns=list(COLUMNS)), args.out, KEY, list(COLUMNS))
-    args.out.write_text(table.to_csv(index=False))
-    curve_path = args.out.parent / CURVES
+    if args.continued:
+        table = pd.read_csv(args.out)
+    else:
+        table = _merge(pd.DataFrame(rows, columns=list(COLUMNS)), args.out, KEY, list(COLUMNS))
+        args.out.write_text(table.to_csv(index=False))
+    curve_path = args.out.parent / (CONTINUED if args.continued else CURVES)
     curve = pd.concat(curves, ignore_index=True) if curves else pd.DataFrame(columns=CURVE_COLUMNS)
     curve = _merge(curve, curve_path, KEY, list(CURVE_COLUMNS))
     curve_path.write_text(curve.to_csv(index=False))

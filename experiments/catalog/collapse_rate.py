@@ -35,6 +35,11 @@ from interp.experiments.core import Experiment, Sweep, Tier, reproduce_lines
 FORMS = ("scalar", "per_unit", "tied")
 KEY = ["hidden_bias", "lr", "seed"]
 CURVES = "collapse-rate-curves.csv"
+CONTINUED = "collapse-rate-continued.csv"
+"""Curves of runs the rule judged dead, trained again past their budget (:data:`CONTINUE`)."""
+CONTINUE = {0.03: (("scalar", "tied"), (0,))}
+"""lr -> (forms, seeds) of the judged-dead runs trained again to their budget plus three spans
+of the rule (:func:`continued_steps`), to see whether a verdict holds."""
 LRS = {0.03: (15000, 12), 0.01: (45000, 12)}  # lr -> (budget steps, declared seeds)
 # More seeds of the default form where the decision about it rests: (lr, form) -> seeds in all.
 MORE_SEEDS = {(0.03, "scalar"): 36}
@@ -138,10 +143,10 @@ def holm(ps: list[float]) -> list[float]:
 def _produce(experiment: Experiment, tier: str, runs: Path, workers, log, out):
     """Train (or resume) the tier's sweeps under ``runs`` and return every run's fate row
     (with its commit and training command) and curve (``collapse-rate-curves.csv``)."""
-    from experiments.catalog.collapse_warning import curve_rows
+    from experiments.catalog.collapse_warning import CURVE_COLUMNS, curve_rows
     from interp.experiments.sweep import load_manifest, point_dir, run_sweep
 
-    rows, curves = [], []
+    rows, curves, continued = [], [], []
     commit = _commit()
     for sweep in experiment.tiers[tier].sweeps:
         d = runs / sweep.name
@@ -151,13 +156,36 @@ def _produce(experiment: Experiment, tier: str, runs: Path, workers, log, out):
             run = point_dir(d, p["name"])
             if not (run / "metrics.csv").exists():
                 continue
+            n_mlp = int(json.loads((run / "config.json").read_text())["model"]["n_mlp_layers"])
+            curve = curve_rows(run, last_layer_column(n_mlp))
+            if sweep.name.endswith("-continued"):  # a verdict followed further: its curve only
+                continued.append(curve)
+                continue
             row = fate_row(run)
             rows.append({**row, "commit": commit, "command": train_command(run, sweep.preset)})
-            n_mlp = int(json.loads((run / "config.json").read_text())["model"]["n_mlp_layers"])
-            curves.append(curve_rows(run, last_layer_column(n_mlp)))
+            curves.append(curve)
     table = pd.DataFrame(rows, columns=list(COLUMNS)).sort_values(KEY, kind="stable")
-    curve = pd.concat(curves, ignore_index=True) if curves else pd.DataFrame()
-    return table.reset_index(drop=True), {CURVES: curve}
+
+    def frame(parts):
+        return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=CURVE_COLUMNS)
+
+    return table.reset_index(drop=True), {CURVES: frame(curves), CONTINUED: frame(continued)}
+
+
+def continued_steps(lr: float) -> int:
+    """The budget at ``lr`` plus three spans of the rule: a verdict reached by the budget is then
+    followed at least three spans (more for an earlier verdict)."""
+    return LRS[lr][0] + 3 * span_steps("sgd", lr)
+
+
+def with_continued(curves: pd.DataFrame, continued: pd.DataFrame | None) -> pd.DataFrame:
+    """The recorded curves, each run trained again past its budget taking its longer curve."""
+    if continued is None or not len(continued):
+        return curves
+    key = ["hidden_bias", "lr", "seed"]
+    again = continued.set_index(key).index
+    kept = curves[~curves.set_index(key).index.isin(again)] if len(curves) else curves
+    return pd.concat([kept, continued], ignore_index=True)
 
 
 def _commit() -> str:
@@ -493,7 +521,10 @@ def render_collapse_rate(experiment, rows: pd.DataFrame, extra: dict | None = No
             "no recovery measured in these data, and is provisional."
         )
     curves = (extra or {}).get(CURVES)
-    lines += ["", *_verdict_lines(rows, curves), *_calibration_lines(rows)]
+    followed = with_continued(
+        curves if curves is not None else pd.DataFrame(), (extra or {}).get(CONTINUED)
+    )
+    lines += ["", *_verdict_lines(rows, followed), *_calibration_lines(rows)]
     lines += [*warning_lines(rows, curves if curves is not None else pd.DataFrame())]
     lines += ["## Deviations from the paper", ""]
     lines += [f"- {d}" for d in experiment.deviations]
@@ -522,7 +553,7 @@ EXPERIMENT = register_experiment(
             "tied initialisation, at lr 0.03 and at lr 0.01 (the author's code)?"
         ),
         produce=_produce,
-        companions=(CURVES,),
+        companions=(CURVES, CONTINUED),
         tiers={
             "quick": Tier(
                 sweeps=(
@@ -558,6 +589,12 @@ EXPERIMENT = register_experiment(
                         )
                         for (lr, form), n in MORE_SEEDS.items()
                     ),
+                    *(
+                        _sweeps(
+                            lr, continued_steps(lr), seeds, forms=forms, name=f"lr{lr:g}-continued"
+                        )
+                        for lr, (forms, seeds) in CONTINUE.items()
+                    ),
                 ),
                 cost="60 lr-0.03 runs of 13-17 min on a heavily shared core, and 36 lr-0.01 "
                 "runs of 7-15 min each (compiled by backend=auto) on one core beside a second "
@@ -565,7 +602,8 @@ EXPERIMENT = register_experiment(
                 cost_s=86400,
                 note="paper-fig3, three forms, plain SGD: lr 0.03 to 15000 steps (seeds 0-11, "
                 "and seeds 12-35 of the default scalar form) and lr 0.01 to 45000 steps (seeds "
-                "0-11), evaluated every 250 steps.",
+                "0-11), evaluated every 250 steps; the lr 0.03 deaths (scalar and tied seed 0) "
+                "trained again to 37500 steps, three spans of the rule past the budget.",
             ),
         },
         columns=(),

@@ -17,6 +17,7 @@ from experiments.catalog.collapse_rate import (
     mcnemar_exact,
     render_collapse_rate,
     verdicts,
+    with_continued,
 )
 from interp.analysis.collapse import clopper_pearson, rates
 from interp.experiments import get_experiment
@@ -94,6 +95,22 @@ def test_verdicts_say_what_each_judged_run_did_after():
     assert (v["verdict"] == 8000).all() and (v["followed"] == 7000).all()
     assert v["spans"].tolist() == pytest.approx([7000 / 7500] * 2)
     assert math.isnan(v.loc[0, "fired_again"]) and v.loc[1, "fired_again"] == 12000
+
+
+def test_a_run_trained_again_past_its_budget_is_judged_on_its_longer_curve():
+    """Seed 0 is silent from step 500 to its budget, 15000: judged dead at 8000. Trained again to
+    30000 it fires at 20000: the verdict is overturned, followed 22000 steps (2.9 spans)."""
+    silent = np.where(STEPS >= 500, 0.001, 0.5)
+    curve = pd.DataFrame({"step": STEPS, "active_last": silent})
+    longer = np.arange(0, 30001, 250)
+    back = np.where((longer >= 500) & (longer < 20000), 0.001, 0.5)
+    again = pd.DataFrame({"step": longer, "active_last": back})
+    key = {"hidden_bias": "scalar", "lr": 0.03, "seed": 0, "ic_acc": 0.03}
+    curves, continued = curve.assign(**key), again.assign(**key)
+    assert math.isnan(verdicts(curves).iloc[0]["fired_again"])
+    v = verdicts(with_continued(curves, continued)).iloc[0]
+    assert (v["verdict"], v["followed"], v["fired_again"]) == (8000, 22000, 20000)
+    assert with_continued(curves, continued.iloc[0:0]) is curves
 
 
 def _rows(fates: dict) -> pd.DataFrame:
