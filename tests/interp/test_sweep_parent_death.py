@@ -124,7 +124,12 @@ def test_kill_9_of_a_sweep_stops_its_workers_and_starts_no_queued_point(tmp_path
     )
     try:
         metrics = [out / f"seed={s}" / "metrics.csv" for s in (0, 1)]
-        wait_for(lambda: all(_evaluations(m) >= 1 for m in metrics), "an evaluation of each")
+        saved = [out / f"seed={s}" / "checkpoints" / "resume.pt" for s in (0, 1)]
+        # an evaluation of each, and the state it saves (written just after its metrics row)
+        wait_for(
+            lambda: all(_evaluations(m) >= 1 for m in metrics) and all(p.is_file() for p in saved),
+            "an evaluation of each and its saved state",
+        )
         assert len(workers_of(proc.pid)) == 2
         assert _points(out) == ["seed=0", "seed=1"]
         kill_9_leaves_nothing(proc, lambda: _points(out))
