@@ -375,8 +375,9 @@ def _verdict_lines(rows: pd.DataFrame, curves: pd.DataFrame | None) -> list[str]
     overturned = int(v["fired_again"].notna().sum())
     validated = int((v["spans"] >= 3).sum())
     lines += [
-        f"Of the {dead} runs judged dead in the table, {len(v)} have a recorded curve (the others "
-        f"were trained before curves were kept); {overturned} of these fired again later "
+        f"Of the {dead} runs judged dead in the table, {len(v)} have a recorded curve"
+        + (" (the others were trained before curves were kept)" if len(v) < dead else "")
+        + f"; {overturned} of these fired again later "
         f"(an overturned verdict); {validated} were followed at least three spans of the rule past "
         "their verdict. A verdict followed for less than that has not been tested: a run may "
         "stay silent longer and recover (the rule's span was set from the longest silence seen "
