@@ -5,12 +5,12 @@ IC accuracy at every evaluation) in ``collapse-rate-curves.csv`` beside ``--out`
 
     python benchmarks/collapse_rate.py RUN_DIR... --commit SHA --out docs/results/collapse-rate.csv
 
-With ``--continued``, the runs are judged-dead runs trained again past their budget (the
-experiment's ``lr*-continued`` sweeps): only their curves are kept, in
-``collapse-rate-continued.csv`` beside ``--out``, and no row changes.
+With ``--continued``, the runs are runs trained again past their budget (the experiment's
+``CONTINUE`` sweeps): their curves are kept in ``collapse-rate-continued.csv`` beside ``--out``.
 
 Rows (and curves) already there for the same (hidden_bias, lr, seed) are replaced; the others are
-kept, so the tables grow as runs finish. Then ``induction-cliff reproduce collapse-rate
+kept, so the tables grow as runs finish. Every row with a recorded curve is then judged again by
+today's rule over its longest curve (``rejudged``); with no run directory, that is all it does. Then ``induction-cliff reproduce collapse-rate
 --render-only`` renders the page from them.
 """
 
@@ -49,12 +49,14 @@ def main(argv: list[str] | None = None) -> int:
         CURVES,
         KEY,
         fate_row,
+        rejudged,
         train_command,
+        with_continued,
     )
     from experiments.catalog.collapse_warning import CURVE_COLUMNS, curve_rows
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("runs", nargs="+", type=Path)
+    p.add_argument("runs", nargs="*", type=Path)
     p.add_argument("--commit", required=True, help="the commit the runs were trained with")
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--continued", action="store_true", help="runs trained past their budget")
@@ -70,14 +72,17 @@ def main(argv: list[str] | None = None) -> int:
         except (OSError, ValueError, KeyError, pd.errors.EmptyDataError) as err:
             print(f"error: {d}: a damaged run file ({err}); nothing was written", file=sys.stderr)
             return 3
-    if args.continued:
-        table = pd.read_csv(args.out)
-    else:
+    table = pd.read_csv(args.out) if args.out.exists() else pd.DataFrame(columns=list(COLUMNS))
+    if rows:
         table = _merge(pd.DataFrame(rows, columns=list(COLUMNS)), args.out, KEY, list(COLUMNS))
-        args.out.write_text(table.to_csv(index=False))
     curve_path = args.out.parent / (CONTINUED if args.continued else CURVES)
     curve = pd.concat(curves, ignore_index=True) if curves else pd.DataFrame(columns=CURVE_COLUMNS)
     curve = _merge(curve, curve_path, KEY, list(CURVE_COLUMNS))
+    other_path = args.out.parent / (CURVES if args.continued else CONTINUED)
+    other = pd.read_csv(other_path) if other_path.exists() else pd.DataFrame(columns=CURVE_COLUMNS)
+    budget_curves, longer = (other, curve) if args.continued else (curve, other)
+    table = rejudged(table.reset_index(drop=True), with_continued(budget_curves, longer))
+    args.out.write_text(table.to_csv(index=False))
     curve_path.write_text(curve.to_csv(index=False))
     print(f"{len(table)} rows -> {args.out}; {len(curve)} curve points -> {curve_path}")
     return 0

@@ -23,6 +23,7 @@ from experiments.catalog.collapse_warning import warning_lines
 from interp.analysis.collapse import (
     FATES,
     SPAN_LR_STEPS,
+    SPAN_MARGIN,
     THRESHOLD,
     collapse_step,
     last_layer_column,
@@ -38,11 +39,17 @@ CURVES = "collapse-rate-curves.csv"
 CONTINUED = "collapse-rate-continued.csv"
 """Curves of runs the rule judged dead, trained again past their budget (:data:`CONTINUE`)."""
 CONTINUE = {
-    "lr0.03-continued": (0.03, ("scalar", "tied"), (0,)),
-    "lr0.03-scalar-continued": (0.03, ("scalar",), (30, 31)),
+    "lr0.03-continued": (0.03, ("scalar", "tied"), (0,), 89000),
+    "lr0.03-scalar-continued": (0.03, ("scalar",), (30,), 89000),
+    "lr0.03-scalar-recovered": (0.03, ("scalar",), (31,), 37500),
+    "lr0.01-continued": (0.01, ("scalar", "tied"), (0,), 265500),
 }
-"""Sweep name -> (lr, forms, seeds) of the judged-dead runs trained again to their budget plus
-three spans of the rule (:func:`continued_steps`), to see whether a verdict holds."""
+"""Sweep name -> (lr, forms, seeds, steps) of runs trained again past their budget to see whether
+a verdict holds: each run the rule judges dead, to at least three spans past its verdict (the page
+checks it), and scalar seed 31, judged dead by an earlier, shorter span (:data:`PREVIOUS_SPANS`),
+to the transition that overturned it."""
+PREVIOUS_SPANS = (225.0,)
+"""Spans (``lr x steps``) the rule used before: the page says what each would have judged."""
 LRS = {0.03: (15000, 12), 0.01: (45000, 12)}  # lr -> (budget steps, declared seeds)
 # More seeds of the default form where the decision about it rests: (lr, form) -> seeds in all.
 MORE_SEEDS = {(0.03, "scalar"): 36}
@@ -76,22 +83,15 @@ def recoveries(steps, active) -> list[int]:
     return out
 
 
-def fate_row(run_dir: str | Path) -> dict:
-    """One run's fate from its ``config.json`` and ``metrics.csv`` (:data:`COLUMNS` but the
-    provenance ones)."""
+def judge(steps, active, ic_acc, budget: int, optimizer: str, lr: float) -> dict:
+    """A run's fate from its evaluations: the fate columns of :data:`COLUMNS` (``steps_done``
+    the last evaluation; a curve followed past ``budget`` is judged over all of it)."""
     from interp.analysis.transition import detect_transition
 
-    run_dir = Path(run_dir)
-    config = json.loads((run_dir / "config.json").read_text())
-    model, train = config["model"], config["train"]
-    m = pd.read_csv(run_dir / "metrics.csv")
-    column = last_layer_column(int(model.get("n_mlp_layers", 3)))
-    steps = m["step"].tolist()
-    active = m[column].tolist() if column in m else [math.nan] * len(m)
-    span = span_steps(train["optimizer"], float(train["lr"]))
-    dead = collapse_step(steps, active, span)
-    t = detect_transition(m["step"], m["ic_acc"])
-    budget, done = int(train["steps"]), int(m["step"].max())
+    steps, active = [float(s) for s in steps], [float(a) for a in active]
+    dead = collapse_step(steps, active, span_steps(optimizer, lr))
+    t = detect_transition(pd.Series(steps), pd.Series(ic_acc, dtype=float))
+    done = int(max(steps))
     if t.transitioned and (dead is None or t.step < dead[1]):
         fate, fate_step = "transitioned", float(t.step)
     elif dead is not None:
@@ -100,18 +100,67 @@ def fate_row(run_dir: str | Path) -> dict:
         fate, fate_step = ("alive" if done >= budget else "unfinished"), math.nan
     back = recoveries(steps, active)
     return {
-        "hidden_bias": model.get("hidden_bias", "per_unit"),
-        "lr": float(train["lr"]),
-        "seed": int(train["seed"]),
-        "steps": budget,
         "steps_done": done,
         "fate": fate,
         "fate_step": fate_step,
         "silent_since": float(dead[0]) if dead is not None else math.nan,
         "min_active_last": float(pd.Series(active).min()),
-        "final_ic_acc": float(m["ic_acc"].iloc[-1]),
+        "final_ic_acc": float(list(ic_acc)[-1]),
         "recovered_after": max(back) if back else math.nan,
     }
+
+
+def fate_row(run_dir: str | Path) -> dict:
+    """One run's fate from its ``config.json`` and ``metrics.csv`` (:data:`COLUMNS` but the
+    provenance ones)."""
+    run_dir = Path(run_dir)
+    config = json.loads((run_dir / "config.json").read_text())
+    model, train = config["model"], config["train"]
+    m = pd.read_csv(run_dir / "metrics.csv")
+    column = last_layer_column(int(model.get("n_mlp_layers", 3)))
+    active = m[column].tolist() if column in m else [math.nan] * len(m)
+    budget = int(train["steps"])
+    return {
+        "hidden_bias": model.get("hidden_bias", "per_unit"),
+        "lr": float(train["lr"]),
+        "seed": int(train["seed"]),
+        "steps": budget,
+        **judge(m["step"], active, m["ic_acc"], budget, train["optimizer"], float(train["lr"])),
+    }
+
+
+def rejudged(rows: pd.DataFrame, curves: pd.DataFrame | None) -> pd.DataFrame:
+    """``rows`` with the fate of every run that has a recorded curve judged again by today's rule
+    over all of its curve (:func:`with_continued` first, for runs followed past their budget);
+    provenance and budget kept. A run without a curve keeps its row: a longer span judges no new
+    death and moves no transition, so only a ``dead`` row without a curve could be out of date
+    (:func:`stale_deaths`)."""
+    if curves is None or not len(curves) or not len(rows):
+        return rows
+    out = rows.copy()
+    index = {k: i for i, k in enumerate(zip(out["hidden_bias"], out["lr"], out["seed"]))}
+    for (form, lr, seed), c in curves.groupby(KEY, sort=False):
+        i = index.get((form, float(lr), int(seed)))
+        if i is None:
+            continue
+        c = c.sort_values("step")
+        fate = judge(
+            c["step"], c["active_last"], c["ic_acc"], int(out["steps"].iloc[i]), "sgd", float(lr)
+        )
+        for column, value in fate.items():
+            out.iloc[i, out.columns.get_loc(column)] = value
+    return out
+
+
+def stale_deaths(rows: pd.DataFrame, curves: pd.DataFrame | None) -> pd.DataFrame:
+    """Rows called ``dead`` without a recorded curve to judge them again from."""
+    have = (
+        set()
+        if curves is None or not len(curves)
+        else set(zip(curves["hidden_bias"], curves["lr"].astype(float), curves["seed"].astype(int)))
+    )
+    keys = zip(rows["hidden_bias"], rows["lr"].astype(float), rows["seed"].astype(int))
+    return rows[[fate == "dead" and k not in have for fate, k in zip(rows["fate"], keys)]]
 
 
 def mcnemar_exact(a: dict, b: dict) -> float:
@@ -161,7 +210,7 @@ def _produce(experiment: Experiment, tier: str, runs: Path, workers, log, out):
                 continue
             n_mlp = int(json.loads((run / "config.json").read_text())["model"]["n_mlp_layers"])
             curve = curve_rows(run, last_layer_column(n_mlp))
-            if sweep.name.endswith("-continued"):  # a verdict followed further: its curve only
+            if sweep.name in CONTINUE:  # a verdict followed further: its curve only
                 continued.append(curve)
                 continue
             row = fate_row(run)
@@ -172,13 +221,9 @@ def _produce(experiment: Experiment, tier: str, runs: Path, workers, log, out):
     def frame(parts):
         return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=CURVE_COLUMNS)
 
-    return table.reset_index(drop=True), {CURVES: frame(curves), CONTINUED: frame(continued)}
-
-
-def continued_steps(lr: float) -> int:
-    """The budget at ``lr`` plus three spans of the rule: a verdict reached by the budget is then
-    followed at least three spans (more for an earlier verdict)."""
-    return LRS[lr][0] + 3 * span_steps("sgd", lr)
+    curves, continued = frame(curves), frame(continued)
+    table = rejudged(table.reset_index(drop=True), with_continued(curves, continued))
+    return table, {CURVES: curves, CONTINUED: continued}
 
 
 def with_continued(curves: pd.DataFrame, continued: pd.DataFrame | None) -> pd.DataFrame:
@@ -333,18 +378,19 @@ def _paired_lines(rows: pd.DataFrame) -> list[str]:
     return lines
 
 
-def verdicts(curves: pd.DataFrame) -> pd.DataFrame:
+def verdicts(curves: pd.DataFrame, span_lr: float | None = None) -> pd.DataFrame:
     """Every run the rule judged dead, from its recorded curve, and what it did after: the
     verdict's step, how far past it the run was followed (in steps and in spans of the rule),
     the first evaluation where its last layer fired again (at or above the threshold), and the IC
-    accuracy at its last evaluation. A verdict is overturned when the layer fired again."""
+    accuracy at its last evaluation. A verdict is overturned when the layer fired again.
+    ``span_lr`` judges with another span (``lr x steps``) than today's rule."""
     out = []
     if curves is None or not len(curves):
         return pd.DataFrame(out)
     for (form, lr, seed), c in curves.groupby(["hidden_bias", "lr", "seed"], sort=True):
         c = c.sort_values("step")
         steps, active = c["step"].tolist(), c["active_last"].tolist()
-        span = span_steps("sgd", float(lr))
+        span = span_steps("sgd", float(lr)) if span_lr is None else round(span_lr / float(lr))
         dead = collapse_step(steps, active, span)
         if dead is None:
             continue
@@ -366,10 +412,49 @@ def verdicts(curves: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
+def longest_recovery(rows: pd.DataFrame) -> pd.Series | None:
+    """The row of the run that came back from the longest silence, counted in ``lr x steps``
+    (``None`` when no run came back)."""
+    back = pd.to_numeric(rows["recovered_after"], errors="coerce") * rows["lr"].astype(float)
+    return None if back.notna().sum() == 0 else rows.loc[back.idxmax()]
+
+
+def _span_lines(rows: pd.DataFrame, curves: pd.DataFrame | None) -> list[str]:
+    """Where the span comes from, and what each span the rule has used judges on the curves."""
+    lines = ["## The span", ""]
+    top = longest_recovery(rows)
+    if top is not None:
+        lr, back = float(top["lr"]), float(top["recovered_after"])
+        lines += [
+            f"The longest silence a run came back from: {back:.0f} steps at lr {lr:g} "
+            f"({top['hidden_bias']}, seed {int(top['seed'])}), {back * lr:g} lr x steps. The "
+            f"rule's span is {SPAN_MARGIN:g} times that, {SPAN_LR_STEPS:g} lr x steps: "
+            f"{span_steps('sgd', 0.03)} steps at lr 0.03 and {span_steps('sgd', 0.01)} at lr "
+            "0.01. What each span the rule has used judges on the recorded curves (a verdict "
+            "is overturned when the last layer fires again after it):",
+            "",
+        ]
+    lines += [
+        "| span (lr x steps) | at lr 0.03 | at lr 0.01 | runs judged dead | overturned | "
+        "followed three spans past the verdict |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for span_lr, what in [*((s, "earlier") for s in PREVIOUS_SPANS), (SPAN_LR_STEPS, "today")]:
+        v = verdicts(curves, span_lr)
+        n = len(v)
+        over = int(v["fired_again"].notna().sum()) if n else 0
+        held = int((v["spans"] >= 3).sum()) if n else 0
+        lines.append(
+            f"| {span_lr:g} ({what}) | {round(span_lr / 0.03)} | {round(span_lr / 0.01)} | {n} | "
+            f"{over} | {held} |"
+        )
+    return lines + [""]
+
+
 def _verdict_lines(rows: pd.DataFrame, curves: pd.DataFrame | None) -> list[str]:
     v = verdicts(curves)
     dead = int((rows["fate"] == "dead").sum())
-    lines = ["## What judged runs did after the verdict", ""]
+    lines = [*_span_lines(rows, curves), "## What judged runs did after the verdict", ""]
     if not len(v):
         return lines + [f"None of the {dead} runs judged dead has a recorded curve.", ""]
     overturned = int(v["fired_again"].notna().sum())
@@ -380,9 +465,8 @@ def _verdict_lines(rows: pd.DataFrame, curves: pd.DataFrame | None) -> list[str]
         + f"; {overturned} of these fired again later "
         f"(an overturned verdict); {validated} were followed at least three spans of the rule past "
         "their verdict. A verdict followed for less than that has not been tested: a run may "
-        "stay silent longer and recover (the rule's span was set from the longest silence seen "
-        "to end). `stop_on_collapse` is off by default for that reason: `train` then only says "
-        "when a run is judged dead and trains on.",
+        "stay silent longer and recover. `stop_on_collapse` is off by default for that reason: "
+        "`train` then only says when a run is judged dead and trains on.",
         "",
         "| lr | hidden biases | seed | verdict at step | followed after it (steps) | spans of "
         "the rule | fired again at step | IC acc at the last step |",
@@ -472,7 +556,10 @@ def render_collapse_rate(experiment, rows: pd.DataFrame, extra: dict | None = No
         "- **Fate** of a run: `transitioned` (IC accuracy jumped), `dead` (its last hidden "
         f"layer below {THRESHOLD:.0%} of its units firing at every evaluation over "
         f"{SPAN_LR_STEPS:g} / lr steps, `interp.analysis.collapse`), `alive` (neither by its "
-        "budget), `unfinished` (short of its budget: in no rate)."
+        "budget), `unfinished` (short of its budget: in no rate). A run trained again past its "
+        "budget is judged over every step it was followed (its steps done exceed its budget): "
+        "a death can be judged after the budget, a transition counts within the budget only "
+        "when it came by then."
     )
     commits = list(dict.fromkeys(str(c) for c in rows["commit"]))
     lines.append(f"- **Commit:** {', '.join(f'`{c}`' for c in commits)}.")
@@ -594,8 +681,8 @@ EXPERIMENT = register_experiment(
                         for (lr, form), n in MORE_SEEDS.items()
                     ),
                     *(
-                        _sweeps(lr, continued_steps(lr), seeds, forms=forms, name=name)
-                        for name, (lr, forms, seeds) in CONTINUE.items()
+                        _sweeps(lr, steps, seeds, forms=forms, name=name)
+                        for name, (lr, forms, seeds, steps) in CONTINUE.items()
                     ),
                 ),
                 cost="60 lr-0.03 runs of 13-17 min on a heavily shared core, and 36 lr-0.01 "

@@ -14,18 +14,23 @@ from experiments.catalog.collapse_rate import (
     COLUMNS,
     fate_row,
     holm,
+    longest_recovery,
     mcnemar_exact,
+    rejudged,
     render_collapse_rate,
+    stale_deaths,
     verdicts,
     with_continued,
 )
-from interp.analysis.collapse import clopper_pearson, rates
+from interp.analysis.collapse import SPAN_LR_STEPS, clopper_pearson, rates, span_steps
 from interp.experiments import get_experiment
 
 STEPS = np.arange(0, 15001, 250)
+LR = SPAN_LR_STEPS / 7500
+"""A learning rate at which the rule's span is 7500 steps."""
 
 
-def _run(tmp_path, name, ic_acc, active, *, steps=15000, lr=0.03, form="scalar", seed=0):
+def _run(tmp_path, name, ic_acc, active, *, steps=15000, lr=LR, form="scalar", seed=0):
     d = tmp_path / name
     d.mkdir()
     config = {
@@ -65,7 +70,8 @@ def test_intervals_and_paired_tests_match_hand_computed_values():
 def test_each_run_gets_its_fate(tmp_path):
     flat = np.full(len(STEPS), 0.03)
     jump = 0.03 + 0.97 / (1 + np.exp(-(STEPS - 10000) / 300))
-    # silent from step 500 on: dead once 225 / 0.03 = 7500 steps have passed, at step 8000
+    assert span_steps("sgd", LR) == 7500
+    # silent from step 500 on: dead once 7500 steps have passed, at step 8000
     dead = fate_row(_run(tmp_path, "dead", flat, np.where(STEPS >= 500, 0.001, 0.5)))
     assert (dead["fate"], dead["fate_step"], dead["silent_since"]) == ("dead", 8000, 500)
     # silent 250-5000 (4750 steps), then firing again and jumping: a recovery, then a transition
@@ -80,14 +86,14 @@ def test_each_run_gets_its_fate(tmp_path):
 
 
 def test_verdicts_say_what_each_judged_run_did_after():
-    """At lr 0.03 the span is 225 / 0.03 = 7500 steps: both runs silent from step 500 are judged
+    """At ``LR`` the span is 7500 steps: both runs silent from step 500 are judged
     dead at 8000; one fires again at 12000 (an overturned verdict), the other never; both are
     followed 7000 steps past the verdict, 0.93 spans. A run that never fell silent has none."""
     silent = np.where(STEPS >= 500, 0.001, 0.5)
     back = np.where((STEPS >= 500) & (STEPS < 12000), 0.001, 0.5)
     runs = enumerate([silent, back, np.full(len(STEPS), 0.4)])
     curves = pd.concat(
-        pd.DataFrame({"lr": 0.03, "seed": seed, "step": STEPS, "active_last": active})
+        pd.DataFrame({"lr": LR, "seed": seed, "step": STEPS, "active_last": active})
         for seed, active in runs
     ).assign(hidden_bias="scalar", ic_acc=0.03)
     v = verdicts(curves).set_index("seed")
@@ -105,7 +111,7 @@ def test_a_run_trained_again_past_its_budget_is_judged_on_its_longer_curve():
     longer = np.arange(0, 30001, 250)
     back = np.where((longer >= 500) & (longer < 20000), 0.001, 0.5)
     again = pd.DataFrame({"step": longer, "active_last": back})
-    key = {"hidden_bias": "scalar", "lr": 0.03, "seed": 0, "ic_acc": 0.03}
+    key = {"hidden_bias": "scalar", "lr": LR, "seed": 0, "ic_acc": 0.03}
     curves, continued = curve.assign(**key), again.assign(**key)
     assert math.isnan(verdicts(curves).iloc[0]["fired_again"])
     v = verdicts(with_continued(curves, continued)).iloc[0]
@@ -167,3 +173,63 @@ def test_the_committed_page_is_rendered_from_the_committed_rows():
 
     experiment = get_experiment("collapse-rate")
     assert page_text(experiment, RESULTS_DIR) == (RESULTS_DIR / "collapse-rate.md").read_text()
+
+
+def test_a_verdict_is_judged_again_on_the_longest_curve_by_todays_rule():
+    """A row judged dead at 8000 by an earlier, shorter span: its curve, followed to 30000 steps,
+    is silent from 500 to 20000 (19500 steps, shorter than a span of 25000) and jumps at about
+    24000. Judged again it transitioned there, followed 30000 steps; a row without a curve keeps
+    its fate, and a death without a curve is named as out of date."""
+    lr = SPAN_LR_STEPS / 25000
+    longer = np.arange(0, 30001, 250)
+    active = np.where((longer >= 500) & (longer < 20000), 0.001, 0.5)
+    jump = 0.03 + 0.97 / (1 + np.exp(-(longer - 24000) / 300))
+    curve = pd.DataFrame({"step": longer, "active_last": active, "ic_acc": jump})
+    curve = curve.assign(hidden_bias="scalar", lr=lr, seed=0)
+    rows = pd.DataFrame(
+        [
+            {c: math.nan for c in COLUMNS}
+            | {"hidden_bias": "scalar", "lr": lr, "seed": seed, "steps": 15000}
+            | {"steps_done": 15000, "fate": "dead", "fate_step": 8000.0, "silent_since": 500.0}
+            | {"commit": "abc", "command": "x"}
+            for seed in (0, 1)
+        ]
+    )
+    again = rejudged(rows, curve)
+    first, second = again.iloc[0], again.iloc[1]
+    assert (first["fate"], first["steps_done"], first["steps"]) == ("transitioned", 30000, 15000)
+    assert first["fate_step"] == pytest.approx(24000, abs=150)
+    assert math.isnan(first["silent_since"]) and first["recovered_after"] == 19500
+    assert (first["commit"], first["command"]) == ("abc", "x")
+    pd.testing.assert_series_equal(second, rows.iloc[1])  # no curve: kept as it was
+    assert stale_deaths(again, curve)["seed"].tolist() == [1]
+
+
+def _committed():
+    from interp.experiments.core import RESULTS_DIR
+
+    rows = pd.read_csv(RESULTS_DIR / "collapse-rate.csv")
+    curves = pd.read_csv(RESULTS_DIR / "collapse-rate-curves.csv")
+    continued = pd.read_csv(RESULTS_DIR / "collapse-rate-continued.csv")
+    return rows, with_continued(curves, continued)
+
+
+def test_every_committed_fate_is_todays_rule_on_its_longest_curve():
+    """The committed table must be what the rule says of the committed curves: a change of the
+    rule without judging the runs again fails here, and no death stands without a curve."""
+    rows, curves = _committed()
+    again = rejudged(rows, curves)
+    pd.testing.assert_frame_equal(again, rows, check_dtype=False)
+    assert stale_deaths(rows, curves).empty
+
+
+def test_the_span_is_a_margin_over_the_longest_recovery_in_the_committed_data():
+    from interp.analysis.collapse import LONGEST_RECOVERY_LR_STEPS, SPAN_MARGIN
+
+    rows, _ = _committed()
+    top = longest_recovery(rows)
+    assert float(top["recovered_after"]) * float(top["lr"]) == pytest.approx(
+        LONGEST_RECOVERY_LR_STEPS
+    )
+    assert SPAN_LR_STEPS == pytest.approx(SPAN_MARGIN * LONGEST_RECOVERY_LR_STEPS)
+    assert SPAN_MARGIN > 1

@@ -34,8 +34,9 @@ DYING = [
 
 
 def test_the_span_scales_as_one_over_the_sgd_learning_rate():
-    assert span_steps("sgd", 0.03) == 7500 and span_steps("sgd", 0.01) == 22500
-    assert span_steps("sgd", 3.0) == 75
+    # 1.5 times the longest recovered silence, 14500 steps at lr 0.03 (435 lr x steps)
+    assert span_steps("sgd", 0.03) == 21750 and span_steps("sgd", 0.01) == 65250
+    assert span_steps("sgd", 3.0) == 218
 
 
 def test_a_dip_shorter_than_the_span_is_not_a_death_a_stretch_as_long_is():
@@ -55,8 +56,8 @@ def test_train_reports_the_death_with_its_step(tmp_path, capsys):
     err = capsys.readouterr().err
     lines = [line for line in err.splitlines() if line.startswith("collapsed")]
     assert lines == [
-        f"collapsed at step 100 ({out}): hidden layer 3 below 2% of its units firing at every "
-        "evaluation since step 25 (75 steps; rule in interp.analysis.collapse)"
+        f"collapsed at step 250 ({out}): hidden layer 3 below 2% of its units firing at every "
+        "evaluation since step 25 (218 steps; rule in interp.analysis.collapse)"
     ]
     m = pd.read_csv(out / "metrics.csv")
     assert m["step"].iloc[-1] == 300  # not asked to stop: trained to the end
@@ -68,8 +69,8 @@ def test_stop_on_collapse_stops_at_the_judged_step(tmp_path, capsys):
     out = tmp_path / "stops"
     assert main([*DYING, "--out", str(out), "--set", "stop_on_collapse=true"]) == 0
     err = capsys.readouterr().err
-    assert "collapsed at step 100" in err and "stopping (stop_on_collapse)" in err
-    assert pd.read_csv(out / "metrics.csv")["step"].iloc[-1] == 100
+    assert "collapsed at step 250" in err and "stopping (stop_on_collapse)" in err
+    assert pd.read_csv(out / "metrics.csv")["step"].iloc[-1] == 250
     assert json.loads((out / "config.json").read_text())["train"]["stop_on_collapse"] is True
 
 
