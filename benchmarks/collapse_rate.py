@@ -10,8 +10,8 @@ With ``--continued``, the runs are runs trained again past their budget (the exp
 
 Rows (and curves) already there for the same (hidden_bias, lr, seed) are replaced; the others are
 kept, so the tables grow as runs finish. Every row with a recorded curve is then judged again by
-today's rule over its longest curve (``rejudged``); with no run directory, that is all it does. Then ``induction-cliff reproduce collapse-rate
---render-only`` renders the page from them.
+today's rule over its longest curve (``rejudged``); with no run directory, that is all it
+does. Then ``induction-cliff reproduce collapse-rate --render-only`` renders the page from them.
 """
 
 from __future__ import annotations
