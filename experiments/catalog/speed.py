@@ -66,13 +66,19 @@ def _by_tier(experiment: Experiment, tier: str, dirs: Sequence[Path]) -> pd.Data
 
 
 def _headline(rows: pd.DataFrame) -> str:
-    """The fast path's steps/s over the hooked model's, per benchmark and thread count."""
-    ratios = []
+    """The fast path's steps/s over the hooked model's, per benchmark and thread count; said as
+    transcribed, with its commits, when the rows it rests on were not produced by this page's
+    command."""
+    ratios, transcribed, commits = [], False, []
     for _, g in rows.groupby(["benchmark", "threads"], sort=False, dropna=False):
         by = dict(zip(g["arrangement"].astype(str), pd.to_numeric(g["value"], errors="coerce")))
         if "fast" in by and "hooked" in by:
             ratios.append(by["fast"] / by["hooked"])
-    return "fast path " + ", ".join(f"{v:.2f}x" for v in ratios) + " the hooked model's steps/s"
+            transcribed |= bool((g.get("source", pd.Series(dtype=str)) == "transcribed").any())
+            commits += [str(c) for c in g.get("commit", ())]
+    commits = list(dict.fromkeys(commits))
+    text = "fast path " + ", ".join(f"{v:.2f}x" for v in ratios) + " the hooked model's steps/s"
+    return text + (f" (transcribed from {', '.join(commits)})" if transcribed else "")
 
 
 EXPERIMENT = register_experiment(

@@ -376,9 +376,26 @@ def _table(columns: Sequence[Column], rows: pd.DataFrame) -> list[str]:
         "| " + " | ".join("---" for _ in columns) + " |",
     ]
     for _, r in rows.iterrows():
-        cells = [c.format(r[c.key] if c.key in r.index else None) for c in columns]
+        cells = [_source_cell(r) if c.key == "source" else c.format(r.get(c.key)) for c in columns]
         lines.append("| " + " | ".join(cells) + " |")
     return lines
+
+
+def needs_gpu(row: pd.Series) -> bool:
+    """Whether a row was measured on a GPU (its ``machine`` names one)."""
+    machine = str(row.get("machine", ""))
+    return "NVIDIA" in machine or "GPU" in machine
+
+
+def _source_cell(row: pd.Series) -> str:
+    """A row's ``source`` as the table says it: a transcribed row says it was not regenerated,
+    and one measured on a GPU that it cannot be without one."""
+    source = str(row.get("source", ""))
+    if source != "transcribed":
+        return source or "-"
+    if needs_gpu(row):
+        return "transcribed, not regenerated: needs a GPU"
+    return "transcribed, not regenerated"
 
 
 def _plain(value) -> object:

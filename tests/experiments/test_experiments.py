@@ -92,6 +92,22 @@ def test_transcribed_rows_are_marked_on_the_page():
     assert "**Wall time:** 12 s" in page
 
 
+def test_a_transcribed_row_measured_on_a_gpu_says_it_was_not_regenerated_in_its_row():
+    """The speed page's table: a row measured on a GPU and copied says so in its own row, a copied
+    CPU row says it was not regenerated, a row the page's command produced says ``run``."""
+    rows = pd.read_csv(RESULTS_DIR / "speed.csv").head(3).reset_index(drop=True)
+    rows.loc[0, ["source", "machine"]] = ["transcribed", "NVIDIA H200, 16 CPU cores"]
+    rows.loc[1, ["source", "machine"]] = ["transcribed", "2-core CPU machine (shared)"]
+    rows.loc[2, ["source", "machine"]] = ["run", "2-core CPU machine (shared)"]
+    table = [ln for ln in render_page(get_experiment("speed"), rows).splitlines() if ln[:2] == "| "]
+    cells = [ln.rstrip(" |").rsplit("| ", 1)[-1] for ln in table[1:]]
+    assert cells[1:] == [
+        "transcribed, not regenerated: needs a GPU",
+        "transcribed, not regenerated",
+        "run",
+    ]
+
+
 def test_a_run_that_gives_several_rows_counts_once_in_the_wall_time():
     """A RoPE run reported once per rescaling is one run of 30 s, not four; a second run adds its
     own time."""
