@@ -25,9 +25,9 @@ PACKAGES = ("interp", "phenomenology", "experiments")
 # is the registry mechanism every stage uses; the pipeline's stages are numbered from 1.
 STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("registry", ("interp.registry.*",)),
+    ("config", ("interp.config.*",)),
     ("data", ("interp.data.*",)),
     ("model", ("interp.model.*",)),
-    ("config", ("interp.config.*",)),
     ("io", ("interp.io.*",)),
     ("train", ("interp.train.*",)),
     ("analysis", ("interp.analysis.*",)),

@@ -196,7 +196,7 @@ def _measured_here(task, model, train) -> bool:
     and momentum (the learning rate is matched row by row)."""
     import dataclasses
 
-    from interp.model.network import ModelConfig
+    from interp.config.model_config import ModelConfig
     from interp.train.presets import get_preset
 
     ref = get_preset("paper-fig3")

@@ -11,17 +11,16 @@ wherever a run is shown.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 
 import numpy as np
-import torch
-
-from interp.model.interventions import INTERVENTIONS
 
 MAX_STEPS = 10**9  # optimisation steps of a run, and its schedule's counts (default 1e5)
 
 __all__ = [
     "TrainConfig",
+    "INTERVENTIONS",
     "OPTIMIZERS",
     "WEIGHT_DECAY_FORMS",
     "BACKENDS",
@@ -40,6 +39,9 @@ OPTIMIZERS = ("sgd", "adam")
 # written before format version 3.
 WEIGHT_DECAY_FORMS = ("multiplicative", "coupled")
 BACKENDS = ("auto", "fast", "hooked", "compiled")
+# The training-time interventions on attention heads, carried out by
+# interp.model.interventions.INTERVENTIONS (name -> layer and replaced pattern).
+INTERVENTIONS = ("clamp_prev_token", "uniform_layer1", "uniform_layer2")
 # Where training batches are drawn: "host", the CPU sampler of interp.data.task (the stream of
 # every run written before the field existed); "device", interp.data.device_sampler on the
 # training device (another stream: runs are not bit-identical to host-sampled ones).
@@ -57,6 +59,8 @@ def _is_real(value) -> bool:
 # The kinds of torch device a run can train on: tensors on ``meta`` hold no data, and other kinds
 # (``vulkan``, ``xla``, ...) have no optimiser or sampler support here.
 DEVICE_TYPES = ("cpu", "cuda", "mps", "xpu")
+# A device of those kinds as torch writes it (``cuda``, ``cuda:1``): read without torch.
+_DEVICE_NAME = re.compile(r"(cpu|cuda|mps|xpu)(?::(0|[1-9][0-9]*))?")
 
 
 def _check_device(device) -> None:
@@ -64,19 +68,26 @@ def _check_device(device) -> None:
     the CPU has no index. Whether this machine has it: :func:`check_device_here`."""
     if not isinstance(device, str):
         raise ValueError(f"TrainConfig.device={device!r} is invalid: must be a string")
-    try:
-        parsed = torch.device(device)
-    except (RuntimeError, ValueError):
-        raise ValueError(
-            f"TrainConfig.device={device!r} is invalid: not a torch device (cpu, cuda, "
-            "cuda:0, mps, ...)"
-        ) from None
-    if parsed.type not in DEVICE_TYPES:
+    named = _DEVICE_NAME.fullmatch(device)
+    if named is not None:  # the usual spelling: no torch needed to read it
+        kind, index = named.group(1), None if named.group(2) is None else int(named.group(2))
+    else:  # another spelling: torch reads it, and says whether it is a device at all
+        import torch
+
+        try:
+            parsed = torch.device(device)
+        except (RuntimeError, ValueError):
+            raise ValueError(
+                f"TrainConfig.device={device!r} is invalid: not a torch device (cpu, cuda, "
+                "cuda:0, mps, ...)"
+            ) from None
+        kind, index = parsed.type, parsed.index
+    if kind not in DEVICE_TYPES:
         raise ValueError(
             f"TrainConfig.device={device!r} is invalid: a run trains on one of {DEVICE_TYPES}"
-            + (" (meta tensors hold no data)" if parsed.type == "meta" else "")
+            + (" (meta tensors hold no data)" if kind == "meta" else "")
         )
-    if parsed.type == "cpu" and parsed.index not in (None, 0):
+    if kind == "cpu" and index not in (None, 0):
         raise ValueError(f"TrainConfig.device={device!r} is invalid: there is one CPU device (cpu)")
 
 
@@ -85,7 +96,7 @@ def check_device(cfg: TrainConfig) -> None:
     (:func:`check_device_here`), or ``cfg.backend`` is ``compiled`` and ``torch.compile`` cannot
     build code for it here."""
     if cfg.backend == "compiled":
-        from interp.model.compiled import check_compiler
+        from interp.config.compiler import check_compiler
 
         check_compiler(cfg.device)
     check_device_here(cfg.device)
@@ -102,6 +113,8 @@ def check_device_here(device: str) -> None:
     Raises:
         ValueError: one line naming ``device`` and what this machine has.
     """
+    import torch
+
     parsed = torch.device(device)
     if parsed.type == "cuda":
         count = torch.cuda.device_count() if torch.cuda.is_available() else 0
@@ -159,8 +172,8 @@ class TrainConfig:
             and robust beside other busy processes: :mod:`interp.train.threads`). ``None`` (what
             configs written before the default was 1 hold) means the same default. Source:
             toolkit.
-        intervention: a training-time intervention from
-            :data:`interp.model.interventions.INTERVENTIONS` (``None``: plain training). Source:
+        intervention: a training-time intervention from :data:`INTERVENTIONS`, carried out by
+            :mod:`interp.model.interventions` (``None``: plain training). Source:
             toolkit (the options follow Singh et al. 2024).
         backend: ``fast`` computes the training forward with :func:`interp.model.fast.fast_logits`
             (the same mathematics, equal to float rounding, ~1.4x faster on CPU), falling back to

@@ -34,9 +34,10 @@ class LazyRunKind:
     module: str
     config: str
     model: str
+    config_module: str | None = None  # where the config class lives, if not in ``module``
 
     def config_class(self) -> type:
-        return getattr(importlib.import_module(self.module), self.config)
+        return getattr(importlib.import_module(self.config_module or self.module), self.config)
 
     def model_class(self) -> type:
         return getattr(importlib.import_module(self.module), self.model)
@@ -49,9 +50,13 @@ RUN_KINDS: Registry[RunKind | LazyRunKind] = Registry(
     hint="(a kind is known once the module that defines its model is imported, e.g. with --plugin)",
     same=operator.eq,
 )
-# The network's module (torch, TransformerLens) is imported when a run of it is opened or built.
+# The network's module (torch, TransformerLens) is imported when a run's model is built; its
+# config is read without them.
 RUN_KINDS.declare(
-    "induction_net", LazyRunKind("interp.model.network", "ModelConfig", "InductionNet")
+    "induction_net",
+    LazyRunKind(
+        "interp.model.network", "ModelConfig", "InductionNet", "interp.config.model_config"
+    ),
 )
 """The kinds of model whose runs :func:`load_run` reopens, by the ``kind`` of ``config.json``. A
 kind is registered by the module that defines its model (:func:`register_run_kind`), so a higher

@@ -47,9 +47,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from interp.config.task_config import TaskConfig
 from interp.config.train_config import TrainConfig, derive_seed
-from interp.data.task import TaskConfig, TaskGenerator
-from interp.data.tasks import get_task, make_generator
 from interp.io import checkpoints
 from interp.io.atomic import clean_temp_files, write_json_atomic, write_text_atomic
 from interp.io.config_file import (
@@ -197,10 +196,16 @@ def read_config(path: str | os.PathLike) -> tuple[dict, list[str]]:
 def parse_configs(config: dict, path: Path):
     """The ``(task, model_config, train_config)`` objects of a validated config dict."""
     task_dict = config["task"] if isinstance(config["task"], Mapping) else {}
-    try:
-        task_class = get_task(task_dict.get("task", "standard")).config
-    except ValueError as err:
-        raise RunDirectoryError(f"{path}: task: {err}") from None
+    name = task_dict.get("task", "standard")
+    if name == "standard":  # the paper's task: its config needs no task module (nor torch)
+        task_class = TaskConfig
+    else:
+        from interp.data.tasks import get_task
+
+        try:
+            task_class = get_task(name).config
+        except ValueError as err:
+            raise RunDirectoryError(f"{path}: task: {err}") from None
     task = build_config(task_class, config["task"], f"{path}: task")
     model = build_config(
         RUN_KINDS[config["kind"]].config_class(), config["model"], f"{path}: model"
@@ -544,7 +549,7 @@ class Run:
     kind: str = "induction_net"
     metrics_problem: str | None = None
     notes: list[str] = field(default_factory=list)
-    _generator: TaskGenerator | None = field(default=None, repr=False)
+    _generator: object | None = field(default=None, repr=False)
 
     @property
     def checkpoint_steps(self) -> list[int]:
@@ -575,9 +580,12 @@ class Run:
         checkpoints.load_weights(self.path / CHECKPOINTS, step, model)
         return model.to(device)
 
-    def generator(self) -> TaskGenerator:
-        """The run's task generator (same class means and label vectors)."""
+    def generator(self):
+        """The run's task generator (same class means and label vectors; a
+        :class:`~interp.data.task.TaskGenerator` for the standard task)."""
         if self._generator is None:
+            from interp.data.tasks import make_generator
+
             self._generator = make_generator(
                 self.task, seed=derive_seed(self.train_config.seed, "task")
             )

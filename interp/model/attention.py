@@ -36,11 +36,10 @@ from jaxtyping import Float
 from torch import Tensor, nn
 from transformer_lens.hook_points import HookPoint
 
+from interp.config.model_config import ATTN_SCALES
 from interp.model.positional import PositionalEncoding
 
 __all__ = ["Attention", "ATTN_SCALES", "attention_scale"]
-
-ATTN_SCALES = ("none", "sqrt", "log_n")
 
 
 def attention_scale(

@@ -20,6 +20,8 @@ from collections.abc import Callable
 import torch
 from torch import Tensor
 
+from interp.config.train_config import INTERVENTIONS as NAMES
+
 __all__ = ["INTERVENTIONS", "intervention_hooks", "ideal_prev_token_pattern", "uniform_pattern"]
 
 
@@ -52,6 +54,7 @@ INTERVENTIONS: dict[str, tuple[int, Callable[[Tensor], Tensor]]] = {
     "uniform_layer1": (0, uniform_pattern),
     "uniform_layer2": (1, uniform_pattern),
 }
+assert tuple(INTERVENTIONS) == NAMES, "TrainConfig's interventions are the ones carried out here"
 
 
 def intervention_hooks(name: str, model, task=None) -> list[tuple[str, Callable]]:

@@ -39,9 +39,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import warnings
-from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any, ClassVar, no_type_check
+from typing import Any
 
 import pandas as pd
 import torch
@@ -51,8 +49,25 @@ from jaxtyping import Float, Int, Real
 from torch import Tensor, nn
 from transformer_lens.hook_points import HookPoint
 
+# The registry and what a config asks of an encoding live without torch; importing them from
+# here is the old path, kept.
+from interp.config.positional import (
+    POSITIONAL_ENCODINGS,
+    ROPE_SCALINGS,
+    ContextualRules,
+    CopeConfig,
+    EncodingRules,
+    LearnedRules,
+    NoPositionsRules,
+    OneHotRules,
+    RopeConfig,
+    RotaryRules,
+    declare_positional,
+    get_positional,
+    positional_config,
+    positional_parameters,
+)
 from interp.model.position_range import positions_trusted
-from interp.registry import Registry
 
 __all__ = [
     "PositionalEncoding",
@@ -84,22 +99,18 @@ class UntrainedPositionWarning(UserWarning):
     """Positions beyond the encoding's table were used (length generalisation past N_max)."""
 
 
-class PositionalEncoding(nn.Module):
+class PositionalEncoding(EncodingRules, nn.Module):
     """Base class of the encodings: no positional information, every hook a no-op.
 
     Subclasses override the hooks they need and are registered with :func:`register_positional`,
-    which sets the class attributes ``name``, ``config_class`` and ``description``.
+    which sets the class attributes ``name``, ``config_class`` and ``description``; what a config
+    asks of an encoding (``residual_width``, ``check_model_config``, ``supports_rescaling``) is
+    :class:`~interp.config.positional.EncodingRules`'s.
 
     Args:
         n_positions: size of the absolute-position table (``TaskConfig.P``).
         config: the encoding's own config (an instance of ``config_class``), or None.
     """
-
-    name: ClassVar[str] = ""
-    config_class: ClassVar[type | None] = None
-    description: ClassVar[str] = ""
-    #: whether :func:`interp.analysis.length.rescale_rope` may call ``set_scaling`` on it (RoPE).
-    supports_rescaling: ClassVar[bool] = False
 
     def __init__(self, n_positions: int, config: Any = None) -> None:
         super().__init__()
@@ -117,15 +128,6 @@ class PositionalEncoding(nn.Module):
         Called inside the model's seeded RNG fork, before the attention layers are built.
         """
         return cls(n_positions, config)
-
-    @classmethod
-    def residual_width(cls, d_content: int, n_positions: int, config: Any) -> int:
-        """Residual width for ``d_content`` content dimensions (no encoding is built for it)."""
-        return d_content
-
-    @classmethod
-    def check_model_config(cls, model_config) -> None:
-        """Raise ``ValueError`` naming the field if ``model_config`` cannot use this encoding."""
 
     def d_model(self, d_content: int) -> int:
         """Residual width for ``d_content`` content dimensions."""
@@ -208,24 +210,7 @@ _base_setup_layer = PositionalEncoding.setup_layer
 
 
 # --------------------------------------------------------------------------------------------
-# the registry
-
-
-def _same_class(old: type, new: type) -> bool:
-    """A class declared again by the same module (a module imported twice) is no conflict."""
-    return (old.__module__, old.__qualname__) == (new.__module__, new.__qualname__)
-
-
-#: name -> encoding class, in registration order (``--set positional=NAME``).
-POSITIONAL_ENCODINGS: Registry[type[PositionalEncoding]] = Registry(
-    "positional encoding",
-    field="positional",
-    entry="PositionalEncoding",
-    pattern=r"^[a-z][a-z0-9]*$",
-    pattern_says="lowercase letters and digits",
-    hint="(an encoding from a plugin needs --plugin PATH_OR_MODULE)",
-    same=_same_class,
-)
+# registration
 
 
 def register_positional(
@@ -258,90 +243,11 @@ def register_positional(
     """
 
     def add(cls: type) -> type[PositionalEncoding]:
-        POSITIONAL_ENCODINGS.check_name(name)
-        if not (isinstance(cls, type) and issubclass(cls, PositionalEncoding)):
-            raise ValueError(
-                f"register_positional({name!r}): {cls!r} is not a PositionalEncoding subclass"
-            )
-        if config is not None:
-            params = getattr(config, "__dataclass_params__", None)
-            if params is None or not params.frozen:
-                raise ValueError(
-                    f"register_positional({name!r}): config={config!r} must be a frozen dataclass"
-                )
-            missing = [
-                f.name
-                for f in dataclasses.fields(config)
-                if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
-            ]
-            if missing:
-                raise ValueError(
-                    f"register_positional({name!r}): config fields {missing} need defaults"
-                )
-        old = POSITIONAL_ENCODINGS.get(name)
-        if old is not None and not _same_class(old, cls):
-            raise POSITIONAL_ENCODINGS.taken(name, f"{old.__module__}.{old.__qualname__}")
-        cls.name = name
-        cls.config_class = config
-        doc = (cls.__doc__ or "").strip().splitlines()
-        cls.description = description or (doc[0] if doc else "")
-        return POSITIONAL_ENCODINGS.declare(name, cls)
+        return declare_positional(
+            name, cls, config=config, description=description, base=PositionalEncoding
+        )
 
     return add if cls is None else add(cls)
-
-
-def get_positional(name: str) -> type[PositionalEncoding]:
-    """The encoding class registered as ``name``."""
-    return POSITIONAL_ENCODINGS.require(name)
-
-
-def positional_config(name: str, values: Any = None) -> Any:
-    """Encoding ``name``'s config from ``values`` (None: its defaults; a mapping of its fields; or
-    an instance of its config class). None for encodings without parameters.
-
-    Raises:
-        ValueError: naming the field, if ``values`` has an unknown or invalid field.
-    """
-    cls = get_positional(name)
-    config_class = cls.config_class
-    if config_class is None:
-        if values not in (None, {}):
-            raise ValueError(
-                f"ModelConfig.positional_config={values!r} is invalid: positional={name!r} has "
-                "no parameters"
-            )
-        return None
-    if isinstance(values, config_class):
-        return values
-    if values is None:
-        values = {}
-    if not isinstance(values, Mapping):
-        raise ValueError(
-            f"ModelConfig.positional_config={values!r} is invalid: positional={name!r} needs a "
-            f"{config_class.__name__} or a mapping of its fields"
-        )
-    allowed = [f.name for f in dataclasses.fields(config_class)]
-    unknown = sorted(set(values) - set(allowed))
-    if unknown:
-        raise ValueError(
-            f"ModelConfig.positional_config field(s) {unknown} are unknown for positional="
-            f"{name!r}: {config_class.__name__} has {allowed}"
-        )
-    return config_class(**values)
-
-
-def positional_parameters() -> dict[str, tuple[str, str, Any]]:
-    """The flat spelling of every registered encoding's parameters:
-    ``{"rope_base": ("rope", "base", 10000.0), "cope_p_max": ("cope", "p_max", 64), ...}``
-    (flat name -> encoding, field, default)."""
-    out = {}
-    for enc_name, cls in POSITIONAL_ENCODINGS.items():
-        if cls.config_class is None:
-            continue
-        for f in dataclasses.fields(cls.config_class):
-            default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
-            out[f"{enc_name}_{f.name}"] = (enc_name, f.name, default)
-    return out
 
 
 def positional_table() -> pd.DataFrame:
@@ -383,20 +289,16 @@ def make_positional(
     )
 
 
-class NoPositions(PositionalEncoding):
+class NoPositions(NoPositionsRules, PositionalEncoding):
     """No positional information at all (control)."""
 
 
-class OneHotConcat(PositionalEncoding):
+class OneHotConcat(OneHotRules, PositionalEncoding):
     """The paper's encoding: a one-hot of the absolute position, concatenated to the content.
 
     ``d_model = D + P``. Positions ``>= P`` (only reachable when evaluating longer sequences than
     ``N_max`` allows) get an all-zero position vector and an :class:`UntrainedPositionWarning`.
     """
-
-    @classmethod
-    def residual_width(cls, d_content: int, n_positions: int, config: Any) -> int:
-        return d_content + n_positions
 
     def forward(
         self, positions: Int[Tensor, "batch pos"]
@@ -413,7 +315,7 @@ class OneHotConcat(PositionalEncoding):
         return int((positions >= self.n_positions).sum())
 
 
-class LearnedAdded(PositionalEncoding):
+class LearnedAdded(LearnedRules, PositionalEncoding):
     """Learned absolute position vectors added to the content (``d_model = D``).
 
     Initialised ``N(0, 1/D)`` like the content vectors. Positions past the table get zero.
@@ -441,65 +343,6 @@ class LearnedAdded(PositionalEncoding):
 
 # --------------------------------------------------------------------------------------------
 # RoPE
-
-
-ROPE_SCALINGS = ("none", "pi", "ntk", "mixed")
-
-
-# Self-validating: __post_init__ gives the one-line error that names the field; the test run's
-# runtime type checker (jaxtyping's hook) would pre-empt it with a traceback, so it skips this
-# class.
-@no_type_check
-@dataclass(frozen=True, kw_only=True)
-class RopeConfig:
-    """Parameters of ``rope`` (flat spelling ``rope_base``, ``rope_scaling``, ...).
-
-    Attributes:
-        base: RoPE base (``theta_i = base^(-2i/d_head)``). Source: toolkit (the usual RoPE
-            base).
-        scaling: length rescaling, one of ``none``, ``pi`` (interpolation), ``ntk`` (NTK-aware),
-            ``mixed`` (Su's mixed base); usually changed at evaluation time only
-            (:meth:`Rotary.set_scaling`). Source: toolkit.
-        scale: the rescaling's length ratio ``s``. Source: toolkit.
-        mix_b: exponent ``b`` of the ``mixed`` rescaling (1: NTK-aware, 0: interpolation).
-            Source: toolkit.
-        constant_dim: append one residual dimension that is 1 at every token (``d_model = D + 1``),
-            so that ``W_Q`` and ``W_K`` can learn a query/key bias through their weights: the
-            control for ``qk_bias``. The paper has none. Source: toolkit.
-    """
-
-    base: float | int = 10000.0
-    scaling: str = "none"
-    scale: float | int = 1.0
-    mix_b: float | int = 0.5
-    constant_dim: bool = False
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.constant_dim, bool):
-            raise ValueError(
-                f"RopeConfig.constant_dim={self.constant_dim!r} (rope_constant_dim) is invalid: "
-                "true or false"
-            )
-        for name in ("base", "scale", "mix_b"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int | float):
-                raise ValueError(f"RopeConfig.{name}={value!r} (rope_{name}) is invalid: a number")
-            object.__setattr__(self, name, float(value))  # 500 from JSON is 500.0 from here on
-        if self.scaling not in ROPE_SCALINGS:
-            raise ValueError(
-                f"RopeConfig.scaling={self.scaling!r} (rope_scaling) is invalid: allowed values "
-                f"are {ROPE_SCALINGS}"
-            )
-        if not self.base > 1:
-            raise ValueError(f"RopeConfig.base={self.base!r} (rope_base) is invalid: must be > 1")
-        if not self.scale > 0:
-            raise ValueError(
-                f"RopeConfig.scale={self.scale!r} (rope_scale) is invalid: must be > 0"
-            )
-        if not self.mix_b >= 0:
-            raise ValueError(
-                f"RopeConfig.mix_b={self.mix_b!r} (rope_mix_b) is invalid: must be >= 0"
-            )
 
 
 def rope_frequencies(
@@ -553,7 +396,7 @@ def apply_rotary(
     return torch.cat([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1)
 
 
-class Rotary(PositionalEncoding):
+class Rotary(RotaryRules, PositionalEncoding):
     """RoPE on queries and keys. Nothing enters the residual stream (``d_model = D``).
 
     Scores depend on positions only through ``i - j``, so the random offsets of the task do not
@@ -562,8 +405,6 @@ class Rotary(PositionalEncoding):
     The rescaling (``scaling``, ``scale``, ``mix_b``) are plain attributes: change them on a
     trained model with :meth:`set_scaling` without retraining (``config`` follows).
     """
-
-    supports_rescaling = True
 
     def __init__(
         self,
@@ -591,10 +432,6 @@ class Rotary(PositionalEncoding):
             config.constant_dim,
         )
 
-    @classmethod
-    def residual_width(cls, d_content: int, n_positions: int, config: Any) -> int:
-        return d_content + int(config is not None and config.constant_dim)
-
     def forward(self, positions: Real[Tensor, "batch pos"]) -> Tensor:
         """Nothing, or the constant dimension (``constant_dim``): ones ``[batch, pos, 1]``."""
         width = int(self.constant_dim)
@@ -602,15 +439,6 @@ class Rotary(PositionalEncoding):
 
     def combine(self, embed: Tensor, pos_embed: Tensor) -> Tensor:
         return torch.cat([embed, pos_embed.to(embed.dtype)], dim=-1)
-
-    @classmethod
-    def check_model_config(cls, model_config) -> None:
-        if model_config.d_head_effective % 2:
-            raise ValueError(
-                f"ModelConfig.d_head={model_config.d_head!r} is invalid for positional='rope': "
-                f"the head width ({model_config.d_head_effective}) must be even; set d_head "
-                "(e.g. d_head=64)"
-            )
 
     def set_scaling(self, scaling: str, scale: float = 1.0, mix_b: float | None = None) -> None:
         """Switch the eval-time rescaling (``"none"``, ``"pi"``, ``"ntk"``, ``"mixed"``)."""
@@ -714,28 +542,7 @@ def cope_bias(
     return logits_int.gather(-1, ceil) * w + logits_int.gather(-1, floor) * (1 - w)
 
 
-# Self-validating: __post_init__ gives the one-line error that names the field; the test run's
-# runtime type checker (jaxtyping's hook) would pre-empt it with a traceback, so it skips this
-# class.
-@no_type_check
-@dataclass(frozen=True, kw_only=True)
-class CopeConfig:
-    """Parameters of ``cope`` (flat spelling ``cope_p_max``).
-
-    Attributes:
-        p_max: largest contextual position (positions clip there). Source: toolkit.
-    """
-
-    p_max: int = 64
-
-    def __post_init__(self) -> None:
-        if isinstance(self.p_max, bool) or not (isinstance(self.p_max, int) and self.p_max >= 1):
-            raise ValueError(
-                f"CopeConfig.p_max={self.p_max!r} (cope_p_max) is invalid: an integer >= 1"
-            )
-
-
-class ContextualPositions(PositionalEncoding):
+class ContextualPositions(ContextualRules, PositionalEncoding):
     """CoPE: nothing in the residual (``d_model = D``); each attention layer owns a table.
 
     The table ``W_cope [p_max + 1, d_head]`` lives in each

@@ -157,8 +157,8 @@ def _configs_dict(task, model, train) -> dict:
 
 def _apply(preset_name: str, overrides: dict[str, str], seed: int | None):
     """:func:`build_configs` without the checks against this machine."""
-    from interp.model.network import ModelConfig
-    from interp.model.positional import positional_parameters
+    from interp.config.model_config import ModelConfig
+    from interp.config.positional import positional_parameters
     from interp.train.presets import get_preset
 
     preset = get_preset(preset_name)
@@ -218,16 +218,22 @@ def _apply(preset_name: str, overrides: dict[str, str], seed: int | None):
         model_f["positional_config"] = preset.model["positional_config"]
     if seed is not None:
         train_f["seed"] = seed
+    from interp.config.task_config import TaskConfig
     from interp.config.train_config import TrainConfig
-    from interp.data.task import TaskConfig
-    from interp.data.tasks import get_task
 
-    spec = get_task(task_f.get("task", "standard"))  # one line naming the registered tasks
-    if spec.config is not TaskConfig:
-        raise ValueError(
-            f"--set task={spec.name!r} is invalid here: its config is {spec.config.__name__}, not "
-            f"TaskConfig; this command trains the network on TaskConfig tasks only"
-        )
+    name = task_f.get("task", "standard")
+    if (
+        name != "standard"
+    ):  # the paper's task needs no task module (nor torch); others are looked up
+        from interp.data.tasks import get_task
+
+        spec = get_task(name)  # one line naming the registered tasks
+        if spec.config is not TaskConfig:
+            raise ValueError(
+                f"--set task={spec.name!r} is invalid here: its config is "
+                f"{spec.config.__name__}, not TaskConfig; this command trains the network on "
+                "TaskConfig tasks only"
+            )
     task = TaskConfig(**task_f)
     model, train = ModelConfig.from_task(task, **model_f), TrainConfig(**train_f)
     return task, model, train, preset
@@ -354,10 +360,10 @@ def settable_fields() -> list[SettableField]:
     """Every key ``--set`` accepts (:func:`build_configs`), in declaration order: the fields of
     ``TaskConfig``, ``ModelConfig`` (less the ones that follow the task) and ``TrainConfig``, then
     the registered positional encodings' parameters in their flat spelling (``rope_base``)."""
+    from interp.config.model_config import ModelConfig
+    from interp.config.positional import POSITIONAL_ENCODINGS
+    from interp.config.task_config import TaskConfig
     from interp.config.train_config import TrainConfig
-    from interp.data.task import TaskConfig
-    from interp.model.network import ModelConfig
-    from interp.model.positional import POSITIONAL_ENCODINGS
 
     out = []
     for group, cls in (("task", TaskConfig), ("model", ModelConfig), ("train", TrainConfig)):

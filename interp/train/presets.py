@@ -13,8 +13,8 @@ import dataclasses
 import logging
 from dataclasses import dataclass, field
 
+from interp.config.task_config import TaskConfig
 from interp.config.train_config import TrainConfig
-from interp.data.task import TaskConfig
 
 logger = logging.getLogger(__name__)
 

@@ -4,8 +4,8 @@
 ``TrainConfig`` and the positional encodings, which pulls in torch and TransformerLens (seconds of
 start-up). ``induction-cliff train --help`` only lists the keys, so it reads the same classes from
 their source files with :mod:`ast`: field names, annotations, literal defaults and the
-``Attributes:`` docstrings, and the encodings registered with a ``config=`` at the bottom of
-:mod:`interp.model.positional`. A test checks that the two readings agree.
+``Attributes:`` docstrings, and the encodings declared with a ``config=`` at the bottom of
+:mod:`interp.config.positional`. A test checks that the two readings agree.
 """
 
 from __future__ import annotations
@@ -19,11 +19,11 @@ __all__ = ["static_settable_fields"]
 _ROOT = Path(__file__).resolve().parent.parent  # the interp package
 # (group, source file under interp/, class name), in the order settable_fields lists them.
 _CLASSES = (
-    ("task", "data/task.py", "TaskConfig"),
-    ("model", "model/network.py", "ModelConfig"),
+    ("task", "config/task_config.py", "TaskConfig"),
+    ("model", "config/model_config.py", "ModelConfig"),
     ("train", "config/train_config.py", "TrainConfig"),
 )
-_POSITIONAL = "model/positional.py"
+_POSITIONAL = "config/positional.py"
 
 
 def _module(rel: str) -> ast.Module:
@@ -75,12 +75,12 @@ def _docs(node: ast.ClassDef) -> dict[str, str]:
 
 def _registered_configs(tree: ast.Module) -> list[tuple[str, str]]:
     """``(encoding name, config class name)`` of each module-level
-    ``register_positional("name", Cls, config=Config)``."""
+    ``declare_positional("name", Rules, config=Config)`` (the built-in encodings' rules)."""
     out = []
     for stmt in tree.body:
         call = stmt.value if isinstance(stmt, ast.Expr) else None
         if not (
-            isinstance(call, ast.Call) and getattr(call.func, "id", "") == "register_positional"
+            isinstance(call, ast.Call) and getattr(call.func, "id", "") == "declare_positional"
         ):
             continue
         config = next((kw.value for kw in call.keywords if kw.arg == "config"), None)

@@ -78,6 +78,34 @@ def test_help_and_fit_of_a_csv_import_neither_torch_nor_transformer_lens(tmp_pat
     assert (tmp_path / "fit.json").is_file()  # it did fit
 
 
+def test_commands_that_run_no_model_on_a_run_import_neither_torch_nor_transformer_lens(tmp_path):
+    """``transition RUN`` and ``forecast`` (the default preset and another learning
+    rate, where the collapse rates are looked up) read files and configs only: in a fresh
+    process, none of them imports torch or TransformerLens. Cost: a 20-step tiny run here, then
+    one fresh process, about 3 s CPU."""
+    from interp.cli import main
+
+    run = tmp_path / "run"
+    assert (
+        main(["train", "--preset", "tiny", "--set", "steps=20", "--quiet", "--out", str(run)]) == 0
+    )
+    code = (
+        "import contextlib, io, sys\n"
+        "from interp.cli import main\n"
+        f"heavy = {MODEL_MODULES!r}\n"
+        "calls = [['transition', sys.argv[1]],\n"
+        "         ['forecast', '--preset', 'paper-fig3'],\n"
+        "         ['forecast', '--preset', 'paper-fig3', '--set', 'lr=0.03']]\n"
+        "for call in calls:\n"
+        "    quiet = io.StringIO()\n"
+        "    with contextlib.redirect_stdout(quiet), contextlib.redirect_stderr(quiet):\n"
+        "        code = main(call)\n"
+        "    print(call[0], code, sorted(m for m in heavy if m in sys.modules))\n"
+    )
+    lines = _fresh(code, str(run), tmp_path=tmp_path)
+    assert lines == ["transition 0 []", "forecast 0 []", "forecast 0 []"]
+
+
 def test_train_start_up_imports_no_compiler_nor_fitter(tmp_path):
     """Cost: one fresh process, about 4 s CPU."""
     code = (
