@@ -28,7 +28,9 @@ Two conventions of the grid:
 Backends: ``process`` (a local process pool, the default), ``serial`` (in this process, for
 debugging) and ``ray`` (a Ray cluster, or a local Ray instance; ``pip install
 'induction-cliff[ray]'``). With Ray on several machines the sweep folder must be on a file system
-that every node sees, and the package must be installed on every node.
+that every node sees, and the package must be installed on every node. ``submitit`` runs them as
+SLURM jobs (:mod:`interp.experiments.sweep_slurm`; ``pip install 'induction-cliff[slurm]'``),
+requeued at their time limit and resubmitted after a preemption (docs/slurm.md).
 """
 
 from __future__ import annotations
@@ -54,6 +56,7 @@ from interp.experiments.sweep_backends import (
     stack_jobs,
     steps_done,
 )
+from interp.experiments.sweep_slurm import SlurmOptions, check_available, run_submitit
 from interp.experiments.sweep_spec import (
     _FREE_TRAIN_FIELDS,
     BACKENDS,
@@ -95,6 +98,7 @@ __all__ = [
     "SweepSpec",
     "SweepPoint",
     "SweepDirectoryError",
+    "SlurmOptions",
     "BACKENDS",
     "run_sweep",
     "run_point",
@@ -221,6 +225,7 @@ def run_sweep(
     threads_per_worker: int = 1,
     stack: int = 1,
     ray_address: str | None = None,
+    slurm: SlurmOptions | None = None,
     overwrite: bool = False,
     figures: bool = True,
     formats: Sequence[str] = ("png", "pdf", "html"),
@@ -231,7 +236,8 @@ def run_sweep(
     Args:
         spec: the sweep.
         out_dir: the sweep folder (one run directory per point inside).
-        backend: ``process`` (local process pool), ``serial`` (this process) or ``ray``.
+        backend: ``process`` (local process pool), ``serial`` (this process), ``ray`` or
+            ``submitit`` (SLURM jobs, see ``slurm``).
         workers: concurrent runs (default ``os.cpu_count() // threads_per_worker``); with Ray,
             the CPUs of the local instance it starts (ignored on an existing cluster).
         threads_per_worker: torch CPU threads of each run (Ray: CPUs reserved per task).
@@ -241,6 +247,7 @@ def run_sweep(
             (``benchmarks/bench_many.py``). Configs that cannot stack train alone.
         ray_address: address of a running Ray cluster (default: the one this process is connected
             to, or a new local instance).
+        slurm: the jobs of the ``submitit`` backend (default :class:`SlurmOptions()`).
         overwrite: delete what a previous sweep wrote into ``out_dir`` and start again.
         figures: write the phase-diagram figure into ``out_dir/figures``.
         formats: figure formats (static ones fall back to HTML, with a warning, without Chromium).
@@ -259,7 +266,9 @@ def run_sweep(
     """
     if backend not in BACKENDS:
         raise ValueError(f"backend={backend!r} is invalid: allowed values are {BACKENDS}")
-    if ray_address is None:  # a Ray cluster's cores are its own, not this machine's
+    slurm = slurm or SlurmOptions()
+    on_cluster = ray_address is not None or (backend == "submitit" and not slurm.local)
+    if not on_cluster:  # a cluster's cores are its own, not this machine's
         from interp.train.threads import check_thread_counts
 
         check_thread_counts(threads_per_worker, workers, threads_name="threads_per_worker")
@@ -271,10 +280,12 @@ def run_sweep(
         raise ValueError(f"workers={workers!r} is invalid: must be >= 1 or None")
     if backend == "ray":
         import_ray()  # fail before writing anything
+    if backend == "submitit":
+        check_available(slurm)
     log = log or _log.info  # the CLI shows interp's INFO lines on stderr
     out = Path(out_dir)
     points = spec.points()  # validates every point before any work
-    if backend != "ray":  # a Ray cluster's workers may have a device this driver lacks
+    if backend != "ray" and not on_cluster:  # a cluster's nodes may have a device we lack
         from interp.config.train_config import check_device
 
         for train in {(p.train.device, p.train.backend): p.train for p in points}.values():
@@ -293,7 +304,7 @@ def run_sweep(
         _prepare_check_foreign(out, points)  # refused before even the lock file is made
     out.mkdir(parents=True, exist_ok=True)
     # One sweep driver per folder; each point's run directory has its own lock too.
-    how = _Execution(backend, workers, threads_per_worker, stack, ray_address)
+    how = _Execution(backend, workers, threads_per_worker, stack, ray_address, slurm)
     with RunLock(out):
         return _run_sweep_locked(spec, out, points, how, overwrite, figures, formats, log)
 
@@ -307,6 +318,7 @@ class _Execution:
     threads_per_worker: int
     stack: int
     ray_address: str | None
+    slurm: SlurmOptions
 
 
 def _prepare_check_foreign(out: Path, points: Sequence[SweepPoint] = ()) -> None:
@@ -345,6 +357,8 @@ def _run_sweep_locked(spec, out, points, how: _Execution, overwrite, figures, fo
         "process": f"{workers} worker process(es) x {threads_per_worker} thread(s)",
         "serial": "this process",
         "ray": f"Ray ({ray_address or 'local or connected'}), {threads_per_worker} CPU(s) per run",
+        "submitit": f"{'local ' if how.slurm.local else ''}SLURM jobs of up to "
+        f"{how.slurm.points_per_job} point(s) x {threads_per_worker} CPU(s) (submitit)",
     }[backend]
     log(
         f"sweep {out}: {len(points)} point(s); {len(points) - len(todo)} finished (skipped), "
@@ -378,6 +392,8 @@ def _run_sweep_locked(spec, out, points, how: _Execution, overwrite, figures, fo
             stopped_by = run_serial(jobs, out, threads_per_worker, on_result)
         elif backend == "process":
             stopped_by = run_process(jobs, out, workers, threads_per_worker, on_result)
+        elif backend == "submitit":
+            stopped_by = run_submitit(jobs, out, threads_per_worker, how.slurm, on_result)
         else:
             stopped_by = run_ray(jobs, out, workers, threads_per_worker, ray_address, on_result)
     summary = summarize_sweep(out)

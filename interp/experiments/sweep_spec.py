@@ -25,7 +25,7 @@ from interp.io.rundir import (
 from interp.model.network import ModelConfig
 from interp.model.positional import positional_parameters
 
-BACKENDS = ("process", "serial", "ray")
+BACKENDS = ("process", "serial", "ray", "submitit")
 MANIFEST = "sweep.json"
 STATUS = "status.json"
 SUMMARY = "summary.csv"

@@ -1,5 +1,6 @@
-"""Stopping the training loop cleanly: Ctrl-C (SIGINT) or a scheduler's SIGTERM ends the loop
-after the current step, so an interrupted run resumes to the same bits as an uninterrupted one."""
+"""Stopping the training loop cleanly: Ctrl-C (SIGINT), a scheduler's SIGTERM or its warning
+SIGUSR1 / SIGUSR2 (:data:`interp.io.interrupt.STOP_SIGNALS`) ends the loop after the current step,
+so an interrupted run resumes to the same bits as an uninterrupted one."""
 
 from __future__ import annotations
 
@@ -7,18 +8,20 @@ import contextlib
 import signal
 import sys
 
+from interp.io.interrupt import STOP_SIGNALS
+
 __all__ = ["stop_at_step_boundary"]
 
-_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+_STOP_SIGNALS = STOP_SIGNALS
 
 
 @contextlib.contextmanager
 def stop_at_step_boundary():
-    """While training, Ctrl-C (SIGINT) or a scheduler's SIGTERM asks the loop to stop after the
-    current step instead of interrupting it half-way (a batch drawn but not learned from would make
-    the resumed run differ from an uninterrupted one). Yields a function returning the signal
-    number that asked for a stop (0: none). Only in the main thread (elsewhere, the signals keep
-    their usual meaning)."""
+    """While training, Ctrl-C (SIGINT) or a scheduler's SIGTERM, SIGUSR1 or SIGUSR2 asks the loop
+    to stop after the current step instead of interrupting it half-way (a batch drawn but not
+    learned from would make the resumed run differ from an uninterrupted one). Yields a function
+    returning the signal number that asked for a stop (0: none). Only in the main thread
+    (elsewhere, the signals keep their usual meaning)."""
     requested: list[int] = []
 
     def handler(signum, frame):

@@ -343,17 +343,19 @@ def test_7_real_divergence_names_a_good_checkpoint(tmp_path):
         assert all(torch.isfinite(v).all() for v in run.load_model(step).state_dict().values())
 
 
-# 8. SIGTERM (what schedulers send) stops at a step boundary with the state saved.
-def test_8_sigterm_saves_and_resume_is_exact(tmp_path):
+# 8. SIGTERM (what schedulers send), and SIGUSR2 / SIGUSR1 (SLURM's warning before a time limit),
+# stop at a step boundary with the state saved, exiting 128 + the signal.
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGUSR2])
+def test_8_sigterm_saves_and_resume_is_exact(tmp_path, sig):
     run = tmp_path / "run"
     args = ["--set", "steps=1000", "--set", "eval_every=50", "--set", "n_eval=64", "--quiet"]
     args += ["--set", "num_threads=1"]  # the same arithmetic in this process below
     proc = cli("train", "--preset", "tiny", *args, "--out", str(run))
     wait_for(lambda: len(read_metrics(run / "metrics.csv").frame) >= 2, what="two evaluations")
-    proc.send_signal(signal.SIGTERM)
+    proc.send_signal(sig)
     _, err = proc.communicate(timeout=HANG_S)
-    assert proc.returncode == 128 + signal.SIGTERM, err
-    assert "SIGTERM: stopping after this step" in err and "Traceback" not in err
+    assert proc.returncode == 128 + sig, err
+    assert f"{sig.name}: stopping after this step" in err and "Traceback" not in err
     state = checkpoints.load_resume(run / "checkpoints" / "resume.pt")
     assert 0 < state["step"] < 1000
     loaded = load_run(run)

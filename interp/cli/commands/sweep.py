@@ -15,6 +15,8 @@ examples:
   induction-cliff sweep --preset fig2-kb-quick --out runs/fig2-kb   # rerun it to resume
   induction-cliff sweep --preset paper-fig1d --seeds 0-5 --out runs/fig1d --backend ray
   induction-cliff sweep --preset fig2-kb-quick --grid K=128,512 --set steps=2000 --out runs/k
+  induction-cliff sweep --preset paper-fig1d --seeds 0-5 --out /shared/fig1d --backend submitit \
+      --slurm-partition cpu --slurm-time 240 --slurm-points-per-job 4
 """
 
 
@@ -40,8 +42,9 @@ def add_arguments(p) -> None:
     p.add_argument(
         "--backend",
         default="process",
-        choices=["process", "ray", "serial"],
-        help="process pool, Ray (pip install -e '.[ray]'), or in-process",
+        choices=["process", "ray", "serial", "submitit"],
+        help="process pool, Ray (pip install -e '.[ray]'), in-process, or SLURM jobs through "
+        "submitit (pip install -e '.[slurm]'; docs/slurm.md)",
     )
     p.add_argument(
         "--workers", type=int, default=None, help="concurrent runs (default: CPUs / threads)"
@@ -58,6 +61,38 @@ def add_arguments(p) -> None:
         "--ray-address",
         default=None,
         help="address of a running Ray cluster (default: a local instance)",
+    )
+    slurm = p.add_argument_group("--backend submitit (SLURM jobs, docs/slurm.md)")
+    slurm.add_argument("--slurm-partition", default=None, help="partition (default: the cluster's)")
+    slurm.add_argument(
+        "--slurm-time", type=int, default=None, metavar="MIN", help="time limit per job (60)"
+    )
+    slurm.add_argument(
+        "--slurm-points-per-job",
+        type=int,
+        default=None,
+        metavar="N",
+        help="points one job trains in turn (1)",
+    )
+    slurm.add_argument(
+        "--slurm-array-parallelism",
+        type=int,
+        default=None,
+        metavar="N",
+        help="jobs of the array running at once (256)",
+    )
+    slurm.add_argument(
+        "--slurm-signal-delay",
+        type=int,
+        default=None,
+        metavar="S",
+        help="seconds before the limit at which SLURM sends SIGUSR2: the job saves and requeues "
+        "(120)",
+    )
+    slurm.add_argument(
+        "--slurm-local",
+        action="store_true",
+        help="run the jobs on this machine (submitit's LocalExecutor)",
     )
     p.add_argument(
         "--overwrite", action="store_true", help="delete the sweep in --out and start again"
@@ -101,18 +136,54 @@ def _rerun_spec(args, changed, seeds):
     return spec if seeds is None else dataclasses.replace(spec, seeds=seeds)
 
 
+_SLURM_FLAGS = {
+    "partition": "--slurm-partition",
+    "time_min": "--slurm-time",
+    "points_per_job": "--slurm-points-per-job",
+    "array_parallelism": "--slurm-array-parallelism",
+    "signal_delay_s": "--slurm-signal-delay",
+}
+
+
+def _slurm_options(args):
+    """The SLURM options of ``--backend submitit`` (refused with any other backend, as is
+    ``--workers`` with it: a job trains its points in turn)."""
+    from interp.experiments.sweep import SlurmOptions
+
+    given = {
+        field: getattr(args, flag[2:].replace("-", "_"))
+        for field, flag in _SLURM_FLAGS.items()
+        if getattr(args, flag[2:].replace("-", "_")) is not None
+    }
+    if args.backend != "submitit":
+        flags = [_SLURM_FLAGS[f] for f in given] + ["--slurm-local"] * args.slurm_local
+        if flags:
+            raise ValueError(f"{flags[0]} is for --backend submitit (not {args.backend})")
+    elif args.workers is not None:
+        raise ValueError(
+            "--workers is for the process and ray backends: a SLURM job trains its points in "
+            "turn (--slurm-points-per-job), --slurm-array-parallelism jobs at once"
+        )
+    return SlurmOptions(local=args.slurm_local, **given)
+
+
 def run(args) -> int:
     from interp.experiments.sweep import run_sweep
     from interp.io.errors import RunDirectoryError
     from interp.io.interrupt import signal_of
+    from interp.io.paths import check_output_path
     from interp.io.plugins import loaded_plugins
 
-    if loaded_plugins() and args.backend == "ray":
+    if args.out is not None:
+        check_output_path(args.out)  # a link (dangling or not) is refused before any work
+    if loaded_plugins() and args.backend == "ray":  # submitit's jobs load the plugins
         raise ValueError(
             "--plugin with --backend ray: Ray workers do not load plugins, so their runs would "
             "lack what the plugins add; use --backend process or serial"
         )
-    if args.ray_address is None:  # a Ray cluster's cores are its own, not this machine's
+    slurm = _slurm_options(args)
+    on_cluster = args.ray_address is not None or (args.backend == "submitit" and not slurm.local)
+    if not on_cluster:  # a cluster's cores are its own, not this machine's
         from interp.train.threads import check_thread_counts
 
         check_thread_counts(
@@ -132,6 +203,7 @@ def run(args) -> int:
             threads_per_worker=args.threads_per_worker,
             stack=args.stack,
             ray_address=args.ray_address,
+            slurm=slurm,
             overwrite=args.overwrite,
             figures=not args.no_figures,
             formats=tuple(args.formats.split(",")),

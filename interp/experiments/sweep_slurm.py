@@ -1,0 +1,343 @@
+"""A sweep's points as SLURM jobs, submitted through submitit (``sweep --backend submitit``).
+
+The points (the units of :func:`interp.experiments.sweep_backends.stack_jobs`) are packed into
+jobs of ``points_per_job`` points, submitted as one job array (at most ``array_parallelism`` of
+them running at once). A job trains its points in turn into their run directories, skipping the
+finished ones and resuming the partial ones, and returns one result per point it trained.
+
+- **Time limit.** SLURM sends SIGUSR2 ``signal_delay_s`` seconds before a job's limit
+  (``--signal``, set by submitit). The running point stops at its step boundary and saves its
+  resume state (:data:`interp.io.interrupt.STOP_SIGNALS`), then the job hands over to submitit's
+  handler, which calls :meth:`SweepJob.checkpoint` (the job itself, a ``DelayedSubmission``) and
+  requeues it: it starts again where it stopped.
+- **Preemption, cancellation, a lost node.** A job that ended (SIGTERM: its running point saved
+  its state) or whose state stays ``PREEMPTED`` (read with ``sacct`` through submitit) with
+  points unfinished is cancelled if SLURM still holds it, and those points are resubmitted by the
+  sweep in a new job, up to :data:`MAX_RESUBMITS` times each.
+- **Ctrl-C or SIGTERM to the sweep** cancels its jobs (their running points save their state).
+
+``local=True`` runs the same jobs with submitit's ``LocalExecutor`` on this machine. Every job's
+log (which points it started at step 0 and which it resumed) is in ``SWEEP/slurm-jobs``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import time
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from interp.experiments.sweep_backends import OnResult, _interrupted, _result, run_job, steps_done
+from interp.io import checkpoints
+from interp.io.interrupt import signal_of, sigterm_as_ctrl_c
+
+if TYPE_CHECKING:
+    from interp.experiments.sweep_spec import SweepPoint
+
+__all__ = [
+    "SlurmOptions",
+    "SweepJob",
+    "check_available",
+    "import_submitit",
+    "pack",
+    "run_submitit",
+    "JOBS_DIR",
+]
+
+SUBMITIT_HINT = (
+    "--backend submitit needs submitit: pip install 'induction-cliff[slurm]' "
+    "(or pip install 'submitit>=1.5')"
+)
+JOBS_DIR = "slurm-jobs"
+"""The submitit folder inside the sweep folder: job scripts, pickles and logs."""
+MAX_RESUBMITS = 3
+"""How many times the sweep resubmits a point whose job ended before it finished."""
+PREEMPTED_GRACE_S = 60.0
+"""How long a job may stay PREEMPTED (SLURM may requeue it) before the sweep resubmits its
+points."""
+POLL_S = 1.0
+# SLURM states of a job that is not over (it may run again).
+_ALIVE = {"PENDING", "RUNNING", "REQUEUED", "COMPLETING", "CONFIGURING", "RESIZING", "SUSPENDED"}
+_ALIVE |= {"REQUEUE_HOLD", "REQUEUE_FED", "READY", "PREEMPTED"}
+
+
+@dataclass(frozen=True)
+class SlurmOptions:
+    """Where and how the jobs of a ``--backend submitit`` sweep run.
+
+    Attributes:
+        partition: SLURM partition (None: the cluster's default).
+        time_min: time limit of each job, in minutes.
+        points_per_job: points trained in turn by one job.
+        array_parallelism: jobs of the array running at once.
+        signal_delay_s: seconds before the limit at which SLURM sends SIGUSR2.
+        local: run the jobs on this machine (submitit's LocalExecutor).
+    """
+
+    partition: str | None = None
+    time_min: int = 60
+    points_per_job: int = 1
+    array_parallelism: int = 256
+    signal_delay_s: int = 120
+    local: bool = False
+
+    def check(self) -> None:
+        """Raise ValueError naming the first invalid option."""
+        for name, flag, low in (
+            ("time_min", "--slurm-time", 1),
+            ("points_per_job", "--slurm-points-per-job", 1),
+            ("array_parallelism", "--slurm-array-parallelism", 1),
+            ("signal_delay_s", "--slurm-signal-delay", 0),
+        ):
+            value = getattr(self, name)
+            if not (isinstance(value, int) and not isinstance(value, bool) and value >= low):
+                raise ValueError(f"{flag}={value!r} is invalid: must be an integer >= {low}")
+        if self.signal_delay_s >= self.time_min * 60:
+            raise ValueError(
+                f"--slurm-signal-delay={self.signal_delay_s} is invalid: must be shorter than "
+                f"--slurm-time ({self.time_min} min)"
+            )
+
+
+def import_submitit():
+    """The ``submitit`` module, or a RuntimeError that says how to install it."""
+    try:
+        import submitit
+    except ImportError as err:
+        raise RuntimeError(SUBMITIT_HINT) from err
+    return submitit
+
+
+def pack(
+    units: Sequence[Sequence[SweepPoint]], points_per_job: int
+) -> list[list[list[SweepPoint]]]:
+    """Group the units (lists of points trained together) into jobs of up to ``points_per_job``
+    points, in order (a unit larger than that is a job of its own)."""
+    jobs: list[list[list[SweepPoint]]] = []
+    size = 0
+    for unit in units:
+        if not jobs or size + len(unit) > points_per_job:
+            jobs.append([])
+            size = 0
+        jobs[-1].append(list(unit))
+        size += len(unit)
+    return jobs
+
+
+def check_available(opts: SlurmOptions) -> None:
+    """Raise ValueError naming an invalid option, RuntimeError (one line) without submitit or,
+    unless ``opts.local``, without SLURM's ``srun`` on this machine: before anything is written."""
+    import shutil
+
+    opts.check()
+    import_submitit()
+    if not opts.local and shutil.which("srun") is None:
+        raise RuntimeError(
+            "--backend submitit: no SLURM here (srun not found); pass --slurm-local to run the "
+            "jobs on this machine"
+        )
+
+
+def _fresh(run_dir: Path) -> bool:
+    return not (run_dir / "checkpoints" / checkpoints.RESUME_NAME).exists()
+
+
+class SweepJob:
+    """One SLURM job of a sweep: trains its units in turn (submitit's ``Checkpointable``
+    protocol: :meth:`checkpoint` resubmits the job itself, which skips the finished points and
+    resumes the partial ones)."""
+
+    def __init__(self, units, out: str, threads: int, plugins: Sequence[str] = ()) -> None:
+        self.units = [list(u) for u in units]
+        self.out, self.threads, self.plugins = str(out), threads, tuple(plugins)
+
+    def __call__(self) -> list[dict]:
+        import torch
+
+        from interp.io.plugins import load_plugins
+
+        load_plugins(self.plugins)
+        out = Path(self.out)
+        requeue = _submitit_handler()  # before this job's own handlers replace it
+        results: list[dict] = []
+        stopped, before = 0, torch.get_num_threads()
+        with sigterm_as_ctrl_c():  # between points too: SIGTERM/SIGUSR1/SIGUSR2 stop the job
+            try:
+                for unit in self.units:
+                    unit = [p for p in unit if steps_done(out / p.name) < p.train.steps]
+                    for p in unit:
+                        start = "starts at step 0" if _fresh(out / p.name) else "resumes"
+                        print(f"point {p.name}: {start}", flush=True)
+                    try:
+                        results.extend(run_job(unit, out, self.threads) if unit else [])
+                    except KeyboardInterrupt as err:  # its runs saved their state
+                        results.extend(_interrupted(p, out / p.name) for p in unit)
+                        stopped = signal_of(err)
+                        break
+            except KeyboardInterrupt as err:
+                stopped = signal_of(err)
+            finally:
+                torch.set_num_threads(before)
+        if stopped:
+            print(f"stopped by {signal.Signals(stopped).name}, state saved", flush=True)
+        if stopped in (signal.SIGUSR1, signal.SIGUSR2) and requeue is not None:
+            requeue(stopped, None)  # submitit: checkpoint() and requeue this job, then exit
+        return results
+
+    def checkpoint(self):
+        """The job itself, to be requeued (submitit calls it on the time-limit signal)."""
+        from submitit.helpers import DelayedSubmission
+
+        return DelayedSubmission(self)
+
+
+def _submitit_handler():
+    """submitit's checkpoint-and-requeue handler of this process (None outside a submitit job)."""
+    if "submitit" not in __import__("sys").modules:
+        return None
+    from submitit.core.job_environment import JobEnvironment
+
+    handler = signal.getsignal(JobEnvironment._usr_sig())
+    return handler if callable(handler) else None
+
+
+def _executor(submitit, folder: Path, threads: int, opts: SlurmOptions):
+    executor = submitit.AutoExecutor(
+        folder=folder, cluster="local" if opts.local else "slurm", slurm_max_num_timeout=1000
+    )
+    params = {"name": "induction-cliff-sweep", "timeout_min": opts.time_min}
+    params["cpus_per_task"] = threads
+    if not opts.local:  # locally the signal comes 30 s before the limit (submitit's default)
+        params["slurm_signal_delay_s"] = opts.signal_delay_s
+        params["slurm_array_parallelism"] = opts.array_parallelism
+        if opts.partition:
+            params["slurm_partition"] = opts.partition
+    executor.update_parameters(**params)
+    return executor
+
+
+def _state(job) -> str:
+    with contextlib.suppress(Exception):
+        return str(job.state).upper().split()[0]
+    return "UNKNOWN"
+
+
+def _outcome(job, seen_preempted: dict) -> list[dict] | None:
+    """The job's results once it is over ([] when it left none), None while it runs."""
+    if job.paths.result_pickle.exists() or job.done():
+        if job.paths.result_pickle.exists():
+            with contextlib.suppress(Exception):
+                return list(job.result())
+        return []
+    if _state(job) == "PREEMPTED":
+        first = seen_preempted.setdefault(job.job_id, time.monotonic())
+        if time.monotonic() - first > PREEMPTED_GRACE_S:
+            return []
+    return None
+
+
+def _make_gone(job, local: bool, timeout: float = 300.0) -> None:
+    """Cancel the job if SLURM still holds it (requeued after a preemption), and wait for it to
+    be over, so that none of its points trains twice at once (a local job is over once done)."""
+    if local or _state_forced(job) not in _ALIVE:
+        return
+    job.cancel(check=False)
+    end = time.monotonic() + timeout
+    while _state_forced(job) in _ALIVE - {"PREEMPTED"} and time.monotonic() < end:
+        time.sleep(POLL_S)
+
+
+def _state_forced(job) -> str:
+    with contextlib.suppress(Exception):
+        return str(job.watcher.get_state(job.job_id, mode="force")).upper().split()[0]
+    return "UNKNOWN"
+
+
+def run_submitit(
+    todo: Sequence[Sequence[SweepPoint]],
+    out: Path,
+    threads: int,
+    opts: SlurmOptions,
+    on_result: OnResult,
+) -> int:
+    """Train the units (lists of points, see ``stack_jobs``) as SLURM jobs through submitit
+    (see the module docstring), reporting every point's result through ``on_result``.
+
+    Returns:
+        The signal that stopped the sweep (0: none; its jobs were cancelled, their running
+        points saved their state).
+    """
+    from interp.io.plugins import loaded_plugins
+
+    submitit = import_submitit()
+    executor = _executor(submitit, Path(out) / JOBS_DIR, threads, opts)
+    plugins = tuple(loaded_plugins())
+    queue = pack(todo, opts.points_per_job)
+    active: dict = {}  # job -> its units
+    seen_preempted: dict = {}
+    resubmits: Counter = Counter()
+    limit = opts.array_parallelism if opts.local else len(queue) + 1_000_000
+
+    def submit() -> None:
+        n = min(len(queue), max(0, limit - len(active)))
+        if n:
+            groups, queue[:n] = queue[:n], []
+            jobs = executor.submit_array([SweepJob(g, str(out), threads, plugins) for g in groups])
+            active.update(zip(jobs, groups))
+
+    def settle(job, units, results: list[dict]) -> None:
+        by_name = {r["name"]: r for r in results}
+        again = []
+        for unit in units:
+            left = []
+            for p in unit:
+                r = by_name.get(p.name)
+                if r is not None and r["status"] in ("done", "failed"):
+                    on_result(r)
+                elif steps_done(out / p.name) >= p.train.steps:
+                    on_result(_result(p, out / p.name, "done", "resumed"))
+                elif resubmits[p.name] < MAX_RESUBMITS:
+                    resubmits[p.name] += 1
+                    left.append(p)
+                else:
+                    on_result(
+                        _result(
+                            p, out / p.name, "failed", "failed",
+                            f"its job {job.job_id} ended unfinished {MAX_RESUBMITS + 1} times "
+                            f"(last state {_state(job)}); see {out / JOBS_DIR}",
+                        )
+                    )  # fmt: skip
+            if left:
+                again.append(left)
+        if again:
+            _make_gone(job, opts.local)
+            queue.extend(pack(again, opts.points_per_job))
+
+    with sigterm_as_ctrl_c():
+        try:
+            submit()
+            while active or queue:
+                for job, units in list(active.items()):
+                    results = _outcome(job, seen_preempted)
+                    if results is not None:
+                        del active[job]
+                        settle(job, units, results)
+                submit()
+                if active:
+                    time.sleep(POLL_S)
+        except KeyboardInterrupt as err:
+            for job in active:
+                job.cancel(check=False)  # SIGTERM: the running points save their state
+            for job, units in active.items():
+                end = time.monotonic() + 300.0
+                while _outcome(job, seen_preempted) is None and time.monotonic() < end:
+                    time.sleep(POLL_S)
+                by_name = {r["name"]: r for r in (_outcome(job, seen_preempted) or [])}
+                for p in (p for unit in units for p in unit):
+                    on_result(by_name.get(p.name) or _interrupted(p, out / p.name))
+            return signal_of(err)
+    return 0

@@ -1,0 +1,168 @@
+"""``sweep --backend submitit``: SLURM jobs through submitit, on this machine (submitit's
+LocalExecutor) and through a fake SLURM (``tests/interp/fake_slurm.py``) that requeues a job sent
+SIGUSR2 and preempts another; the runs equal the serial and process backends' byte for byte."""
+
+import os
+import re
+import threading
+
+import pytest
+
+from interp.cli import main
+from interp.experiments import sweep_slurm
+from interp.experiments.sweep import SlurmOptions, SweepSpec, run_sweep
+from interp.experiments.sweep_backends import steps_done
+from tests.interp import fake_slurm
+from tests.waits import HANG_S, wait_for
+
+pytest.importorskip("submitit")
+
+FAST = {
+    "steps": "40",
+    "eval_every": "10",
+    "n_eval": "64",
+    "batch_size": "32",
+    "checkpoint_every": "20",
+    "n_log_checkpoints": "2",
+}
+
+
+def spec(ks=(16, 32), seeds=(0,)):
+    return SweepSpec(preset="tiny", grid={"K": ks}, overrides=FAST, seeds=seeds)
+
+
+def silent(line: str) -> None:
+    """A sweep's progress log that prints nothing."""
+
+
+def same_metrics(a, b, names) -> None:
+    for name in names:
+        assert (a / name / "metrics.csv").read_bytes() == (b / name / "metrics.csv").read_bytes()
+
+
+def starts_at_zero(out):
+    """How many times each point started at step 0, from the jobs' logs."""
+    counts = {}
+    for log in (out / sweep_slurm.JOBS_DIR).glob("*_log.out"):
+        for name in re.findall(r"^point (\S+): starts at step 0$", log.read_text(), re.M):
+            counts[name] = counts.get(name, 0) + 1
+    return counts
+
+
+def test_local_executor_sweep_equals_the_serial_one(tmp_path):
+    names = [p.name for p in spec().points()]
+    lines = []
+    local = run_sweep(
+        spec(),
+        tmp_path / "local",
+        backend="submitit",
+        slurm=SlurmOptions(local=True, time_min=10),
+        figures=False,
+        log=lines.append,
+    )
+    assert "on local SLURM jobs of up to 1 point(s)" in lines[0]
+    run_sweep(spec(), tmp_path / "serial", backend="serial", figures=False, log=silent)
+    assert local["status"].tolist() == ["done", "done"]
+    same_metrics(tmp_path / "local", tmp_path / "serial", names)
+    assert starts_at_zero(tmp_path / "local") == dict.fromkeys(names, 1)
+
+
+def test_fake_slurm_sweep_survives_sigusr2_and_preemption(tmp_path, monkeypatch):
+    """12 points in 4 array jobs of 3, 2 at once: job 0 gets SIGUSR2 while its first point
+    trains (it saves, submitit requeues the job, which resumes it), job 1 is preempted (SIGTERM:
+    it saves; the sweep resubmits its points). Every run equals the process backend's, and no
+    point started at step 0 twice."""
+    bin_dir, state = tmp_path / "bin", tmp_path / "slurm-state"
+    fake_slurm.install(bin_dir)
+    state.mkdir()
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    monkeypatch.setenv("FAKE_SLURM_DIR", str(state))
+    monkeypatch.setattr(sweep_slurm, "POLL_S", 0.2)
+    s = spec(ks=(16, 32, 64), seeds=(0, 1, 2, 3))
+    points = s.points()
+    names = [p.name for p in points]
+    out = tmp_path / "slurm"
+    done = threading.Event()
+
+    sent = []
+
+    def mid_point(some):
+        def condition():
+            return done.is_set() or any(0 <= _rows(out / n) < 40 for n in some)
+
+        wait_for(condition, what=f"training of one of {some}", every=0.005)
+
+    def signal_job(index, some, send):
+        mid_point(some)
+        if not done.is_set():
+            (task,) = [p.name[: -len(".pid")] for p in state.glob(f"*_{index}.pid")]
+            send(task)
+            sent.append(index)
+
+    def usr2(task):
+        fake_slurm.subprocess.run(["scancel", "--signal", "USR2", task], check=True)
+
+    def preempt(task):
+        (state / f"{task}.preempt").touch()
+
+    injectors = [
+        threading.Thread(target=signal_job, args=(0, names[0:1], usr2), daemon=True),
+        threading.Thread(target=signal_job, args=(1, names[3:6], preempt), daemon=True),
+    ]
+    for injector in injectors:
+        injector.start()
+    try:
+        summary = run_sweep(
+            s,
+            out,
+            backend="submitit",
+            slurm=SlurmOptions(points_per_job=3, array_parallelism=2, time_min=10),
+            figures=False,
+            log=silent,
+        )
+    finally:
+        done.set()
+        for injector in injectors:
+            injector.join(HANG_S)
+    assert sorted(sent) == [0, 1]
+    assert summary["status"].tolist() == ["done"] * 12
+    runs = {p.stem: p.read_text().count("start") for p in state.glob("*.runs")}
+    first = min(int(t.split("_")[0]) for t in runs)
+    assert runs[f"{first}_0"] == 2  # requeued by submitit after SIGUSR2
+    logs = "".join(p.read_text() for p in (out / sweep_slurm.JOBS_DIR).glob("*_log.out"))
+    assert len({t.split("_")[0] for t in runs}) >= 2, (runs, logs)  # job 1's points resubmitted
+    assert starts_at_zero(out) == dict.fromkeys(names, 1)
+    assert "stopped by SIGUSR2, state saved" in logs and "stopped by SIGTERM" in logs
+    assert f"point {names[0]}: resumes" in logs
+    run_sweep(s, tmp_path / "pool", backend="process", workers=2, figures=False, log=silent)
+    same_metrics(out, tmp_path / "pool", names)
+
+
+def _rows(run_dir) -> int:
+    """-1 before the run's first evaluation is on disk, else its last step."""
+    if not (run_dir / "metrics.csv").exists():
+        return -1
+    return steps_done(run_dir)
+
+
+def test_backend_options_are_refused_one_line(tmp_path, capsys, monkeypatch):
+    base = ["sweep", "--preset", "tiny", "--no-figures", "--out", str(tmp_path / "s")]
+    assert main([*base, "--slurm-partition", "cpu"]) == 2
+    assert "--slurm-partition is for --backend submitit" in capsys.readouterr().err
+    assert main([*base, "--backend", "submitit", "--slurm-local", "--workers", "2"]) == 2
+    assert "--workers is for the process and ray backends" in capsys.readouterr().err
+    monkeypatch.setenv("PATH", str(tmp_path / "nothing"))
+    assert main([*base, "--backend", "submitit"]) == 3
+    assert "srun not found" in capsys.readouterr().err
+    assert not (tmp_path / "s").exists()
+
+
+def test_missing_submitit_is_one_line(tmp_path, capsys, monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "submitit", None)
+    base = ["sweep", "--preset", "tiny", "--no-figures", "--out", str(tmp_path / "s")]
+    assert main([*base, "--backend", "submitit", "--slurm-local"]) == 3
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1] == f"error: {sweep_slurm.SUBMITIT_HINT}"
+    assert not (tmp_path / "s").exists()
