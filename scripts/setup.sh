@@ -42,7 +42,7 @@ echo "[setup] installing dependencies (torch==2.13.0 CPU, transformer-lens 4.x, 
 # estimates the local learning coefficient (`induction-cliff llc`); dev brings playwright, which
 # the report's browser test uses to drive Debian's chromium (no browser download), and beartype,
 # which checks jaxtyping's shape annotations at run time in the tests.
-if ! .venv/bin/python -m pip install -q "torch==2.13.0" -e ".[dev,ray,explorer,notebook,llc]" >"$log" 2>&1; then
+if ! .venv/bin/python -m pip install -q "torch==2.13.0" -e ".[dev,ray,slurm,explorer,notebook,llc]" >"$log" 2>&1; then
   cat "$log"; echo "[setup] pip install failed (log: $log)"; exit 1
 fi
 .venv/bin/python -c "import torch, transformer_lens, devinterp, beartype, interp, phenomenology; print('[setup] ok: torch', torch.__version__)"

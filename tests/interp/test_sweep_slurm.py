@@ -6,16 +6,12 @@ import os
 import re
 import threading
 
-import pytest
-
 from interp.cli import main
 from interp.experiments import sweep_slurm
 from interp.experiments.sweep import SlurmOptions, SweepSpec, run_sweep
 from interp.experiments.sweep_backends import steps_done
 from tests.interp import fake_slurm
 from tests.waits import HANG_S, wait_for
-
-pytest.importorskip("submitit")
 
 FAST = {
     "steps": "40",
