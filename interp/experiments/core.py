@@ -574,6 +574,8 @@ def page_text(experiment: Experiment, out: str | os.PathLike) -> str:
 
         # a table with nothing in it (too little data) reads as an empty one
         extra[name] = read_csv(out / name, keep_default_na=True, empty=pd.DataFrame())
+    if experiment.page is None:  # companions kept beside the rows, the page from the rows alone
+        return render_page(experiment, rows)
     return experiment.page(experiment, rows, extra)
 
 

@@ -1,0 +1,575 @@
+"""The transition law's open axes, each forecast before its runs: batch size and width.
+
+Two declared experiments on the law's network and task (:data:`transition_law.BASE`: paper-fig3's
+task with per-unit hidden biases, plain SGD at lr 0.1, the fast path), each a
+:class:`~experiments.transition_grid.TransitionGrid` of configurations of the law's data times
+values of an axis the law never varied, five seeds a point, each run trained until its transition
+(with a margin) or its budget:
+
+- ``batch-size``: batch 32, 128 and 512 (a factor of 16) at three configurations (the centre,
+  N 4 and B 2). Aoyama et al. put the induction-head point at a number of tokens that grows as
+  the square root of the batch, so the steps should fall as batch^-1/2.
+- ``width``: the classifier's hidden units (``d_mlp``) 32, 64, 128 and 256 (a factor of 8) at
+  two configurations (the centre and N 4). The attention layers' width is the task's
+  (``D + P``, set by the one-hot positions): it is not varied.
+
+**Forecasts registered before the runs** (:data:`REGISTRY`, in this folder): for every point,
+what the stored law says (at the law's own batch 128 and width 128 it forecasts; elsewhere the
+axis is outside its data and the registry says it cannot say) and what a named hypothesis says
+(batch: the law's step at batch 128 times ``(batch / 128)^-1/2``; width: the law's step at
+width 128, whatever the width). ``python experiments/register_forecasts.py`` adds the rows of
+points that have none and never changes a row; ``reproduce`` refuses to train a point
+without its registered forecasts. The page scores each forecast after the runs (inside its 80%
+interval or not; its error against the seeds' own scatter) and judges the directions declared
+here with the grids.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from experiments.catalog.transition_law import BASE
+from experiments.transition_grid import GridPoint, TransitionGrid
+from interp.experiments import register_experiment
+from interp.experiments.core import Column, Experiment, Tier
+from interp.experiments.directions import Direction, directions_table
+
+REGISTRY = Path(__file__).resolve().parent / "law_axes_forecasts.csv"
+"""The registered forecasts: one row per (experiment, point, hypothesis), never rewritten."""
+REGISTRY_COLUMNS = (
+    "experiment",
+    "point",
+    "hypothesis",
+    "step",
+    "low",
+    "high",
+    "says",
+    "law_configurations",
+    "registered",
+)
+SEEDS = (0, 1, 2, 3, 4)
+LAW_BATCH, LAW_WIDTH = 128, 128
+"""The batch size and width of every run of the law's data."""
+QUICK_BASE = {
+    "optimizer": "sgd",
+    "hidden_bias": "per_unit",
+    "lr": 0.6,
+    "eval_every": 25,
+    "num_threads": 1,
+    "live_forecast": False,
+}
+
+
+@dataclass(frozen=True)
+class Axis:
+    """An axis the law never varied: its experiment's name, the config field it sets, its
+    values, the configurations it is moved at, the law's value of it, and the hypothesis
+    registered beside the law's own forecast (``scale(value)``: the factor on the law's step)."""
+
+    name: str
+    field: str
+    label: str
+    values: tuple[int, ...]
+    configs: dict
+    hypothesis: str
+    quick_values: tuple[int, ...]
+
+    def point(self, config: str, value: int) -> str:
+        return f"{config}-{self.field}{value}"
+
+    def grid(self, tier: str) -> TransitionGrid:
+        if tier == "quick":
+            points = tuple(
+                GridPoint(name=self.point("tiny", v), overrides={self.field: v})
+                for v in self.quick_values
+            )
+            return TransitionGrid(
+                preset="tiny", base=QUICK_BASE, points=points, seeds=(0, 1), budget=1500, chunk=500
+            )
+        points = tuple(
+            GridPoint(name=self.point(c, v), overrides={**o, self.field: v})
+            for c, o in self.configs.items()
+            for v in self.values
+        )
+        return TransitionGrid(preset="paper-fig3", base=BASE, points=points, seeds=SEEDS)
+
+    def scale(self, value: float) -> float:
+        """The hypothesis's factor on the law's step at the law's value of the axis."""
+        if self.name == "batch-size":
+            return (value / LAW_BATCH) ** -0.5
+        return 1.0
+
+
+AXES = {
+    "batch-size": Axis(
+        name="batch-size",
+        field="batch_size",
+        label="batch size",
+        values=(32, 128, 512),
+        configs={"centre": {}, "N4": {"N": 4}, "B2": {"B": 2}},
+        hypothesis="aoyama: the law's step at batch 128 times (batch / 128)^-1/2",
+        quick_values=(32, 128),
+    ),
+    "width": Axis(
+        name="width",
+        field="d_mlp",
+        label="classifier width (d_mlp)",
+        values=(32, 64, 128, 256),
+        configs={"centre": {}, "N4": {"N": 4}},
+        hypothesis="independent: the law's step at width 128, whatever the width",
+        quick_values=(32, 128),
+    ),
+}
+LAW_VALUE = {"batch_size": LAW_BATCH, "d_mlp": LAW_WIDTH}
+
+
+# ---- the registry: forecasts written before the runs ----
+
+
+def forecasts_for(axis: Axis) -> pd.DataFrame:
+    """The forecasts of every full-tier point of ``axis`` by the stored law as it is now: the
+    law's own (``law``) and the axis's hypothesis (its first word), steps with 80% intervals."""
+    from interp.train.overrides import build_configs
+    from phenomenology.transition_law import StoredLaw, law_inputs
+
+    law = StoredLaw.load()
+    runs = len(law.observed)
+    grid, out = axis.grid("full"), []
+    for p in grid.points:
+        value = p.overrides[axis.field]
+        at_law = {**grid.overrides(p), axis.field: str(LAW_VALUE[axis.field])}
+        task, model, train, _ = build_configs(grid.preset, at_law, 0)
+        fields, settings = law_inputs(task, model, train)
+        refusals, _ = law.problems(fields, settings)
+        pred = law.forecast(fields)
+        if refusals or not pred.transitions:
+            why = "; ".join(refusals) or pred.reason or "no transition"
+            out += [_row(axis, p, h, math.nan, math.nan, math.nan, why, runs) for h in ("law",)]
+            continue
+        hyp = axis.hypothesis.split(":")[0]
+        own = value == LAW_VALUE[axis.field]
+        outside = f"{axis.field}={value} is outside the law's data ({LAW_VALUE[axis.field]})"
+        law_says = "the law's forecast" if own else f"cannot say: {outside}"
+        step = (pred.step, pred.low, pred.high) if own else (math.nan,) * 3
+        out.append(_row(axis, p, "law", *step, law_says, runs))
+        f = axis.scale(value)
+        out.append(
+            _row(axis, p, hyp, pred.step * f, pred.low * f, pred.high * f, axis.hypothesis, runs)
+        )
+    return pd.DataFrame(out, columns=list(REGISTRY_COLUMNS))
+
+
+def _row(axis, p, hypothesis, step, low, high, says, runs) -> dict:
+    return {
+        "experiment": axis.name,
+        "point": p.name,
+        "hypothesis": hypothesis,
+        "step": round(step, 1) if math.isfinite(step) else math.nan,
+        "low": round(low, 1) if math.isfinite(low) else math.nan,
+        "high": round(high, 1) if math.isfinite(high) else math.nan,
+        "says": says,
+        "law_configurations": runs,
+        "registered": datetime.date.today().isoformat(),
+    }
+
+
+def read_registry(path: Path = REGISTRY) -> pd.DataFrame:
+    from interp.io.inputs import read_csv
+
+    if not path.exists():
+        return pd.DataFrame(columns=list(REGISTRY_COLUMNS))
+    return read_csv(path)
+
+
+def register(path: Path = REGISTRY) -> int:
+    """Add the forecasts of every declared point that has none; never change a row. Returns how
+    many rows were added."""
+    from interp.io.atomic import write_text_atomic
+
+    have = read_registry(path)
+    known = set(zip(have["experiment"].astype(str), have["point"].astype(str)))
+    new = []
+    for axis in AXES.values():
+        rows = forecasts_for(axis)
+        new.append(rows[[(e, p) not in known for e, p in zip(rows["experiment"], rows["point"])]])
+    added = pd.concat(new, ignore_index=True)
+    if len(added):
+        both = pd.concat([have, added], ignore_index=True) if len(have) else added
+        write_text_atomic(path, both.to_csv(index=False))
+    return len(added)
+
+
+def missing_forecasts(axis: Axis, registry: pd.DataFrame) -> list[str]:
+    """The full-tier points of ``axis`` without a registered forecast."""
+    have = set(registry.loc[registry["experiment"] == axis.name, "point"].astype(str))
+    return [p.name for p in axis.grid("full").points if p.name not in have]
+
+
+# ---- training and the rows ----
+
+
+def _produce(experiment, tier: str, runs: Path, workers, log, out: Path | None = None):
+    from experiments.transition_grid import collect, run_grid
+
+    axis = AXES[experiment.name]
+    if tier == "full":
+        missing = missing_forecasts(axis, read_registry())
+        if missing:
+            raise ValueError(
+                f"{REGISTRY.name}: no registered forecast for {', '.join(missing[:3])}"
+                f"{' ...' if len(missing) > 3 else ''}: run `python experiments/"
+                "register_forecasts.py` and commit it before these points train"
+            )
+    grid = axis.grid(tier)
+    run_grid(grid, runs, workers=workers or 2, log=log)
+    rows, curves = collect(grid, runs)
+    return with_axis(rows, axis, grid, runs), {f"{axis.name}-curves.csv": curves}
+
+
+def with_axis(rows: pd.DataFrame, axis: Axis, grid: TransitionGrid, runs: Path) -> pd.DataFrame:
+    """The grid's rows with the configuration's name, the classifier's width (from each run's
+    ``config.json``) and ``step_or_never`` (the transition step, ``inf`` for a run that did not
+    transition within its budget: later than any that did)."""
+    from experiments.transition_grid import run_name
+
+    if not len(rows):
+        return rows
+    by_name = {p.name: p for p in grid.points}
+    width = []
+    for p, s in zip(rows["point"], rows["seed"], strict=True):
+        config = json.loads((Path(runs) / run_name(by_name[p], int(s)) / "config.json").read_text())
+        width.append(int(config["model"]["d_mlp"]))
+    step = pd.to_numeric(rows["transition_step"], errors="coerce")
+    jumped = rows["transitioned"].astype(str) == "True"
+    return rows.assign(
+        config=[str(p).rsplit(f"-{axis.field}", 1)[0] for p in rows["point"]],
+        d_mlp=width,
+        step_or_never=step.where(jumped, math.inf),
+    )
+
+
+# ---- the page ----
+
+
+def exponent(rows: pd.DataFrame, field: str) -> dict | None:
+    """The exponent of the transition step in ``field`` (least squares of ``log step`` on each
+    configuration's own intercept and a common slope in ``log field``, over transitioned runs),
+    with its 95% interval (t distribution); None with fewer than two values of the field."""
+    from scipy.stats import t as student
+
+    ok = rows[rows["transitioned"].astype(str) == "True"]
+    if ok[field].nunique() < 2 or len(ok) < ok["config"].nunique() + 2:
+        return None
+    configs = sorted(ok["config"].unique())
+    X = np.column_stack(
+        [*(np.asarray(ok["config"] == c, float) for c in configs), np.log(ok[field].astype(float))]
+    )
+    y = np.log(ok["transition_step"].astype(float).to_numpy())
+    beta, *_ = np.linalg.lstsq(X, y, rcond=None)
+    dof = len(y) - X.shape[1]
+    resid = y - X @ beta
+    cov = (resid @ resid / dof) * np.linalg.inv(X.T @ X)
+    se = math.sqrt(cov[-1, -1])
+    q = float(student.ppf(0.975, dof))
+    return {"slope": beta[-1], "low": beta[-1] - q * se, "high": beta[-1] + q * se, "dof": dof}
+
+
+def curvature(rows: pd.DataFrame, field: str) -> dict | None:
+    """The quadratic term of ``log step`` in ``log field`` (each configuration its own intercept,
+    a common slope and curvature), with 95% intervals: a U has a curvature above zero and its
+    lowest point inside the values trained."""
+    from scipy.stats import t as student
+
+    ok = rows[rows["transitioned"].astype(str) == "True"]
+    if ok[field].nunique() < 3:
+        return None
+    configs = sorted(ok["config"].unique())
+    x = np.log(ok[field].astype(float).to_numpy())
+    x0 = x.mean()
+    X = np.column_stack(
+        [*(np.asarray(ok["config"] == c, float) for c in configs), x - x0, (x - x0) ** 2]
+    )
+    y = np.log(ok["transition_step"].astype(float).to_numpy())
+    beta, *_ = np.linalg.lstsq(X, y, rcond=None)
+    dof = len(y) - X.shape[1]
+    if dof < 1:
+        return None
+    resid = y - X @ beta
+    cov = (resid @ resid / dof) * np.linalg.inv(X.T @ X)
+    q = float(student.ppf(0.975, dof))
+    se = np.sqrt(np.diag(cov))
+    b1, b2 = beta[-2], beta[-1]
+    return {
+        "slope": b1,
+        "slope_low": b1 - q * se[-2],
+        "slope_high": b1 + q * se[-2],
+        "curve": b2,
+        "curve_low": b2 - q * se[-1],
+        "curve_high": b2 + q * se[-1],
+        "lowest": math.exp(x0 - b1 / (2 * b2)) if b2 > 0 else math.nan,
+    }
+
+
+def shape(c: dict | None, values) -> str:
+    """Flat, monotone or U-shaped, as the intervals of :func:`curvature` tell."""
+    if c is None:
+        return "too few widths with transitions to tell"
+    if c["curve_low"] > 0 and min(values) < c["lowest"] < max(values):
+        return f"U-shaped (fastest near {c['lowest']:.0f})"
+    if c["slope_low"] > 0:
+        return "monotone: wider is slower"
+    if c["slope_high"] < 0:
+        return "monotone: wider is faster"
+    return "flat within the intervals"
+
+
+def scores(rows: pd.DataFrame, registry: pd.DataFrame, experiment: str) -> pd.DataFrame:
+    """Each registered forecast against the point's runs: the median step of its transitioned
+    seeds, inside the forecast's 80% interval or not, the absolute log error, and the point's
+    seed floor (``0.6745 x sd(log step)``: the median error of a forecast exact in the mean)."""
+    reg = registry[registry["experiment"] == experiment]
+    out = []
+    for _, f in reg.iterrows():
+        runs = rows[rows["point"].astype(str) == str(f["point"])]
+        ok = runs[runs["transitioned"].astype(str) == "True"]
+        steps = ok["transition_step"].astype(float)
+        med = float(steps.median()) if len(ok) else math.nan
+        step = float(f["step"])
+        err = abs(math.log(med / step)) if len(ok) and math.isfinite(step) else math.nan
+        floor = 0.6745 * float(np.log(steps).std(ddof=1)) if len(ok) >= 2 else math.nan
+        out.append(
+            {
+                "point": f["point"],
+                "hypothesis": f["hypothesis"],
+                "forecast": step,
+                "low": float(f["low"]),
+                "high": float(f["high"]),
+                "says": f["says"],
+                "runs": len(runs),
+                "transitioned": len(ok),
+                "median": med,
+                "inside": (float(f["low"]) <= med <= float(f["high"]))
+                if math.isfinite(step) and len(ok)
+                else None,
+                "abs_log_error": err,
+                "floor": floor,
+            }
+        )
+    return pd.DataFrame(out)
+
+
+def _num(v, spec="{:.0f}") -> str:
+    return "-" if v is None or (isinstance(v, float) and not math.isfinite(v)) else spec.format(v)
+
+
+def notes(axis: Axis, rows: pd.DataFrame) -> str:
+    lines = _axis_lines(axis, rows)
+    lines += _score_lines(axis, rows)
+    lines.append(directions_table(DIRECTIONS[axis.name], rows))
+    return "\n".join(lines)
+
+
+def _axis_lines(axis: Axis, rows: pd.DataFrame) -> list[str]:
+    lines = [f"## The transition step against {axis.label}", ""]
+    lines += [
+        f"| configuration | {axis.label} | runs | transitioned | median step | range |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for (config, value), g in rows.groupby(["config", axis.field], sort=False):
+        ok = g[g["transitioned"].astype(str) == "True"]["transition_step"].astype(float)
+        rng = f"{ok.min():.0f}-{ok.max():.0f}" if len(ok) else "-"
+        lines.append(
+            f"| {config} | {int(value)} | {len(g)} | {len(ok)} | {_num(ok.median())} | {rng} |"
+        )
+    lines.append("")
+    if axis.name == "batch-size":
+        e = exponent(rows, axis.field)
+        if e is None:
+            lines.append("Too few transitioned runs to fit the exponent.")
+        else:
+            inside = "inside" if e["low"] <= -0.5 <= e["high"] else "outside"
+            lines.append(
+                f"**Exponent** of the transition step in the batch size (each configuration "
+                f"its own intercept): {e['slope']:.3f} (95% interval {e['low']:.3f} to "
+                f"{e['high']:.3f}, {e['dof']} degrees of freedom); Aoyama's -1/2 is {inside} it."
+            )
+    else:
+        c = curvature(rows, axis.field)
+        lines.append(f"**Shape** in log width: {shape(c, axis.values)}.")
+        if c is not None:
+            lines.append(
+                f"Slope {c['slope']:.3f} ({c['slope_low']:.3f} to {c['slope_high']:.3f}), "
+                f"curvature {c['curve']:.3f} ({c['curve_low']:.3f} to {c['curve_high']:.3f}), "
+                "95% intervals, log step on log width centred, each configuration its own "
+                "intercept; transitioned runs only (a width whose runs never transition is "
+                "counted in the table above, not here)."
+            )
+    return lines + [""]
+
+
+def _score_lines(axis: Axis, rows: pd.DataFrame) -> list[str]:
+    reg = read_registry()
+    s = scores(rows, reg, axis.name)
+    lines = ["## Forecasts registered before the runs", ""]
+    if not len(s):
+        return lines + ["No forecast is registered for this experiment.", ""]
+    waiting = s[s["runs"] == 0]
+    s = s[s["runs"] > 0]
+    if waiting["point"].nunique():
+        lines += [
+            f"{len(waiting)} forecasts registered for {waiting['point'].nunique()} points "
+            "(`experiments/catalog/law_axes_forecasts.csv`) wait for their runs (the full tier).",
+            "",
+        ]
+    if not len(s):
+        return lines
+    dates = sorted(set(reg.loc[reg["experiment"] == axis.name, "registered"].astype(str)))
+    lines += [
+        f"Registered in `experiments/catalog/{REGISTRY.name}` on {', '.join(dates)}, before the "
+        "runs, from the stored law then (its data: "
+        f"{int(reg['law_configurations'].iloc[0])} configurations). 80% intervals. The law's own "
+        "forecast exists only where the axis is at the law's value; the hypothesis forecasts "
+        "everywhere.",
+        "",
+        "| point | forecast by | step (80% interval) | runs: transitioned / all | median step "
+        "| inside | abs log error | seeds' floor |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for _, x in s.iterrows():
+        said = (
+            f"{x['forecast']:.0f} ({x['low']:.0f}-{x['high']:.0f})"
+            if math.isfinite(x["forecast"])
+            else str(x["says"])
+        )
+        inside = "-" if x["inside"] is None else ("yes" if x["inside"] else "no")
+        lines.append(
+            f"| {x['point']} | {x['hypothesis']} | {said} | {x['transitioned']} / {x['runs']} | "
+            f"{_num(x['median'])} | {inside} | {_num(x['abs_log_error'], '{:.3f}')} | "
+            f"{_num(x['floor'], '{:.3f}')} |"
+        )
+    lines.append("")
+    for hyp, g in s.groupby("hypothesis", sort=False):
+        g = g[g["abs_log_error"].notna()]
+        if not len(g):
+            continue
+        floor = g["floor"].median()
+        lines.append(
+            f"- **{hyp}**: {int(g['inside'].astype(bool).sum())} of {len(g)} points inside their "
+            f"interval; median abs log error {g['abs_log_error'].median():.3f}, "
+            f"{g['abs_log_error'].median() / floor:.2f} x the seeds' floor ({floor:.3f})."
+        )
+    return lines + [""]
+
+
+def _directions(axis: Axis) -> tuple[Direction, ...]:
+    out = []
+    lo, hi = axis.values[0], axis.values[-1]
+    for c in axis.configs:
+        if axis.name == "batch-size":
+            claim = (
+                f"{c}: batch {hi} transitions in fewer steps than batch {lo} on at least 4 of "
+                "5 seeds"
+            )
+            out.append(
+                Direction(
+                    claim=claim,
+                    column="step_or_never",
+                    where={"point": axis.point(c, hi)},
+                    than={"point": axis.point(c, lo)},
+                    op="<",
+                    at_least=4,
+                )
+            )
+        else:
+            claim = f"{c}: width {hi} transitions no later than width {lo} on at least 3 of 5 seeds"
+            out.append(
+                Direction(
+                    claim=claim,
+                    column="step_or_never",
+                    where={"point": axis.point(c, hi)},
+                    than={"point": axis.point(c, lo)},
+                    op="<=",
+                    at_least=3,
+                )
+            )
+    return tuple(out)
+
+
+DIRECTIONS = {name: _directions(axis) for name, axis in AXES.items()}
+"""Stated with the grids, before their runs."""
+
+
+def _headline(axis: Axis):
+    def headline(rows: pd.DataFrame) -> str:
+        jumped = int((rows["transitioned"].astype(str) == "True").sum())
+        text = f"{jumped} of {len(rows)} runs transitioned"
+        if axis.name == "batch-size":
+            e = exponent(rows, axis.field)
+            if e is not None:
+                text += f"; exponent {e['slope']:.2f} ({e['low']:.2f} to {e['high']:.2f})"
+        else:
+            text += f"; {shape(curvature(rows, axis.field), axis.values)}"
+        return text
+
+    return headline
+
+
+def _experiment(axis: Axis) -> Experiment:
+    configs = ", ".join(f"`{c}`" for c in axis.configs)
+    values = ", ".join(str(v) for v in axis.values)
+    return Experiment(
+        name=axis.name,
+        title=f"The transition step against {axis.label}, forecast before the runs",
+        question=(
+            f"How does the step of the in-context transition move with the {axis.label}, an "
+            "axis the transition law never varied, and does a forecast registered before the "
+            "runs get it right?"
+        ),
+        tiers={
+            "quick": Tier(
+                cost="about 1 min on 2 cores",
+                cost_s=60,
+                hidden_bias="per_unit",
+                note=f"the `tiny` task at SGD lr 0.6, {axis.label} "
+                f"{', '.join(str(v) for v in axis.quick_values)}, two seeds: the machinery only.",
+            ),
+            "full": Tier(
+                cost="about 30 min on 2 cores",
+                cost_s=1800,
+                hidden_bias=BASE["hidden_bias"],
+                note=f"{axis.label} {values} at the transition law's configurations {configs} "
+                f"(paper-fig3, SGD lr 0.1), seeds {SEEDS[0]}-{SEEDS[-1]}, each run until its "
+                "transition with a margin or 16k steps.",
+            ),
+        },
+        produce=_produce,
+        companions=(f"{axis.name}-curves.csv",),
+        columns=(
+            Column(key="point", header="point"),
+            Column(key="seed", header="seed", fmt="{:.0f}"),
+            Column(key=axis.field, header=axis.label, fmt="{:.0f}"),
+            Column(key="transitioned", header="transitioned"),
+            Column(key="transition_step", header="transition step", fmt="{:.0f}"),
+            Column(key="steps", header="steps trained", fmt="{:.0f}"),
+            Column(key="final_ic_acc", header="final IC acc", fmt="{:.3f}"),
+        ),
+        notes=lambda rows: notes(axis, rows),
+        deviations=(
+            "Per-unit hidden biases, SGD lr 0.1, runs stopped after their transition: the "
+            "transition law's settings (docs/results/transition-law.md).",
+            f"The {axis.label} is moved from the author's "
+            f"{LAW_VALUE[axis.field]}; nothing else is.",
+        ),
+        headline=_headline(axis),
+        sort=("point", "seed"),
+    )
+
+
+EXPERIMENTS = {name: register_experiment(_experiment(axis)) for name, axis in AXES.items()}
