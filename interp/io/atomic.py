@@ -11,6 +11,9 @@ through :func:`write_bytes_atomic` (``tests/test_mechanisms.py`` fails on any ot
   hard link is refused, and so is any link between ``root`` and the destination
   (:mod:`interp.io.paths`: the folders are opened with ``O_NOFOLLOW``): writing through one
   could overwrite a file elsewhere (a shared run folder must not make ``fit`` write outside it);
+  a command refuses the outputs the user named this way before any work
+  (:func:`interp.io.paths.check_output_path`, through :func:`interp.io.outputs.writing_into`),
+  and this check at write time remains the last guard;
 - the file gets the permissions the user's umask gives a new file (a shared run folder stays
   readable to colleagues);
 - a failure (disk full, read-only disk) is a :class:`~interp.io.errors.WriteError` naming the
@@ -33,7 +36,7 @@ import stat
 from pathlib import Path
 
 from interp.io.errors import UnsafePathError, WriteError
-from interp.io.paths import enclosing_root, open_directory
+from interp.io.paths import enclosing_root, link_error, open_directory
 
 __all__ = [
     "UnsafeDestinationError",
@@ -58,9 +61,7 @@ def _check_destination(name: str, dir_fd: int, path: Path) -> None:
     except FileNotFoundError:
         return
     if stat.S_ISLNK(st.st_mode):  # a dangling one too: it would create a file elsewhere
-        raise UnsafePathError(
-            f"{path} is a symbolic link; refusing to write through it (remove the link first)"
-        )
+        raise link_error(path)
     if not stat.S_ISREG(st.st_mode):
         raise UnsafePathError(f"{path} exists and is not a regular file; nothing written")
     if st.st_nlink > 1:

@@ -26,7 +26,7 @@ from interp.io.atomic import (
 )
 from interp.io.errors import DamagedFileError, RunDirectoryError
 from interp.io.lock import holding
-from interp.io.paths import check_no_links, enclosing_roots
+from interp.io.paths import check_no_links, check_output_path, enclosing_roots
 
 __all__ = [
     "output_path",
@@ -71,9 +71,11 @@ def writing(run_dirs: str | os.PathLike | Sequence[str | os.PathLike]) -> Iterat
 def writing_into(
     destinations: Sequence[str | os.PathLike], *, folders: bool = False
 ) -> Iterator[None]:
-    """For outputs the user placed (``--out``, ``--json``, ``--figure``): where a destination lies
-    inside a run or sweep directory, refuse a link below the outermost one and hold the lock of
-    the innermost one for the block; check that each can be written; all before any work.
+    """For outputs the user placed (``--out``, ``--json``, ``--figure``): refuse every destination
+    that is a symbolic link (dangling or not) or lies behind one inside a run or sweep directory
+    (:func:`~interp.io.paths.check_output_path`); where a destination lies inside a run or sweep
+    directory, hold the lock of the innermost one for the block; check that each can be written;
+    all before any work.
 
     Args:
         destinations: files (or, with ``folders``, folders) that the block will write.
@@ -81,12 +83,11 @@ def writing_into(
     Raises:
         RunLockedError, UnsafePathError, WriteError: as :func:`writing`.
     """
+    destinations = [check_output_path(dest) for dest in destinations]  # links: before any lock
     with ExitStack() as stack:
         for dest in destinations:
-            dest = Path(os.path.abspath(dest))
             roots = enclosing_roots(dest)
             if roots:
-                check_no_links(roots[0], dest.relative_to(roots[0]))
                 stack.enter_context(holding(roots[-1]))
             check_can_write(dest if folders else dest.parent)
         yield

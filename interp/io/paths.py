@@ -7,6 +7,12 @@ reading a file in order to rewrite it, and for deleting. Whatever such a directo
 is written or deleted outside it. The part of a path above the root is the user's: it is followed
 as given (a home directory that is a link is fine).
 
+An output the user names (``--out``, ``--json``, ``--figure``, a run folder to create) is checked
+before any work by :func:`check_output_path`: the path itself must not be a symbolic link
+(dangling or not: writing through one would create or replace a file elsewhere), nor any folder
+on the way to it that does not exist yet, nor, inside a run or sweep directory, any component
+below it.
+
 Directories are walked with ``openat`` and ``O_NOFOLLOW`` (:func:`open_directory`), so a link
 that appears between the check and the write is refused too.
 """
@@ -23,6 +29,8 @@ from interp.io.errors import UnsafePathError
 __all__ = [
     "open_directory",
     "check_no_links",
+    "check_output_path",
+    "link_error",
     "enclosing_root",
     "enclosing_roots",
     "is_run_or_sweep",
@@ -37,6 +45,16 @@ def _link_error(path: Path) -> UnsafePathError:
         f"{path} is a symbolic link inside a run or sweep directory; refusing to write, read to "
         "rewrite or delete through it (replace the link by a real folder or file)"
     )
+
+
+def link_error(path: str | os.PathLike) -> UnsafePathError:
+    """The one-line refusal of a path to write that is a symbolic link outside any run or sweep
+    directory (a dangling one is said to be: writing would create a file where it points)."""
+    if os.path.exists(path):
+        why = "remove the link first"
+    else:
+        why = "a dangling symbolic link: writing would create a file where it points; remove it"
+    return UnsafePathError(f"{path} is a symbolic link; refusing to write through it ({why})")
 
 
 def _is_link_at(name: str, dir_fd: int) -> bool:
@@ -116,6 +134,33 @@ def check_no_links(root: str | os.PathLike, relative: str | os.PathLike) -> Path
         if not where.exists():
             break
     return root / relative
+
+
+def check_output_path(path: str | os.PathLike) -> Path:
+    """Refuse, before any work, an output (a file or a folder) the user named that would be
+    written through a symbolic link: ``path`` itself (dangling or not), a folder on the way to it
+    that does not exist but is a dangling link, and, where ``path`` lies inside a run or sweep
+    directory, any component below the outermost one (:func:`check_no_links`). Existing folders
+    above ``path`` outside a run are the user's and are followed. Nothing is created.
+
+    Returns:
+        The absolute path.
+
+    Raises:
+        UnsafePathError: one line naming the link (exit code 3).
+    """
+    given, path = path, Path(os.path.abspath(path))
+    roots = enclosing_roots(path.parent)
+    if roots:  # the last component included
+        check_no_links(roots[0], path.relative_to(roots[0]))
+    if path.is_symlink():
+        raise link_error(given)  # named as the user gave it
+    where = path.parent
+    while not where.exists() and where != where.parent:  # folders this write would create
+        if where.is_symlink():
+            raise link_error(where)
+        where = where.parent
+    return path
 
 
 def is_run_or_sweep(path: Path) -> bool:

@@ -75,9 +75,11 @@ def run(args) -> int:
         print_error(problem)
         return 3
     from interp.io.outputs import writing_into
+    from interp.io.paths import check_output_path
     from interp.io.rundir import load_run
     from interp.viz.fit_overlay import saved_fit
 
+    check_output_path(args.out)  # a link (dangling or not), before any run is read
     for run_dir in args.run_dirs:
         saved_fit(load_run(run_dir))  # a clear error (fit.json too) before anything is created
     with writing_into([args.out], folders=True):  # inside a run: under its lock, no links

@@ -185,8 +185,11 @@ def _check_arguments(args):
 
 
 def _check_json_arg(args) -> None:
+    from interp.io.paths import check_output_path
+
     if len(args.paths) > 1:
         raise ValueError("--json names one file: give one PATH with it")
+    check_output_path(args.json)  # a link (dangling or not) is refused before any work
     if not Path(args.json).resolve().parent.is_dir():
         raise ValueError(f"--json {args.json}: its folder does not exist")
 
@@ -198,6 +201,9 @@ def _check_figure_args(args, until, fraction) -> None:
     if fmt not in FORMATS:
         raise ValueError(f"--figure {args.figure}: name a .png, .pdf, .svg or .html file")
     _check_figure_scope(args, until, fraction)
+    from interp.io.paths import check_output_path
+
+    check_output_path(args.figure)  # a link (dangling or not) is refused before any work
     if not Path(args.figure).resolve().parent.is_dir():
         raise ValueError(f"--figure {args.figure}: its folder does not exist")
     if fmt in STATIC_FORMATS and find_chromium() is None:

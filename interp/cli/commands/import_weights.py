@@ -38,9 +38,11 @@ def add_arguments(p) -> None:
 
 def run(args) -> int:
     from interp.experiments.importer import import_weights
+    from interp.io.paths import check_output_path
     from interp.io.rundir import load_run
     from interp.train.overrides import build_configs, parse_overrides
 
+    check_output_path(args.run_dir)  # a link (dangling or not) is refused before any work
     task, model_cfg, train_cfg, _ = build_configs(
         args.preset, parse_overrides(args.set or []), args.seed
     )

@@ -31,21 +31,17 @@ def run(args) -> int:
     from pathlib import Path
 
     from interp.io.atomic import write_bytes_atomic
-    from interp.io.errors import UnsafePathError
+    from interp.io.paths import check_output_path
 
     out = Path(args.dir)
-    if out.is_symlink() and not out.exists():
-        raise UnsafePathError(f"PATH {out} is a dangling symbolic link; nothing written")
+    check_output_path(out)  # a link (dangling or not): nothing written
     if out.exists() and not out.is_dir():
         raise ValueError(f"PATH {out}: a file, not a folder")
     sources = notebook_files()
     if not sources:
         raise ValueError("this installation has no notebooks (interp/_notebooks is empty)")
-    links = [str(out / f.name) for f in sources if (out / f.name).is_symlink()]
-    if links:  # a dangling one too: writing through it would create a file elsewhere
-        raise UnsafePathError(
-            f"{', '.join(links)}: a symbolic link; refusing to write through it (remove it)"
-        )
+    for f in sources:  # a dangling one too: writing through it would create a file elsewhere
+        check_output_path(out / f.name)
     there = [str(out / f.name) for f in sources if os.path.lexists(out / f.name)]
     if there:
         raise ValueError(f"would overwrite {', '.join(there)}: remove them or choose another PATH")

@@ -39,11 +39,14 @@ def add_arguments(p) -> None:
 def run(args) -> int:
     from interp.io.budget import MAX_EXPLORER_SEQUENCES, check_count
     from interp.io.outputs import writing_into
+    from interp.io.paths import check_output_path
     from interp.viz.explorer import ExplorerConfig
     from interp.viz.report import ReportConfig, check_report_inputs, write_report
 
     check_count("--sequences", args.sequences, 1, MAX_EXPLORER_SEQUENCES)  # the page's size
     named = Path(args.out) if args.out is not None else None
+    if named is not None:
+        check_output_path(named)  # a link (dangling or not), before any run is read
     if named is not None and not named.is_dir() and named.suffix.lower() not in (".html", ".htm"):
         raise ValueError(
             f"--out {args.out} is invalid: a report is one HTML file; give a name ending in .html"

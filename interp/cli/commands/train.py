@@ -117,11 +117,13 @@ def _configs(args):
 def run(args) -> int:
     from interp.analysis.measures import check_reads
     from interp.experiments.standard import train
+    from interp.io.paths import check_output_path
     from interp.model.network import InductionNet
 
     task, model_cfg, train_cfg, note = _configs(args)  # a resumed run's plugins: checked by main
-    check_reads(InductionNet(model_cfg, seed=0))  # every measure's hooks exist, before any work
     out = Path(args.out or f"runs/{args.preset or 'demo'}-seed{train_cfg.seed}")
+    check_output_path(out)  # a link (dangling or not) is refused before any work
+    check_reads(InductionNet(model_cfg, seed=0))  # every measure's hooks exist, before any work
     print(f"run directory: {for_terminal(out)}", file=sys.stderr)
     if note:
         print(f"preset: {for_terminal(note)}", file=sys.stderr)

@@ -24,17 +24,16 @@ def add_arguments(p) -> None:
 
 def run(args) -> int:
     from interp.analysis.transition import transition_report
+    from interp.io.atomic import write_text_atomic
+    from interp.io.outputs import writing_into
 
-    report = transition_report(args.run_dirs, measure=args.measure)  # errors: one line, by main
-    print(report.to_string(index=False))
-    print(_key(args.measure, "cliff_step" in report.columns))
-    if args.out:
-        from interp.io.atomic import write_text_atomic
-        from interp.io.outputs import writing_into
-
-        with writing_into([args.out]):
+    with writing_into([args.out] if args.out else []):  # a link refused before any work
+        report = transition_report(args.run_dirs, measure=args.measure)  # errors: one line
+        print(report.to_string(index=False))
+        print(_key(args.measure, "cliff_step" in report.columns))
+        if args.out:
             write_text_atomic(args.out, report.to_csv(index=False))
-        print(f"wrote {args.out}")
+            print(f"wrote {args.out}")
     return 0
 
 
