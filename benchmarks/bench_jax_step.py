@@ -187,4 +187,7 @@ def main() -> int:
 
 
 if __name__ == "__main__":
+    from machine import announce
+
+    announce()
     sys.exit(main())

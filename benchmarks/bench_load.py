@@ -144,4 +144,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    from machine import announce
+
+    announce()
     main()

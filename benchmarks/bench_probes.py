@@ -110,4 +110,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    from machine import announce
+
+    announce()
     main()

@@ -175,4 +175,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    from machine import announce
+
+    announce()
     main()

@@ -66,19 +66,6 @@ def run_cpu(cmd: list[str], env: dict, cwd: Path) -> tuple[float, str]:
     return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), done.stdout
 
 
-def cpu_model() -> str:
-    """The CPU's model name (``/proc/cpuinfo``), or the platform's processor where it has none."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    import platform
-
-    return platform.processor() or "unknown"
-
-
 def write_curve(path: Path) -> Path:
     """A 201-point IC-loss curve with a cliff at step 30,000 (a logistic drop, a little noise)."""
     import numpy as np
@@ -119,10 +106,6 @@ def main() -> int:
     tmp = Path(tempfile.mkdtemp(prefix="bench-startup-"))
     env = dict(os.environ, HF_HUB_OFFLINE="1", WANDB_MODE="disabled", OMP_NUM_THREADS="1")
     env["INDUCTION_CLIFF_CACHE"] = str(tmp / "cache")
-    print(
-        f"CPU: {cpu_model()}; {os.cpu_count()} CPUs; load average at the start: "
-        + " ".join(f"{x:.2f}" for x in os.getloadavg())
-    )
     write_curve(tmp / "curve.csv")
     tiny = ["train", "--preset", "tiny", "--set", "steps=20", "--quiet", "--out"]
     run_cpu(
@@ -161,9 +144,11 @@ def main() -> int:
         for what in [n for n in arrangements(ROOT, tmp, "") if ": the " not in n]:
             pairs = zip(times[f"{what} (against)"], times[what])
             print(f"  {what}: against / now {statistics.median(a / b for a, b in pairs):.2f}")
-    print("load average at the end: " + " ".join(f"{x:.2f}" for x in os.getloadavg()))
     return 0
 
 
 if __name__ == "__main__":
+    from machine import announce
+
+    announce()
     sys.exit(main())

@@ -82,4 +82,7 @@ def main() -> int:
 
 
 if __name__ == "__main__":
+    from machine import announce
+
+    announce()
     sys.exit(main())

@@ -82,3 +82,27 @@ def test_protocol_bad_input_is_one_line_before_any_run(tmp_path):
         lines = done.stderr.strip().splitlines()
         assert len(lines) == 1 and field in lines[0] and "bench_protocol" in lines[0]
     assert list(tmp_path.iterdir()) == []
+
+
+def test_every_timing_benchmark_announces_the_cpu_model_and_the_load():
+    """Each ``bench_*.py`` calls ``machine.announce()`` first in its ``__main__`` block, and one run
+    (``--help``: nothing timed) prints the CPU model first and the load at the end last."""
+    import ast
+
+    for path in sorted(BENCH.glob("bench_*.py")):
+        tree = ast.parse(path.read_text())
+        main = [n for n in tree.body if isinstance(n, ast.If) and "__main__" in ast.unparse(n.test)]
+        assert main, f"{path.name} has no __main__ block"
+        calls = [ast.unparse(s) for s in main[0].body if isinstance(s, ast.Expr)]
+        assert calls and calls[0] == "announce()", f"{path.name} does not announce the machine"
+    done = subprocess.run(
+        [sys.executable, str(BENCH / "bench_step.py"), "--help"],
+        capture_output=True,
+        text=True,
+        timeout=HANG_S,
+    )
+    lines = done.stdout.strip().splitlines()
+    assert (
+        done.returncode == 0 and lines[0].startswith("CPU: ") and " CPUs; load average" in lines[0]
+    )
+    assert lines[-1].startswith("load average at the end: ")
