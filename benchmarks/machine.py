@@ -32,4 +32,11 @@ def load() -> str:
 def announce() -> None:
     """Print the CPU model and the load now; print the load again when the process ends."""
     print(f"CPU: {cpu_model()}; {os.cpu_count()} CPUs; load average at the start: {load()}")
-    atexit.register(lambda: print(f"load average at the end: {load()}", flush=True))
+    atexit.register(_at_end)
+
+
+def _at_end() -> None:
+    try:
+        print(f"load average at the end: {load()}", flush=True)
+    except OSError:  # the reader went away (a pipe closed): nothing to tell
+        pass
