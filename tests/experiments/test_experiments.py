@@ -108,6 +108,15 @@ def test_a_transcribed_row_measured_on_a_gpu_says_it_was_not_regenerated_in_its_
     ]
 
 
+def test_the_llc_page_is_regenerated_and_names_its_network():
+    """The LLC page's rows come from its declared tier under today's run format, none copied, and
+    the page names the hidden-bias form of the network they were measured on."""
+    rows = read_rows(RESULTS_DIR / "llc.csv")
+    assert (rows["source"] == "run").all() and len(rows) >= 5
+    assert (pd.to_numeric(rows["format_version"]) == current_format_version()).all()
+    assert "`hidden_bias=scalar`" in (RESULTS_DIR / "llc.md").read_text()
+
+
 def test_a_run_that_gives_several_rows_counts_once_in_the_wall_time():
     """A RoPE run reported once per rescaling is one run of 30 s, not four; a second run adds its
     own time."""
