@@ -303,8 +303,11 @@ def _seeds(seeds) -> str:
 def _rate_lines(rows: pd.DataFrame) -> list[str]:
     r = rates(rows)
     lines = [
-        "| lr | hidden biases | runs with a fate / declared | dead | transitioned | alive at "
-        "budget | death rate (95% CI) | seeds with a fate | seeds missing |",
+        "Counted over every step a run was followed (its budget, or further for a run trained "
+        "again): `alive` neither died nor transitioned by then.",
+        "",
+        "| lr | hidden biases | runs with a fate / declared | dead | transitioned | alive | "
+        "death rate (95% CI) | seeds with a fate | seeds missing |",
         "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     rows_lr = pd.to_numeric(rows["lr"])
