@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from interp.train.static_fields import static_settable_fields
+from interp.train.overrides import settable_fields
 
 ROOT = Path(__file__).resolve().parents[1]
 SCIENCE = ROOT / "docs" / "science.md"
@@ -74,7 +74,7 @@ def paper_length_claims(text: str) -> list[str]:
 
 
 SCIENCE_SOURCES = science_sources(SCIENCE.read_text(encoding="utf-8"))
-FIELDS = {f.key: f for f in static_settable_fields()}
+FIELDS = {f.key: f for f in settable_fields()}
 
 
 def test_science_md_gives_a_source_for_the_defaults():

@@ -14,8 +14,6 @@ import math
 import re
 from dataclasses import dataclass
 
-import numpy as np
-
 MAX_STEPS = 10**9  # optimisation steps of a run, and its schedule's counts (default 1e5)
 
 __all__ = [
@@ -363,6 +361,8 @@ class TrainConfig:
 def derive_seed(seed: int, purpose: str) -> int:
     """An independent 63-bit seed for one purpose (``"task"``, ``"init"``, ``"stream"``, ``"eval"``,
     ``"per_class_iw"``)."""
+    import numpy as np  # numpy is needed once seeds are drawn, not to read or check a config
+
     purposes = {"task": 0, "init": 1, "stream": 2, "eval": 3, "per_class_iw": 4}
     state = np.random.SeedSequence([int(seed), purposes[purpose]]).generate_state(2, np.uint32)
     return int((int(state[0]) << 31) ^ int(state[1]))
@@ -373,5 +373,7 @@ def checkpoint_schedule(cfg: TrainConfig) -> set[int]:
     steps = {0, cfg.steps}
     steps.update(range(cfg.checkpoint_every, cfg.steps + 1, cfg.checkpoint_every))
     if cfg.n_log_checkpoints:
+        import numpy as np
+
         steps.update(int(round(s)) for s in np.geomspace(1, cfg.steps, cfg.n_log_checkpoints))
     return steps

@@ -194,14 +194,11 @@ def test_the_contributing_guide_command_is_one_module(tmp_path, monkeypatch, cap
 
 
 def test_train_help_reads_the_set_keys_without_the_model_stack():
-    """``train --help`` lists the keys from the configs' source: no torch, no TransformerLens are
-    imported (they cost seconds), and the keys it reads agree with the imported classes."""
+    """``train --help`` lists the keys from the config classes themselves: no torch, no
+    TransformerLens are imported (they cost seconds)."""
     import subprocess
     import sys
 
-    from interp.train.static_fields import static_settable_fields
-
-    assert static_settable_fields() == settable_fields()
     code = (
         "import sys, contextlib, io\n"
         "from interp.cli import main\n"

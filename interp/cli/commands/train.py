@@ -23,18 +23,12 @@ examples:
 
 
 def set_keys_text(width: int | None = None) -> str:
-    """The ``--set`` keys with type, default and meaning, from the config dataclasses (read from
-    their source when the model stack is not imported, so that ``--help`` is immediate)."""
+    """The ``--set`` keys with type, default and meaning, from the config dataclasses (and any
+    positional encoding a plugin registered)."""
     from interp.cli._base import plain
+    from interp.train.overrides import settable_fields
 
-    if "interp.model.positional" in sys.modules:  # a plugin may have registered an encoding
-        from interp.train.overrides import settable_fields
-
-        fields = settable_fields()
-    else:  # the built-in configs, read without importing torch and TransformerLens
-        from interp.train.static_fields import static_settable_fields
-
-        fields = static_settable_fields()
+    fields = settable_fields()  # the configs are torch-free: --help imports no model stack
     width = width or min(shutil.get_terminal_size((100, 24)).columns, 100)
     key_w = max(len(f.key) for f in fields)
     lines = [
