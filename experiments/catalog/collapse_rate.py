@@ -619,7 +619,7 @@ def render_collapse_rate(experiment, rows: pd.DataFrame, extra: dict | None = No
         curves if curves is not None else pd.DataFrame(), (extra or {}).get(CONTINUED)
     )
     lines += ["", *_verdict_lines(rows, followed), *_calibration_lines(rows)]
-    lines += [*warning_lines(rows, curves if curves is not None else pd.DataFrame())]
+    lines += [*warning_lines(rows, followed)]  # every recorded curve, the longest of a run
     lines += ["## Deviations from the paper", ""]
     lines += [f"- {d}" for d in experiment.deviations]
     lines += reproduce_lines(

@@ -125,7 +125,8 @@ def warning_lines(rows: pd.DataFrame, curves: pd.DataFrame) -> list[str]:
         return lines + ["No run here has its curve recorded: nothing is scored.", ""]
     n_runs = curves.groupby(["hidden_bias", "lr", "seed"]).ngroups
     lines += [
-        f"From the {n_runs} runs whose curves are recorded (`collapse-rate-curves.csv`), the "
+        f"From the {n_runs} runs whose curves are recorded (`collapse-rate-curves.csv`; the longer "
+        "curve of a run trained again, `collapse-rate-continued.csv`), the "
         "last hidden layer's share of firing units at a check step, scored against each run's "
         "fate (runs still open at the check). AUROC over all of them; the held-out rule's "
         "threshold is fitted on seeds "
