@@ -469,37 +469,24 @@ def _score_lines(axis: Axis, rows: pd.DataFrame) -> list[str]:
 
 
 def _directions(axis: Axis) -> tuple[Direction, ...]:
-    out = []
     lo, hi = axis.values[0], axis.values[-1]
-    for c in axis.configs:
-        if axis.name == "batch-size":
-            claim = (
-                f"{c}: batch {hi} transitions in fewer steps than batch {lo} on at least 4 of "
-                "5 seeds"
-            )
-            out.append(
-                Direction(
-                    claim=claim,
-                    column="step_or_never",
-                    where={"point": axis.point(c, hi)},
-                    than={"point": axis.point(c, lo)},
-                    op="<",
-                    at_least=4,
-                )
-            )
-        else:
-            claim = f"{c}: width {hi} transitions no later than width {lo} on at least 3 of 5 seeds"
-            out.append(
-                Direction(
-                    claim=claim,
-                    column="step_or_never",
-                    where={"point": axis.point(c, hi)},
-                    than={"point": axis.point(c, lo)},
-                    op="<=",
-                    at_least=3,
-                )
-            )
-    return tuple(out)
+    batch = axis.name == "batch-size"
+    said = (
+        f"batch {hi} transitions in fewer steps than batch {lo} on at least 4 of 5 seeds"
+        if batch
+        else f"width {hi} transitions no later than width {lo} on at least 3 of 5 seeds"
+    )
+    return tuple(
+        Direction(
+            claim=f"{c}: {said}",
+            column="step_or_never",
+            where={"point": axis.point(c, hi)},
+            than={"point": axis.point(c, lo)},
+            op="<" if batch else "<=",
+            at_least=4 if batch else 3,
+        )
+        for c in axis.configs
+    )
 
 
 DIRECTIONS = {name: _directions(axis) for name, axis in AXES.items()}
