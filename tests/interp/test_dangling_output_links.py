@@ -196,3 +196,11 @@ def test_a_link_to_a_real_folder_is_refused_too(run, tmp_path, capsys, monkeypat
         work = "interp.experiments.standard:train"
     _refused(capsys, monkeypatch, argv, link, real / "never", work)
     assert list(real.iterdir()) == []
+
+
+@pytest.mark.parametrize("option", ["--out", "--runs"])
+def test_reproduce_out_and_runs(tmp_path, capsys, monkeypatch, option):
+    link = tmp_path / "results"
+    target = _dangling(link, tmp_path)
+    argv = ["reproduce", "demo", option, str(link)]
+    _refused(capsys, monkeypatch, argv, link, target, "interp.experiments:reproduce")

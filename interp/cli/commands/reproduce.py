@@ -91,6 +91,11 @@ def run(args) -> int:
     require_catalogue("reproduce")
     names = sorted(EXPERIMENTS) if args.name == "all" and args.render_only else [args.name]
     experiments = [get_experiment(n) for n in names]  # an unknown name fails before any work
+    from interp.io.paths import check_output_path
+
+    for given in (args.out, None if args.render_only else args.runs):
+        if given is not None:
+            check_output_path(given)  # a symbolic link is refused before anything is read
     if args.render_only:
         return _render(args, experiments)
     if args.name == "all":
