@@ -31,7 +31,8 @@ def _merge(new, path: Path, key: list[str], columns: list[str]):
     if path.exists() and path.stat().st_size:
         old = pd.read_csv(path)
         keep = ~old.set_index(key).index.isin(new.set_index(key).index)
-        new = pd.concat([old[keep], new], ignore_index=True)
+        parts = [f for f in (old[keep], new) if len(f)]  # an empty frame would make text columns
+        new = pd.concat(parts, ignore_index=True) if parts else old.iloc[:0]
     sort = [*key, "step"] if "step" in columns else key
     return new.sort_values(sort, kind="stable")[columns]
 
@@ -48,6 +49,7 @@ def main(argv: list[str] | None = None) -> int:
         CONTINUED,
         CURVES,
         KEY,
+        checked_curves,
         fate_row,
         rejudged,
         train_command,
@@ -81,7 +83,13 @@ def main(argv: list[str] | None = None) -> int:
     other_path = args.out.parent / (CURVES if args.continued else CONTINUED)
     other = pd.read_csv(other_path) if other_path.exists() else pd.DataFrame(columns=CURVE_COLUMNS)
     budget_curves, longer = (other, curve) if args.continued else (curve, other)
-    table = rejudged(table.reset_index(drop=True), with_continued(budget_curves, longer))
+    try:  # a damaged curve file is refused before anything is written
+        checked_curves(budget_curves, CURVES)
+        checked_curves(longer, CONTINUED)
+        table = rejudged(table.reset_index(drop=True), with_continued(budget_curves, longer))
+    except ValueError as err:
+        print(f"error: {err}; nothing was written", file=sys.stderr)
+        return 3
     args.out.write_text(table.to_csv(index=False))
     curve_path.write_text(curve.to_csv(index=False))
     print(f"{len(table)} rows -> {args.out}; {len(curve)} curve points -> {curve_path}")

@@ -226,13 +226,37 @@ def _produce(experiment: Experiment, tier: str, runs: Path, workers, log, out):
     return table, {CURVES: curves, CONTINUED: continued}
 
 
+def checked_curves(curves: pd.DataFrame | None, source: str) -> pd.DataFrame | None:
+    """``curves`` with every run's curve checked by the one curve validator
+    (:func:`interp.io.curves.check_curve`: steps finite and increasing, the share firing and the
+    IC accuracy numbers at every evaluation), so that a damaged file is refused, naming it and
+    the run, before anything is judged from it."""
+    from interp.io.curves import check_curve
+
+    if curves is None or not len(curves):
+        return curves
+    for (form, lr, seed), c in curves.groupby(KEY, sort=False):
+        check_curve(c, ("active_last", "ic_acc"), f"{source} ({form}, lr {lr:g}, seed {seed})")
+    return curves
+
+
 def with_continued(curves: pd.DataFrame, continued: pd.DataFrame | None) -> pd.DataFrame:
-    """The recorded curves, each run trained again past its budget taking its longer curve."""
+    """The recorded curves, each run trained again past its budget taking its longer curve (a
+    curve trained again that ends before the run's budget curve is a damaged file: refused)."""
+    from interp.io.errors import DamagedFileError
+
     if continued is None or not len(continued):
         return curves
-    key = ["hidden_bias", "lr", "seed"]
-    again = continued.set_index(key).index
-    kept = curves[~curves.set_index(key).index.isin(again)] if len(curves) else curves
+    if len(curves):
+        ends = curves.groupby(KEY)["step"].max()
+        for key, end in continued.groupby(KEY)["step"].max().items():
+            if key in ends.index and end < ends[key]:
+                raise DamagedFileError(
+                    f"{CONTINUED} ({key[0]}, lr {key[1]:g}, seed {key[2]}): its curve ends at step "
+                    f"{end:g}, before the run's budget curve ({ends[key]:g})"
+                )
+    again = continued.set_index(KEY).index
+    kept = curves[~curves.set_index(KEY).index.isin(again)] if len(curves) else curves
     return pd.concat([kept, continued], ignore_index=True)
 
 
@@ -614,9 +638,10 @@ def render_collapse_rate(experiment, rows: pd.DataFrame, extra: dict | None = No
             f"No run here fell below {THRESHOLD:.0%} and came back: the rule's span rests on "
             "no recovery measured in these data, and is provisional."
         )
-    curves = (extra or {}).get(CURVES)
+    curves = checked_curves((extra or {}).get(CURVES), CURVES)
     followed = with_continued(
-        curves if curves is not None else pd.DataFrame(), (extra or {}).get(CONTINUED)
+        curves if curves is not None else pd.DataFrame(),
+        checked_curves((extra or {}).get(CONTINUED), CONTINUED),
     )
     lines += ["", *_verdict_lines(rows, followed), *_calibration_lines(rows)]
     lines += [*warning_lines(rows, followed)]  # every recorded curve, the longest of a run

@@ -233,3 +233,21 @@ def test_the_span_is_a_margin_over_the_longest_recovery_in_the_committed_data():
     )
     assert SPAN_LR_STEPS == pytest.approx(SPAN_MARGIN * LONGEST_RECOVERY_LR_STEPS)
     assert SPAN_MARGIN > 1
+
+
+def test_a_damaged_curve_is_refused_before_any_run_is_judged_from_it():
+    """A curve file cut short (a run's curve trained again ending before its budget curve) or
+    with an empty value is a damaged file: refused naming the file and the run, never judged."""
+    from experiments.catalog.collapse_rate import checked_curves
+    from interp.io.errors import DamagedFileError
+
+    key = {"hidden_bias": "scalar", "lr": 0.03, "seed": 7}
+    curve = pd.DataFrame({"step": STEPS, "active_last": 0.3, "ic_acc": 0.03}).assign(**key)
+    cut = curve[curve["step"] <= 5000]
+    with pytest.raises(DamagedFileError, match=r"\(scalar, lr 0.03, seed 7\): its curve ends at"):
+        with_continued(curve, cut)
+    holed = curve.copy()
+    holed.loc[3, "ic_acc"] = math.nan
+    with pytest.raises(DamagedFileError, match=r"x.csv \(scalar, lr 0.03, seed 7\)"):
+        checked_curves(holed, "x.csv")
+    assert checked_curves(curve, "x.csv") is curve
