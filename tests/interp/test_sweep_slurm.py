@@ -147,6 +147,10 @@ def test_backend_options_are_refused_one_line(tmp_path, capsys, monkeypatch):
     assert "--slurm-partition is for --backend submitit" in capsys.readouterr().err
     assert main([*base, "--backend", "submitit", "--slurm-local", "--workers", "2"]) == 2
     assert "--workers is for the process and ray backends" in capsys.readouterr().err
+    for flag, value in (("--slurm-points-per-job", "0"), ("--slurm-signal-delay", "6000")):
+        assert main([*base, "--backend", "submitit", "--slurm-local", flag, value]) == 2
+        err = capsys.readouterr().err.strip().splitlines()  # the refusal alone, no note before
+        assert len(err) == 1 and err[0].startswith(f"error: {flag}=") and "is invalid" in err[0]
     monkeypatch.setenv("PATH", str(tmp_path / "nothing"))
     assert main([*base, "--backend", "submitit"]) == 3
     assert "srun not found" in capsys.readouterr().err

@@ -164,7 +164,10 @@ def _slurm_options(args):
             "--workers is for the process and ray backends: a SLURM job trains its points in "
             "turn (--slurm-points-per-job), --slurm-array-parallelism jobs at once"
         )
-    return SlurmOptions(local=args.slurm_local, **given)
+    options = SlurmOptions(local=args.slurm_local, **given)
+    if args.backend == "submitit":
+        options.check()  # before the preset's note or anything else
+    return options
 
 
 def run(args) -> int:
