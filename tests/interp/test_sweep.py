@@ -19,17 +19,9 @@ from interp.train.presets import get_preset
 from interp.train.training import TrainingDiverged
 from interp.viz import export
 from interp.viz.sweep_plots import plot_sweep, plot_sweep_curves
+from tests.interp.tiny_runs import FAST_SWEEP as FAST
 from tests.waits import HANG_S, descendants, next_serial, stop_started
 
-# The tiny preset, shortened: 40 steps, 5 evaluations (enough for transition detection).
-FAST = {
-    "steps": "40",
-    "eval_every": "10",
-    "n_eval": "64",
-    "batch_size": "32",
-    "checkpoint_every": "20",
-    "n_log_checkpoints": "2",
-}
 SUMMARY_COLUMNS = [
     "point",
     "K",

@@ -11,16 +11,8 @@ from interp.experiments import sweep_slurm
 from interp.experiments.sweep import SlurmOptions, SweepSpec, run_sweep
 from interp.experiments.sweep_backends import steps_done
 from tests.interp import fake_slurm
+from tests.interp.tiny_runs import FAST_SWEEP as FAST
 from tests.waits import HANG_S, wait_for
-
-FAST = {
-    "steps": "40",
-    "eval_every": "10",
-    "n_eval": "64",
-    "batch_size": "32",
-    "checkpoint_every": "20",
-    "n_log_checkpoints": "2",
-}
 
 
 def spec(ks=(16, 32), seeds=(0,)):

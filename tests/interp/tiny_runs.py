@@ -12,6 +12,17 @@ from interp.data.task import TaskConfig
 from interp.experiments.standard import train
 from interp.model.network import ModelConfig
 
+FAST_SWEEP = {
+    "steps": "40",
+    "eval_every": "10",
+    "n_eval": "64",
+    "batch_size": "32",
+    "checkpoint_every": "20",
+    "n_log_checkpoints": "2",
+}
+"""The ``tiny`` preset shortened for sweeps, as ``--set`` text: 40 steps, 5 evaluations (enough
+for transition detection)."""
+
 
 def tiny_run(out: Path, *, K: int = 64, seed: int = 0, steps: int = 40) -> Path:
     """Train a tiny run (Adam, a few dozen steps, checkpoints every 10 steps) into ``out``."""
