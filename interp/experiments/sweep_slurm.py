@@ -23,6 +23,7 @@ log (which points it started at step 0 and which it resumed) is in ``SWEEP/slurm
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import time
 from collections import Counter
@@ -151,9 +152,20 @@ class SweepJob:
     protocol: :meth:`checkpoint` resubmits the job itself, which skips the finished points and
     resumes the partial ones)."""
 
-    def __init__(self, units, out: str, threads: int, plugins: Sequence[str] = ()) -> None:
+    def __init__(
+        self,
+        units,
+        out: str,
+        threads: int,
+        plugins: Sequence[str] = (),
+        driver: int | None = None,
+    ) -> None:
         self.units = [list(u) for u in units]
         self.out, self.threads, self.plugins = str(out), threads, tuple(plugins)
+        self.driver = driver
+        """The sweep command's pid when the job runs on this machine (``--slurm-local``): the job
+        stops, its running point saved, when that process is gone, as a pool's workers die with
+        their parent. None on a cluster, whose jobs are the scheduler's and outlive the command."""
 
     def __call__(self) -> list[dict]:
         import torch
@@ -161,6 +173,8 @@ class SweepJob:
         from interp.io.plugins import load_plugins
 
         load_plugins(self.plugins)
+        if self.driver is not None:
+            _stop_when_gone(self.driver)
         out = Path(self.out)
         requeue = _submitit_handler()  # before this job's own handlers replace it
         results: list[dict] = []
@@ -193,6 +207,25 @@ class SweepJob:
         from submitit.helpers import DelayedSubmission
 
         return DelayedSubmission(self)
+
+
+def _stop_when_gone(pid: int, every_s: float = 1.0) -> None:
+    """Send this process SIGTERM (its running point saves its state at the next step) once the
+    process ``pid`` has ended; a daemon thread polls."""
+    import threading
+
+    def watch() -> None:
+        while True:
+            time.sleep(every_s)
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                os.kill(os.getpid(), signal.SIGTERM)
+                return
+            except PermissionError:  # alive, another user's: cannot be ours
+                return
+
+    threading.Thread(target=watch, daemon=True, name="sweep-driver-watch").start()
 
 
 def _submitit_handler():
@@ -281,12 +314,15 @@ def run_submitit(
     seen_preempted: dict = {}
     resubmits: Counter = Counter()
     limit = opts.array_parallelism if opts.local else len(queue) + 1_000_000
+    driver = os.getpid() if opts.local else None  # local jobs end with this command
 
     def submit() -> None:
         n = min(len(queue), max(0, limit - len(active)))
         if n:
             groups, queue[:n] = queue[:n], []
-            jobs = executor.submit_array([SweepJob(g, str(out), threads, plugins) for g in groups])
+            jobs = executor.submit_array(
+                [SweepJob(g, str(out), threads, plugins, driver) for g in groups]
+            )
             active.update(zip(jobs, groups))
 
     def settle(job, units, results: list[dict]) -> None:

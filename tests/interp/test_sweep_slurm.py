@@ -158,3 +158,38 @@ def test_missing_submitit_is_one_line(tmp_path, capsys, monkeypatch):
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1] == f"error: {sweep_slurm.SUBMITIT_HINT}"
     assert not (tmp_path / "s").exists()
+
+
+def _jobs_of(folder) -> list[int]:
+    """Pids of the processes whose command line names ``folder`` (submitit's local jobs)."""
+    pids = []
+    for proc in os.listdir("/proc"):
+        if proc.isdigit():
+            try:
+                with open(f"/proc/{proc}/cmdline", "rb") as f:
+                    if str(folder).encode() in f.read():
+                        pids.append(int(proc))
+            except OSError:
+                continue
+    return pids
+
+
+def test_local_jobs_end_with_the_sweep_command_even_killed(tmp_path):
+    """``--slurm-local`` runs jobs on this machine: ``kill -9`` of the sweep command stops them
+    (as a pool's workers die with their parent), the running point having saved its state."""
+    import signal
+    import subprocess
+    import sys
+
+    out = tmp_path / "s"
+    cmd = [sys.executable, "-m", "interp.cli", "sweep", "--preset", "tiny", "--set", "steps=100000"]
+    cmd += ["--backend", "submitit", "--slurm-local", "--no-figures", "--out", str(out)]
+    driver = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_for(lambda: list(out.glob("*/checkpoints/step_00000050.safetensors")), "a checkpoint")
+        assert _jobs_of(out / sweep_slurm.JOBS_DIR)
+    finally:
+        driver.send_signal(signal.SIGKILL)
+        driver.wait()
+    wait_for(lambda: not _jobs_of(out / sweep_slurm.JOBS_DIR), "the local jobs ending", 30)
+    assert list(out.glob("*/checkpoints/resume.pt"))  # the point saved its state on the way out
