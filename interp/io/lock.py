@@ -86,19 +86,6 @@ class RunLock:
             return {"pid": "?", "host": "?"}
         return info if isinstance(info, dict) else {"pid": "?", "host": "?"}
 
-    def _holder(self, fd: int, wait_s: float = 1.0) -> dict:
-        """The record of the live holder of the lock on ``fd``. A holder writes it just after
-        taking the lock, so a record read in between is empty or partial: read again for up to
-        ``wait_s`` seconds before naming the holder ``?``."""
-        import time
-
-        deadline = time.monotonic() + wait_s
-        while True:
-            info = self._read(fd) or {}
-            if info.get("pid", "?") != "?" or time.monotonic() >= deadline:
-                return info
-            time.sleep(0.01)
-
     def _open(self) -> int:
         """Open ``.lock`` for reading and writing, never truncating it, and only if it is a regular
         file with one link: a hard link to a file elsewhere, a FIFO, a directory or a device is
@@ -143,18 +130,32 @@ class RunLock:
                 err.errno or errno.EIO, f"cannot write the lock {self.path}: {err.strerror}"
             ) from None
 
-    def acquire(self) -> RunLock:
+    def acquire(self, wait_s: float = 2.0) -> RunLock:
+        """Take the lock, or raise :class:`RunLockedError` naming its live holder.
+
+        A holder writes its record just after taking the lock and empties it just before letting
+        go, so a refused writer that reads no record is between the two: it tries the lock again
+        (the holder may have gone) and reads again, for up to ``wait_s`` seconds, before naming
+        the holder ``?``."""
+        import time
+
         fd = self._open()
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            info = self._holder(fd)
-            os.close(fd)
-            raise RunLockedError(
-                f"{self.directory} is being written by pid {info.get('pid', '?')} on host "
-                f"{info.get('host', '?')} (since {info.get('since', '?')}); wait for it to finish "
-                "or stop it"
-            ) from None
+        deadline = time.monotonic() + wait_s
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                info = self._read(fd) or {}
+                if info.get("pid", "?") == "?" and time.monotonic() < deadline:
+                    time.sleep(0.01)
+                    continue
+                os.close(fd)
+                raise RunLockedError(
+                    f"{self.directory} is being written by pid {info.get('pid', '?')} on host "
+                    f"{info.get('host', '?')} (since {info.get('since', '?')}); wait for it to "
+                    "finish or stop it"
+                ) from None
         previous = self._read(fd)
         if previous is not None:
             # The kernel released the holder's flock, so it died without cleaning up.

@@ -628,3 +628,28 @@ def test_a_holder_that_has_not_yet_written_its_record_is_still_named(tmp_path):
     finally:
         writer.join()
         os.close(fd)
+
+
+def test_a_holder_that_lets_go_while_refused_is_followed_by_taking_the_lock(tmp_path):
+    """A holder empties its record just before letting go: a writer refused then, reading no
+    record, tries the lock again and takes it, where it named pid ? and gave up."""
+    import fcntl
+    import threading
+
+    fd = os.open(tmp_path / ".lock", os.O_RDWR | os.O_CREAT)
+    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # held; its record already emptied
+
+    def let_go():
+        time.sleep(0.2)
+        fcntl.flock(fd, fcntl.LOCK_UN)
+
+    holder = threading.Thread(target=let_go)
+    holder.start()
+    try:
+        lock = RunLock(tmp_path).acquire()
+        assert json.loads((tmp_path / ".lock").read_text())["pid"] == os.getpid()
+        assert lock.took_over is None
+        lock.release()
+    finally:
+        holder.join()
+        os.close(fd)
