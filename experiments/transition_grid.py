@@ -100,6 +100,10 @@ class TransitionGrid:
     seeds: tuple[int, ...] = (0, 1, 2)
     budget: int = 16_000
     chunk: int = 1000
+    to_budget: bool = False
+    """Train every run to its budget, not stopping after its transition (long runs)."""
+    curve_columns: tuple[str, ...] = CURVE_COLUMNS
+    """The columns of the metrics kept as each run's curve."""
 
     def __post_init__(self) -> None:
         names = [p.name for p in self.points]
@@ -157,8 +161,9 @@ def run_name(point: GridPoint, seed: int) -> str:
     return f"{point.name}-seed{seed}"
 
 
-def stop_rule(metrics: pd.DataFrame, budget: int) -> bool:
-    """Whether a run may end: its budget is spent, or its IC accuracy has transitioned (the
+def stop_rule(metrics: pd.DataFrame, budget: int, to_budget: bool = False) -> bool:
+    """Whether a run may end: its budget is spent, or (unless ``to_budget``) its IC accuracy has
+    transitioned (the
     logistic midpoint of :func:`interp.analysis.transition.detect_transition`, what
     ``induction-cliff transition`` reports) and the curve reaches ``max(800, 0.15 x step, the
     rise's width)`` steps beyond it."""
@@ -169,7 +174,7 @@ def stop_rule(metrics: pd.DataFrame, budget: int) -> bool:
     last = float(metrics["step"].iloc[-1])
     if last >= budget:
         return True
-    if len(metrics) < 5:
+    if to_budget or len(metrics) < 5:
         return False
     acc = detect_transition(metrics["step"], metrics["ic_acc"])
     if not acc.transitioned:
@@ -194,7 +199,7 @@ def train_run(grid: TransitionGrid, point: GridPoint, seed: int, run_dir: Path) 
     start = _steps_done(run_dir)
     status = "ended"
     budget = grid.budget_of(point)
-    while not stop_rule(metrics, budget):
+    while not stop_rule(metrics, budget, grid.to_budget):
         target = min(budget, (start // grid.chunk + 1) * grid.chunk)
         try:
             metrics = train(
@@ -342,14 +347,15 @@ def collect(
                 "format_version": _format_version(out / run_name(p, s)),
             }
         )
-        cols = [k for k in CURVE_COLUMNS if k in m.columns]
+        cols = [k for k in grid.curve_columns if k in m.columns]
         curve = m[cols].copy()
         curve.insert(0, "seed", s)
         curve.insert(0, "point", p.name)
         curves.append(curve.round(5))
     extra = ["wall_s", "commit", "date", "machine", "format_version"]
     summary = pd.DataFrame(rows, columns=[*SUMMARY_COLUMNS, *extra])
-    curve = pd.concat(curves, ignore_index=True) if curves else pd.DataFrame(columns=CURVE_COLUMNS)
+    empty = pd.DataFrame(columns=["point", "seed", *grid.curve_columns[2:]])
+    curve = pd.concat(curves, ignore_index=True) if curves else empty
     return summary, curve
 
 

@@ -1,6 +1,6 @@
-"""The transition law's open axes, each forecast before its runs: batch size and width.
+"""The transition law's open axes, each forecast before its runs: batch size, width and p_C.
 
-Two declared experiments on the law's network and task (:data:`transition_law.BASE`: paper-fig3's
+Three declared experiments on the law's network and task (:data:`transition_law.BASE`: paper-fig3's
 task with per-unit hidden biases, plain SGD at lr 0.1, the fast path), each a
 :class:`~experiments.transition_grid.TransitionGrid` of configurations of the law's data times
 values of an axis the law never varied, five seeds a point, each run trained until its transition
@@ -12,12 +12,19 @@ values of an axis the law never varied, five seeds a point, each run trained unt
 - ``width``: the classifier's hidden units (``d_mlp``) 32, 64, 128 and 256 (a factor of 8) at
   two configurations (the centre and N 4). The attention layers' width is the task's
   (``D + P``, set by the one-hot positions): it is not varied.
+- ``p-c-interior``: the share of bursty sequences p_C at 0.1, 0.2 and 0.35 (and the centre's 0.8)
+  at the centre, inside
+  the edge the law's data never reached (its points have p_C 0.5 to 0.95, and 0 where nothing
+  transitions). The law's p_C coefficient is positive, so it forecasts earlier transitions as p_C
+  falls towards the edge; the hypothesis registered beside it is exposure: the step grows as
+  1 / p_C, the bursty sequences being those that teach the copy.
 
 **Forecasts registered before the runs** (:data:`REGISTRY`, in this folder): for every point,
 what the stored law says (at the law's own batch 128 and width 128 it forecasts; elsewhere the
-axis is outside its data and the registry says it cannot say) and what a named hypothesis says
-(batch: the law's step at batch 128 times ``(batch / 128)^-1/2``; width: the law's step at
-width 128, whatever the width). ``python experiments/register_forecasts.py`` adds the rows of
+axis is outside its data and the registry says it cannot say; p_C is one of the law's inputs, so
+it forecasts every p_C point) and what a named hypothesis says (batch: the law's step at batch
+128 times ``(batch / 128)^-1/2``; width: the law's step at width 128, whatever the width; p_C:
+the law's step at p_C 0.8 times ``0.8 / p_C``). ``python experiments/register_forecasts.py`` adds the rows of
 points that have none and never changes a row; ``reproduce`` refuses to train a point
 without its registered forecasts. The page scores each forecast after the runs (inside its 80%
 interval or not; its error against the seeds' own scatter) and judges the directions declared
@@ -76,13 +83,16 @@ class Axis:
     name: str
     field: str
     label: str
-    values: tuple[int, ...]
+    values: tuple[float, ...]
     configs: dict
     hypothesis: str
-    quick_values: tuple[int, ...]
+    quick_values: tuple[float, ...]
+    law_input: bool = False
+    """Whether the law takes this field as an input (then it forecasts every point)."""
+    budget: int = 16_000
 
-    def point(self, config: str, value: int) -> str:
-        return f"{config}-{self.field}{value}"
+    def point(self, config: str, value: float) -> str:
+        return f"{config}-{self.field}{value:g}"
 
     def grid(self, tier: str) -> TransitionGrid:
         if tier == "quick":
@@ -98,12 +108,16 @@ class Axis:
             for c, o in self.configs.items()
             for v in self.values
         )
-        return TransitionGrid(preset="paper-fig3", base=BASE, points=points, seeds=SEEDS)
+        return TransitionGrid(
+            preset="paper-fig3", base=BASE, points=points, seeds=SEEDS, budget=self.budget
+        )
 
     def scale(self, value: float) -> float:
         """The hypothesis's factor on the law's step at the law's value of the axis."""
         if self.name == "batch-size":
             return (value / LAW_BATCH) ** -0.5
+        if self.name == "p-c-interior":
+            return LAW_VALUE[self.field] / value
         return 1.0
 
 
@@ -126,8 +140,20 @@ AXES = {
         hypothesis="independent: the law's step at width 128, whatever the width",
         quick_values=(32, 128),
     ),
+    "p-c-interior": Axis(
+        name="p-c-interior",
+        field="p_C",
+        label="share of bursty sequences (p_C)",
+        values=(0.1, 0.2, 0.35, 0.8),
+        configs={"centre": {}},
+        hypothesis="exposure: the law's step at p_C 0.8 times 0.8 / p_C",
+        quick_values=(0.4, 0.8),
+        law_input=True,
+        budget=32_000,
+    ),
 }
-LAW_VALUE = {"batch_size": LAW_BATCH, "d_mlp": LAW_WIDTH}
+LAW_VALUE = {"batch_size": LAW_BATCH, "d_mlp": LAW_WIDTH, "p_C": 0.8}
+"""The value of each axis at the law's centre (batch and width: at every run of its data)."""
 
 
 # ---- the registry: forecasts written before the runs ----
@@ -136,28 +162,27 @@ LAW_VALUE = {"batch_size": LAW_BATCH, "d_mlp": LAW_WIDTH}
 def forecasts_for(axis: Axis) -> pd.DataFrame:
     """The forecasts of every full-tier point of ``axis`` by the stored law as it is now: the
     law's own (``law``) and the axis's hypothesis (its first word), steps with 80% intervals."""
-    from interp.train.overrides import build_configs
-    from phenomenology.transition_law import StoredLaw, law_inputs
+    from phenomenology.transition_law import StoredLaw
 
     law = StoredLaw.load()
     runs = len(law.observed)
     grid, out = axis.grid("full"), []
     for p in grid.points:
         value = p.overrides[axis.field]
-        at_law = {**grid.overrides(p), axis.field: str(LAW_VALUE[axis.field])}
-        task, model, train, _ = build_configs(grid.preset, at_law, 0)
-        fields, settings = law_inputs(task, model, train)
-        refusals, _ = law.problems(fields, settings)
-        pred = law.forecast(fields)
-        if refusals or not pred.transitions:
-            why = "; ".join(refusals) or pred.reason or "no transition"
+        pred, why = law_at(law, grid, p, {axis.field: str(LAW_VALUE[axis.field])})
+        if why:
             out += [_row(axis, p, h, math.nan, math.nan, math.nan, why, runs) for h in ("law",)]
             continue
         hyp = axis.hypothesis.split(":")[0]
-        own = value == LAW_VALUE[axis.field]
-        outside = f"{axis.field}={value} is outside the law's data ({LAW_VALUE[axis.field]})"
+        own, outside = value == LAW_VALUE[axis.field], ""
+        if axis.law_input and not own:
+            at, why = law_at(law, grid, p, {})
+            own, outside = not why, why
+        else:
+            at = pred
+            outside = f"{axis.field}={value} is outside the law's data ({LAW_VALUE[axis.field]})"
         law_says = "the law's forecast" if own else f"cannot say: {outside}"
-        step = (pred.step, pred.low, pred.high) if own else (math.nan,) * 3
+        step = (at.step, at.low, at.high) if own else (math.nan,) * 3
         out.append(_row(axis, p, "law", *step, law_says, runs))
         f = axis.scale(value)
         out.append(
@@ -166,9 +191,29 @@ def forecasts_for(axis: Axis) -> pd.DataFrame:
     return pd.DataFrame(out, columns=list(REGISTRY_COLUMNS))
 
 
+def law_at(law, grid: TransitionGrid, point: GridPoint, changes: dict):
+    """The stored law's forecast at ``point`` with ``changes`` to its overrides, and why it cannot
+    say ("" where it can)."""
+    from interp.train.overrides import build_configs
+    from phenomenology.transition_law import law_inputs
+
+    task, model, train, _ = build_configs(grid.preset, {**grid.overrides(point), **changes}, 0)
+    fields, settings = law_inputs(task, model, train)
+    refusals, _ = law.problems(fields, settings)
+    pred = law.forecast(fields)
+    if refusals or not pred.transitions:
+        return pred, "; ".join(refusals) or pred.reason or "no transition"
+    return pred, ""
+
+
 def _row(axis, p, hypothesis, step, low, high, says, runs) -> dict:
+    return registry_row(axis.name, p, hypothesis, step, low, high, says, runs)
+
+
+def registry_row(name, p, hypothesis, step, low, high, says, runs) -> dict:
+    """One row of the registry: experiment ``name``'s point ``p`` as ``hypothesis`` forecasts it."""
     return {
-        "experiment": axis.name,
+        "experiment": name,
         "point": p.name,
         "hypothesis": hypothesis,
         "step": round(step, 1) if math.isfinite(step) else math.nan,
@@ -196,8 +241,8 @@ def register(path: Path = REGISTRY) -> int:
     have = read_registry(path)
     known = set(zip(have["experiment"].astype(str), have["point"].astype(str)))
     new = []
-    for axis in AXES.values():
-        rows = forecasts_for(axis)
+    for source in (*(lambda a=a: forecasts_for(a) for a in AXES.values()), *SOURCES.values()):
+        rows = source()
         new.append(rows[[(e, p) not in known for e, p in zip(rows["experiment"], rows["point"])]])
     added = pd.concat(new, ignore_index=True)
     if len(added):
@@ -206,10 +251,26 @@ def register(path: Path = REGISTRY) -> int:
     return len(added)
 
 
-def missing_forecasts(axis: Axis, registry: pd.DataFrame) -> list[str]:
-    """The full-tier points of ``axis`` without a registered forecast."""
-    have = set(registry.loc[registry["experiment"] == axis.name, "point"].astype(str))
-    return [p.name for p in axis.grid("full").points if p.name not in have]
+SOURCES: dict = {}
+"""Other experiments' forecasts, by experiment name: a callable returning registry rows of every
+full-tier point (:mod:`experiments.catalog.transience` adds its own)."""
+
+
+def missing_forecasts(name: str, grid: TransitionGrid, registry: pd.DataFrame) -> list[str]:
+    """The points of experiment ``name``'s (full-tier) ``grid`` without a registered forecast."""
+    have = set(registry.loc[registry["experiment"] == name, "point"].astype(str))
+    return [p.name for p in grid.points if p.name not in have]
+
+
+def refuse_unregistered(name: str, grid: TransitionGrid) -> None:
+    """Raise before any run trains where a point of ``grid`` has no registered forecast."""
+    missing = missing_forecasts(name, grid, read_registry())
+    if missing:
+        raise ValueError(
+            f"{REGISTRY.name}: no registered forecast for {', '.join(missing[:3])}"
+            f"{' ...' if len(missing) > 3 else ''}: run `python experiments/"
+            "register_forecasts.py` and commit it before these points train"
+        )
 
 
 # ---- training and the rows ----
@@ -219,15 +280,9 @@ def _produce(experiment, tier: str, runs: Path, workers, log, out: Path | None =
     from experiments.transition_grid import collect, run_grid
 
     axis = AXES[experiment.name]
-    if tier == "full":
-        missing = missing_forecasts(axis, read_registry())
-        if missing:
-            raise ValueError(
-                f"{REGISTRY.name}: no registered forecast for {', '.join(missing[:3])}"
-                f"{' ...' if len(missing) > 3 else ''}: run `python experiments/"
-                "register_forecasts.py` and commit it before these points train"
-            )
     grid = axis.grid(tier)
+    if tier == "full":
+        refuse_unregistered(axis.name, grid)
     run_grid(grid, runs, workers=workers or 2, log=log)
     rows, curves = collect(grid, runs)
     return with_axis(rows, axis, grid, runs), {f"{axis.name}-curves.csv": curves}
@@ -371,7 +426,7 @@ def _num(v, spec="{:.0f}") -> str:
 
 def notes(axis: Axis, rows: pd.DataFrame) -> str:
     lines = _axis_lines(axis, rows)
-    lines += _score_lines(axis, rows)
+    lines += score_lines(axis.name, rows)
     lines.append(directions_table(DIRECTIONS[axis.name], rows))
     return "\n".join(lines)
 
@@ -386,19 +441,22 @@ def _axis_lines(axis: Axis, rows: pd.DataFrame) -> list[str]:
         ok = g[g["transitioned"].astype(str) == "True"]["transition_step"].astype(float)
         rng = f"{ok.min():.0f}-{ok.max():.0f}" if len(ok) else "-"
         lines.append(
-            f"| {config} | {int(value)} | {len(g)} | {len(ok)} | {_num(ok.median())} | {rng} |"
+            f"| {config} | {value:g} | {len(g)} | {len(ok)} | {_num(ok.median())} | {rng} |"
         )
     lines.append("")
-    if axis.name == "batch-size":
+    if axis.name in EXPONENT_SAYS:
         e = exponent(rows, axis.field)
         if e is None:
             lines.append("Too few transitioned runs to fit the exponent.")
         else:
-            inside = "inside" if e["low"] <= -0.5 <= e["high"] else "outside"
+            said = "; ".join(
+                f"{who}'s {v:+.3g} is {'inside' if e['low'] <= v <= e['high'] else 'outside'} it"
+                for who, v in EXPONENT_SAYS[axis.name]
+            )
             lines.append(
-                f"**Exponent** of the transition step in the batch size (each configuration "
-                f"its own intercept): {e['slope']:.3f} (95% interval {e['low']:.3f} to "
-                f"{e['high']:.3f}, {e['dof']} degrees of freedom); Aoyama's -1/2 is {inside} it."
+                f"**Exponent** of the transition step in the {axis.label} (each configuration "
+                f"its own intercept, transitioned runs only): {e['slope']:.3f} (95% interval "
+                f"{e['low']:.3f} to {e['high']:.3f}, {e['dof']} degrees of freedom); {said}."
             )
     else:
         c = curvature(rows, axis.field)
@@ -414,9 +472,10 @@ def _axis_lines(axis: Axis, rows: pd.DataFrame) -> list[str]:
     return lines + [""]
 
 
-def _score_lines(axis: Axis, rows: pd.DataFrame) -> list[str]:
+def score_lines(name: str, rows: pd.DataFrame) -> list[str]:
+    """The page's section scoring experiment ``name``'s registered forecasts on its rows."""
     reg = read_registry()
-    s = scores(rows, reg, axis.name)
+    s = scores(rows, reg, name)
     lines = ["## Forecasts registered before the runs", ""]
     if not len(s):
         return lines + ["No forecast is registered for this experiment.", ""]
@@ -430,7 +489,7 @@ def _score_lines(axis: Axis, rows: pd.DataFrame) -> list[str]:
         ]
     if not len(s):
         return lines
-    dates = sorted(set(reg.loc[reg["experiment"] == axis.name, "registered"].astype(str)))
+    dates = sorted(set(reg.loc[reg["experiment"] == name, "registered"].astype(str)))
     lines += [
         f"Registered in `experiments/catalog/{REGISTRY.name}` on {', '.join(dates)}, before the "
         "runs, from the stored law then (its data: "
@@ -468,8 +527,28 @@ def _score_lines(axis: Axis, rows: pd.DataFrame) -> list[str]:
     return lines + [""]
 
 
+EXPONENT_SAYS = {
+    "batch-size": (("Aoyama", -0.5),),
+    "p-c-interior": (("the stored law", 0.158), ("exposure", -1.0)),
+}
+"""The exponents a hypothesis gives each axis fitted by :func:`exponent`: Aoyama's batch^-1/2;
+the stored law's p_C coefficient (``docs/results/transition-law.md``) and exposure's 1 / p_C."""
+
+
 def _directions(axis: Axis) -> tuple[Direction, ...]:
     lo, hi = axis.values[0], axis.values[-1]
+    if axis.name == "p-c-interior":
+        return (
+            Direction(
+                claim=f"centre: p_C {lo:g} transitions later than p_C {hi:g} (or never) on at "
+                "least 4 of 5 seeds",
+                column="step_or_never",
+                where={"point": axis.point("centre", lo)},
+                than={"point": axis.point("centre", hi)},
+                op=">",
+                at_least=4,
+            ),
+        )
     batch = axis.name == "batch-size"
     said = (
         f"batch {hi} transitions in fewer steps than batch {lo} on at least 4 of 5 seeds"
@@ -497,7 +576,7 @@ def _headline(axis: Axis):
     def headline(rows: pd.DataFrame) -> str:
         jumped = int((rows["transitioned"].astype(str) == "True").sum())
         text = f"{jumped} of {len(rows)} runs transitioned"
-        if axis.name == "batch-size":
+        if axis.name in EXPONENT_SAYS:
             e = exponent(rows, axis.field)
             if e is not None:
                 text += f"; exponent {e['slope']:.2f} ({e['low']:.2f} to {e['high']:.2f})"
@@ -510,7 +589,7 @@ def _headline(axis: Axis):
 
 def _experiment(axis: Axis) -> Experiment:
     configs = ", ".join(f"`{c}`" for c in axis.configs)
-    values = ", ".join(str(v) for v in axis.values)
+    values = ", ".join(f"{v:g}" for v in axis.values)
     return Experiment(
         name=axis.name,
         title=f"The transition step against {axis.label}, forecast before the runs",
@@ -525,7 +604,7 @@ def _experiment(axis: Axis) -> Experiment:
                 cost_s=60,
                 hidden_bias="per_unit",
                 note=f"the `tiny` task at SGD lr 0.6, {axis.label} "
-                f"{', '.join(str(v) for v in axis.quick_values)}, two seeds: the machinery only.",
+                f"{', '.join(f'{v:g}' for v in axis.quick_values)}, two seeds: the machinery only.",
             ),
             "full": Tier(
                 cost="about 30 min on 2 cores",
@@ -533,7 +612,7 @@ def _experiment(axis: Axis) -> Experiment:
                 hidden_bias=BASE["hidden_bias"],
                 note=f"{axis.label} {values} at the transition law's configurations {configs} "
                 f"(paper-fig3, SGD lr 0.1), seeds {SEEDS[0]}-{SEEDS[-1]}, each run until its "
-                "transition with a margin or 16k steps.",
+                f"transition with a margin or {axis.budget // 1000}k steps.",
             ),
         },
         produce=_produce,
@@ -541,7 +620,7 @@ def _experiment(axis: Axis) -> Experiment:
         columns=(
             Column(key="point", header="point"),
             Column(key="seed", header="seed", fmt="{:.0f}"),
-            Column(key=axis.field, header=axis.label, fmt="{:.0f}"),
+            Column(key=axis.field, header=axis.label, fmt="{:g}"),
             Column(key="transitioned", header="transitioned"),
             Column(key="transition_step", header="transition step", fmt="{:.0f}"),
             Column(key="steps", header="steps trained", fmt="{:.0f}"),
@@ -551,8 +630,9 @@ def _experiment(axis: Axis) -> Experiment:
         deviations=(
             "Per-unit hidden biases, SGD lr 0.1, runs stopped after their transition: the "
             "transition law's settings (docs/results/transition-law.md).",
-            f"The {axis.label} is moved from the author's "
-            f"{LAW_VALUE[axis.field]}; nothing else is.",
+            f"The {axis.label} is moved from the "
+            f"{'centre' if axis.law_input else 'author'}'s {LAW_VALUE[axis.field]:g}; nothing "
+            "else is.",
         ),
         headline=_headline(axis),
         sort=("point", "seed"),

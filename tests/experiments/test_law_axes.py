@@ -47,7 +47,7 @@ def test_every_declared_point_has_its_forecasts_registered_and_registering_chang
     registering again into a copy adds no row and leaves every row as it was."""
     reg = read_registry()
     for axis in AXES.values():
-        assert missing_forecasts(axis, reg) == []
+        assert missing_forecasts(axis.name, axis.grid("full"), reg) == []
         mine = reg[reg["experiment"] == axis.name]
         assert set(mine["hypothesis"]) == {"law", axis.hypothesis.split(":")[0]}
     copy = tmp_path / "forecasts.csv"
