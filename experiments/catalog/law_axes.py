@@ -24,9 +24,9 @@ what the stored law says (at the law's own batch 128 and width 128 it forecasts;
 axis is outside its data and the registry says it cannot say; p_C is one of the law's inputs, so
 it forecasts every p_C point) and what a named hypothesis says (batch: the law's step at batch
 128 times ``(batch / 128)^-1/2``; width: the law's step at width 128, whatever the width; p_C:
-the law's step at p_C 0.8 times ``0.8 / p_C``). ``python experiments/register_forecasts.py`` adds the rows of
-points that have none and never changes a row; ``reproduce`` refuses to train a point
-without its registered forecasts. The page scores each forecast after the runs (inside its 80%
+the law's step at p_C 0.8 times ``0.8 / p_C``). ``python experiments/register_forecasts.py``
+adds the rows of points that have none and never changes a row; ``reproduce`` refuses to train a
+point without its registered forecasts. The page scores each forecast after the runs (inside its 80%
 interval or not; its error against the seeds' own scatter) and judges the directions declared
 here with the grids.
 """
@@ -424,9 +424,117 @@ def _num(v, spec="{:.0f}") -> str:
     return "-" if v is None or (isinstance(v, float) and not math.isfinite(v)) else spec.format(v)
 
 
+# ---- the law refitted with the axes (phenomenology/law_axes.py) ----
+
+REFITTED = ("batch-size", "width")
+"""The axes :mod:`phenomenology.law_axes` carries the law along (p_C is one of its own inputs)."""
+
+
+def _transitioned(rows: pd.DataFrame) -> pd.DataFrame:
+    return rows[rows["transitioned"].astype(str) == "True"]
+
+
+def fitted_terms(results: Path | None = None):
+    """The axis terms fitted on the committed rows of :data:`REFITTED` (what
+    ``phenomenology/law_axes.json`` holds: ``python experiments/fit_law_axes.py`` writes it)."""
+    from interp.experiments.core import RESULTS_DIR, read_table
+    from phenomenology.law_axes import AxisTerms, fit_term
+
+    terms = {}
+    for name in REFITTED:
+        axis = AXES[name]
+        ok = _transitioned(read_table(Path(results or RESULTS_DIR) / f"{name}.csv"))
+        terms[axis.field] = fit_term(
+            axis.field, ok["config"], ok[axis.field], ok["transition_step"]
+        )
+    return AxisTerms(terms)
+
+
+def held_out(axis: Axis, rows: pd.DataFrame, registry: pd.DataFrame) -> pd.DataFrame:
+    """The refitted law on each configuration it was not fitted on: for every configuration,
+    the axis's exponent fitted on the other configurations' runs carries the law's registered
+    forecast at the law's value of the axis to the configuration's other values; each point's
+    absolute log error against its transitioned runs' median, beside the registered hypothesis's
+    and the point's seed floor."""
+    from phenomenology.law_axes import fit_term
+
+    ok = _transitioned(rows)
+    reg = registry[registry["experiment"] == axis.name].set_index(["point", "hypothesis"])
+    hyp = axis.hypothesis.split(":")[0]
+    out = []
+    for config in axis.configs:
+        rest = ok[ok["config"] != config]
+        try:
+            term = fit_term(axis.field, rest["config"], rest[axis.field], rest["transition_step"])
+        except ValueError:
+            continue
+        at_law = reg.loc[(axis.point(config, LAW_VALUE[axis.field]), "law"), "step"]
+        for value in axis.values:
+            if value == LAW_VALUE[axis.field]:
+                continue
+            steps = ok[ok["point"] == axis.point(config, value)]["transition_step"].astype(float)
+            if len(steps) < 2:
+                continue
+            med = float(steps.median())
+            forecast = at_law * (value / LAW_VALUE[axis.field]) ** term.slope
+            out.append(
+                {
+                    "point": axis.point(config, value),
+                    "refitted": forecast,
+                    "refitted_error": abs(math.log(med / forecast)),
+                    "registered": float(reg.loc[(axis.point(config, value), hyp), "step"]),
+                    "registered_error": abs(
+                        math.log(med / float(reg.loc[(axis.point(config, value), hyp), "step"]))
+                    ),
+                    "median": med,
+                    "floor": 0.6745 * float(np.log(steps).std(ddof=1)),
+                }
+            )
+    return pd.DataFrame(out)
+
+
+def _refit_lines(axis: Axis, rows: pd.DataFrame) -> list[str]:
+    if axis.name not in REFITTED:
+        return []
+    h = held_out(axis, rows, read_registry())
+    lines = ["## The law refitted with this axis, on configurations it was not fitted on", ""]
+    if not len(h):
+        return lines + ["Too few configurations with transitioned runs to hold one out.", ""]
+    lines += [
+        "`forecast` carries the stored law from its "
+        f"{axis.label} {LAW_VALUE[axis.field]} along this axis by the exponent fitted on these "
+        "rows (`phenomenology/law_axes.json`). Here each configuration in turn is held out: the "
+        "exponent is fitted on the others' runs, and carries the law's forecast registered at "
+        f"{axis.label} {LAW_VALUE[axis.field]} to the held-out configuration's other values.",
+        "",
+        "| point | median step | refitted law (held out) | abs log error | registered "
+        f"({axis.hypothesis.split(':')[0]}) | abs log error | seeds' floor |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for _, x in h.iterrows():
+        lines.append(
+            f"| {x['point']} | {x['median']:.0f} | {x['refitted']:.0f} | "
+            f"{x['refitted_error']:.3f} | {x['registered']:.0f} | {x['registered_error']:.3f} | "
+            f"{x['floor']:.3f} |"
+        )
+    floor = h["floor"].median()
+    lines += [
+        "",
+        f"Median abs log error on held-out configurations: the refitted law "
+        f"{h['refitted_error'].median():.3f} ({h['refitted_error'].median() / floor:.2f} x the "
+        f"seeds' floor, {floor:.3f}); the registered hypothesis "
+        f"{h['registered_error'].median():.3f} ({h['registered_error'].median() / floor:.2f} x). "
+        "Both start from the law's own forecast at the configuration, so its error at the law's "
+        "value is in both.",
+        "",
+    ]
+    return lines
+
+
 def notes(axis: Axis, rows: pd.DataFrame) -> str:
     lines = _axis_lines(axis, rows)
     lines += score_lines(axis.name, rows)
+    lines += _refit_lines(axis, rows)
     lines.append(directions_table(DIRECTIONS[axis.name], rows))
     return "\n".join(lines)
 

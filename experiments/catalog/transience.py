@@ -97,8 +97,10 @@ def forecasts() -> pd.DataFrame:
             continue
         wd = float(p.overrides["weight_decay"])
         own = math.isclose(wd, AUTHOR_WD)
-        says = "the law's forecast" if own else (
-            f"cannot say: weight_decay={wd:g} is outside the law's data ({AUTHOR_WD:g})"
+        says = (
+            "the law's forecast"
+            if own
+            else (f"cannot say: weight_decay={wd:g} is outside the law's data ({AUTHOR_WD:g})")
         )
         step = (pred.step, pred.low, pred.high)
         out.append(
@@ -246,10 +248,14 @@ def _wurgaft(rows: pd.DataFrame) -> list[str]:
                 f"- weight decay {wd:g}: the median fade step grows as K^{e:.2f} from K "
                 f"{int(k0)} to {int(k1)}: {said}."
             )
-    return ["**Wurgaft et al.'s superlinear fade time in K**:", "", *out] if out else [
-        "**Wurgaft et al.'s superlinear fade time in K** cannot be tested: no weight decay has "
-        "fades at two values of K."
-    ]
+    return (
+        ["**Wurgaft et al.'s superlinear fade time in K**:", "", *out]
+        if out
+        else [
+            "**Wurgaft et al.'s superlinear fade time in K** cannot be tested: no weight decay has "
+            "fades at two values of K."
+        ]
+    )
 
 
 def headline(rows: pd.DataFrame) -> str:

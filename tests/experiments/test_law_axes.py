@@ -172,3 +172,37 @@ def test_each_registered_forecast_is_scored_against_its_runs():
     assert not s.loc["far", "inside"] and s.loc["far", "abs_log_error"] == pytest.approx(
         math.log(2)
     )
+
+
+def test_the_refitted_law_held_out_carries_the_registered_step_by_the_others_exponent():
+    """Steps exactly 1000 x c x (batch / 128)^-0.2 (c per configuration) with a seed scatter
+    of x1.02^-1, 1, 1.02; the law registered exactly at batch 128. Each configuration held out, the others'
+    exponent is -0.2, so the refitted law misses only by the scatter; Aoyama's -1/2 misses by
+    0.3 x log 4 = 0.416."""
+    from experiments.catalog.law_axes import held_out
+
+    axis = AXES["batch-size"]
+    scale = {c: 1.0 + i for i, c in enumerate(axis.configs)}
+    rows = _rows(
+        "batch_size",
+        axis.values,
+        {c: scale[c] for c in axis.configs},
+        lambda c, v, s: 1000 * c * (v / 128) ** -0.2 * 1.02 ** (s - 1),
+        seeds=(0, 1, 2),
+    )
+    registry = pd.DataFrame(
+        [
+            {"experiment": axis.name, "point": axis.point(c, v), "hypothesis": h, "step": step}
+            for c in axis.configs
+            for v in axis.values
+            for h, step in (
+                ("law", 1000 * scale[c] if v == 128 else math.nan),
+                ("aoyama", 1000 * scale[c] * (v / 128) ** -0.5),
+            )
+        ]
+    )
+    h = held_out(axis, rows, registry)
+    assert len(h) == 2 * len(axis.configs)  # the values other than 128, each configuration
+    assert np.allclose(h["refitted_error"], 0.0, atol=1e-9)  # the median seed is exact
+    assert np.allclose(h["registered_error"], 0.3 * math.log(4), atol=1e-9)
+    assert np.allclose(h["floor"], 0.6745 * math.log(1.02), rtol=1e-9)

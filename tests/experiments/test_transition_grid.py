@@ -77,6 +77,9 @@ def test_the_stop_rule_waits_for_room_after_the_transition():
     assert stop_rule(m[m["step"] <= 3900], budget=16000)
     assert not stop_rule(m[m["step"] <= 2000], budget=16000)  # on the plateau
     assert stop_rule(m[m["step"] <= 1000], budget=1000)  # the budget is spent
+    # a long run (to_budget) goes on past its transition, to its budget
+    assert not stop_rule(m[m["step"] <= 7900], budget=8000, to_budget=True)
+    assert stop_rule(m, budget=8000, to_budget=True)
 
 
 def test_a_point_with_its_own_seeds_runs_those_and_bad_seeds_are_refused():

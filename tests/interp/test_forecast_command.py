@@ -389,3 +389,76 @@ def test_the_live_forecast_starts_from_the_law(tmp_path):
     # outside the data (Adam): no prior, as before
     adam = build_configs("paper-fig3", {"optimizer": "adam"}, 0)
     assert law_prior(*adam[:3], path=law)[0] is None
+
+
+def write_axes(path, slope=-0.5, se=0.0, low=32, high=512):
+    """Axis terms with known exponents: batch_size^slope (se), the width's exponent +1."""
+    term = {"dof": 10, "configurations": 2}
+    path.write_text(
+        json.dumps(
+            {
+                "terms": {
+                    "batch_size": {
+                        "field": "batch_size",
+                        "slope": slope,
+                        "se": se,
+                        "low": low,
+                        "high": high,
+                        **term,
+                    },
+                    "d_mlp": {
+                        "field": "d_mlp",
+                        "slope": 1.0,
+                        "se": 0.0,
+                        "low": 64,
+                        "high": 256,
+                        **term,
+                    },
+                }
+            }
+        )
+    )
+    return str(path)
+
+
+def test_a_new_batch_size_and_width_are_the_law_carried_by_their_exponents(tmp_path, capsys):
+    """Batch 512 at exponent -1/2 halves the law's 35,000; with se 0.1 the spread in log step
+    grows to sqrt(0.1^2 + (0.1 log 4)^2); width 64 at exponent +1 halves it again; outside the
+    values trained is refused by name."""
+    law = write_law(tmp_path / "law.json")
+    base = [
+        "forecast",
+        "--preset",
+        "paper-fig3",
+        "--set",
+        "hidden_bias=per_unit",
+        "--law",
+        str(law),
+    ]
+    axes = write_axes(tmp_path / "axes.json")
+    assert main([*base, "--axes", axes, "--set", "batch_size=512"]) == 0
+    out = capsys.readouterr().out
+    assert "transition step given a transition: 17,500" in out
+    assert "carried to batch_size=512 by its exponent -0.500" in out
+    assert "observed:" not in out
+    sd = math.sqrt(0.1**2 * (T90_10 / 1.2815515655446004) ** 2 + (0.1 * math.log(4)) ** 2)
+    axes = write_axes(tmp_path / "axes2.json", se=0.1)
+    assert main([*base, "--axes", axes, "--set", "batch_size=512"]) == 0
+    half = 1.2815515655446004 * sd
+    low, high = 17500 * math.exp(-half), 17500 * math.exp(half)
+    assert f"(80% interval {low:,.0f} to {high:,.0f})" in capsys.readouterr().out
+    assert main([*base, "--axes", axes, "--set", "batch_size=512", "--set", "d_mlp=64"]) == 0
+    assert "transition step given a transition: 8,750" in capsys.readouterr().out
+    assert main([*base, "--axes", axes, "--set", "d_mlp=32"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert (
+        err
+        == "error: d_mlp=32 is outside the values trained (64 to 256): no forecast outside the data"
+    )
+
+
+def test_the_packaged_axis_terms_are_those_of_the_committed_rows():
+    from experiments.catalog.law_axes import fitted_terms
+    from phenomenology.law_axes import AxisTerms
+
+    assert AxisTerms.load() == fitted_terms(), "run `python experiments/fit_law_axes.py`"

@@ -15,6 +15,11 @@ EPILOG = """\
 examples:
   induction-cliff forecast --preset paper-fig3 --set hidden_bias=per_unit
   induction-cliff forecast --preset paper-fig3 --set lr=0.03 --set steps=20000
+  induction-cliff forecast --preset paper-fig3 --set hidden_bias=per_unit --set batch_size=512
+
+A batch size or classifier width (d_mlp) other than the law's 128 is forecast by the law carried
+along that axis by its exponent measured in docs/results/batch-size.md and width.md, within the
+values those experiments trained.
 """
 
 
@@ -40,6 +45,13 @@ def add_arguments(p) -> None:
         metavar="PATH",
         help="a stored law (default: the toolkit's, phenomenology/transition_law.json)",
     )
+    p.add_argument(
+        "--axes",
+        default=None,
+        metavar="PATH",
+        help="the law's batch-size and width exponents (default: the toolkit's, "
+        "phenomenology/law_axes.json)",
+    )
 
 
 def _k(x: float) -> str:
@@ -48,18 +60,22 @@ def _k(x: float) -> str:
 
 def run(args) -> int:
     from interp.train.overrides import build_configs, parse_overrides
+    from phenomenology.law_axes import AxisTerms
     from phenomenology.transition_law import StoredLaw, law_inputs, term_fields
 
     task, model, train, _ = build_configs(args.preset, parse_overrides(args.set), None)
     law = StoredLaw.load(args.law)
+    terms = AxisTerms.load(args.axes)
     fields, settings = law_inputs(task, model, train)
-    refusals, notes = law.problems(fields, settings)
+    at_law = terms.at_law(fields, settings)
+    refusals, notes = law.problems(*at_law)
+    refusals += terms.problems(settings)
     if refusals:
         raise ValueError(
             f"{refusals[0]}: no forecast outside the data"
             + (f" (and {len(refusals) - 1} more)" if len(refusals) > 1 else "")
         )
-    p = law.forecast(fields)
+    p = terms.apply(law.forecast(at_law[0]), settings)
     if p.step == 0.0:  # a term at its limit sends the step to 0: name the fields it reads
         names = term_fields(p.reason.split(" is at")[0])
         raise ValueError(", ".join(f"{f}={fields[f]:g}" for f in names) + f": {p.reason}")
@@ -77,8 +93,14 @@ def run(args) -> int:
         f"{_k(p.high)})"
     )
     _say_within(budget, chance, *_collapse_risk(args.rates, task, model, train))
-    print(f"law: {law.source or 'the stored law'}; nothing was trained")
-    _say_observed(law.observed_at(fields))
+    moved = terms.moved(settings)
+    carried = "".join(
+        f"; carried to {f}={v:g} by its exponent {terms.terms[f].slope:+.3f} "
+        f"(se {terms.terms[f].se:.3f}, {'batch-size' if f == 'batch_size' else 'width'}.md)"
+        for f, v in moved.items()
+    )
+    print(f"law: {law.source or 'the stored law'}{carried}; nothing was trained")
+    _say_observed(None if moved else law.observed_at(fields))
     for line in notes:
         print(
             f"note: {line}; the law's data are per-unit runs, and with scalar hidden biases "

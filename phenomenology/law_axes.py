@@ -1,0 +1,137 @@
+"""The transition law refitted with the axes it never varied: batch size and width.
+
+The stored law (:mod:`phenomenology.transition_law`) was fitted on runs at batch 128 and
+classifier width (``d_mlp``) 128. The declared experiments ``batch-size`` and ``width``
+(``docs/results/batch-size.md``, ``width.md``) trained other values at several of its
+configurations. :func:`fit_terms` fits, per axis, the exponent of the transition step in the axis
+(least squares of ``log step`` on each configuration's own intercept and a common slope, the
+transitioned runs), and :class:`AxisTerms` carries the law from its value of the axis to another
+within the values trained: ``log T = law(config) + slope x log(value / law's value)``, the
+slope's standard error added to the law's predictive spread (the product of the two for a
+change on both axes).
+
+``phenomenology/law_axes.json`` holds the terms fitted on the committed rows
+(``python experiments/fit_law_axes.py`` writes it; a test keeps it equal to the rows).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from phenomenology.law_forms import Z80, Prediction
+
+__all__ = ["AXIS_FIELDS", "TERMS_FILE", "AxisTerm", "AxisTerms", "fit_term"]
+
+TERMS_FILE = Path(__file__).with_name("law_axes.json")
+AXIS_FIELDS = {"batch_size": ("train.batch_size", 128), "d_mlp": ("model.d_mlp", 128)}
+"""Each axis: the setting the law reads it as, and its value in every run of the law's data."""
+
+
+@dataclass(frozen=True)
+class AxisTerm:
+    """One axis's exponent: ``slope`` with its standard error ``se`` and residual degrees of
+    freedom, fitted on runs at values ``low`` to ``high`` and ``configurations`` of the law."""
+
+    field: str
+    slope: float
+    se: float
+    dof: int
+    low: float
+    high: float
+    configurations: int
+
+
+def fit_term(field: str, configs, values, steps) -> AxisTerm:
+    """The exponent of ``steps`` in ``values`` with each configuration its own intercept (the
+    transitioned runs of one axis's experiment: three equal-length sequences)."""
+    configs, values = np.asarray(configs, str), np.asarray(values, float)
+    y = np.log(np.asarray(steps, float))
+    names = sorted(set(configs))
+    X = np.column_stack([*(np.asarray(configs == c, float) for c in names), np.log(values)])
+    beta, *_ = np.linalg.lstsq(X, y, rcond=None)
+    dof = len(y) - X.shape[1]
+    if dof < 1 or len(set(values)) < 2:
+        raise ValueError(f"{field}: too few transitioned runs to fit its exponent")
+    resid = y - X @ beta
+    cov = (resid @ resid / dof) * np.linalg.inv(X.T @ X)
+    return AxisTerm(
+        field=field,
+        slope=round(float(beta[-1]), 6),
+        se=round(math.sqrt(float(cov[-1, -1])), 6),
+        dof=int(dof),
+        low=float(values.min()),
+        high=float(values.max()),
+        configurations=len(names),
+    )
+
+
+@dataclass(frozen=True)
+class AxisTerms:
+    """The terms of every fitted axis, by field."""
+
+    terms: Mapping[str, AxisTerm]
+
+    @staticmethod
+    def load(path=None) -> AxisTerms:
+        from interp.io.inputs import read_json_object
+
+        d = read_json_object(Path(path) if path is not None else TERMS_FILE)
+        try:
+            return AxisTerms({f: AxisTerm(**t) for f, t in d["terms"].items()})
+        except (KeyError, TypeError) as err:
+            raise ValueError(f"{path or TERMS_FILE}: damaged axis terms ({err})") from None
+
+    def as_dict(self) -> dict:
+        return {"terms": {f: vars(t) for f, t in sorted(self.terms.items())}}
+
+    def values_of(self, settings: Mapping[str, str]) -> dict[str, float]:
+        """The value of each axis in a run's settings (the law's ``settings`` text)."""
+        return {f: float(settings[key]) for f, (key, _) in AXIS_FIELDS.items() if key in settings}
+
+    def at_law(
+        self, fields: Mapping[str, float], settings: Mapping[str, str]
+    ) -> tuple[dict[str, float], dict[str, str]]:
+        """A run's ``(fields, settings)`` as the law reads them, with every fitted axis set to the
+        law's value."""
+        fields, settings = dict(fields), dict(settings)
+        for f, (key, value) in AXIS_FIELDS.items():
+            if f in self.terms:
+                if key in settings:
+                    settings[key] = str(value)
+                if f in fields:
+                    fields[f] = float(value)
+        return fields, settings
+
+    def problems(self, settings: Mapping[str, str]) -> list[str]:
+        """One line per axis set outside the values its experiment trained."""
+        out = []
+        for f, v in self.values_of(settings).items():
+            t = self.terms.get(f)
+            if t is not None and not t.low <= v <= t.high:
+                out.append(f"{f}={v:g} is outside the values trained ({t.low:g} to {t.high:g})")
+        return out
+
+    def moved(self, settings: Mapping[str, str]) -> dict[str, float]:
+        """The fitted axes ``settings`` moves from the law's value."""
+        return {
+            f: v
+            for f, v in self.values_of(settings).items()
+            if f in self.terms and v != AXIS_FIELDS[f][1]
+        }
+
+    def apply(self, pred: Prediction, settings: Mapping[str, str]) -> Prediction:
+        """The law's prediction at its value of each axis carried to the axes of ``settings``."""
+        if not pred.transitions:
+            return pred
+        shift, var = 0.0, pred.log_sd**2
+        for f, v in self.moved(settings).items():
+            t, x = self.terms[f], math.log(v / AXIS_FIELDS[f][1])
+            shift += t.slope * x
+            var += (t.se * x) ** 2
+        sd = math.sqrt(var)
+        return Prediction.interval(pred.log_mean + shift, Z80 * sd, log_sd=sd)
