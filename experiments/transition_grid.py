@@ -104,6 +104,8 @@ class TransitionGrid:
     """Train every run to its budget, not stopping after its transition (long runs)."""
     curve_columns: tuple[str, ...] = CURVE_COLUMNS
     """The columns of the metrics kept as each run's curve."""
+    plugins: tuple[str, ...] = ()
+    """Plugins loaded before a run trains (their measures are then columns of ``metrics.csv``)."""
 
     def __post_init__(self) -> None:
         names = [p.name for p in self.points]
@@ -187,9 +189,11 @@ def train_run(grid: TransitionGrid, point: GridPoint, seed: int, run_dir: Path) 
     from interp.experiments.core import _commit, _machine
     from interp.experiments.standard import train
     from interp.io.atomic import write_text_atomic
+    from interp.io.plugins import load_plugins
     from interp.train.overrides import build_configs
     from interp.train.training import TrainingDiverged
 
+    load_plugins(grid.plugins)
     task, model, cfg, _ = build_configs(grid.preset, grid.overrides(point), seed)
     done = run_dir.with_name(run_dir.name + ".done.json")
     clock = run_dir.with_name(run_dir.name + ".wall.json")  # seconds of earlier, cut calls

@@ -531,6 +531,57 @@ def _refit_lines(axis: Axis, rows: pd.DataFrame) -> list[str]:
     return lines
 
 
+def new_axes_lines(law_ratio: float, results: Path | None = None) -> list[str]:
+    """The transition law's page's section on the axes it never varied: for each axis whose
+    rows are committed, the median abs log error (x its points' seed floor) of the forecasts
+    registered before the runs and, for batch size and width, of the law refitted with the axis
+    on configurations it was not fitted on; beside the law's own held-out ``law_ratio``."""
+    from interp.experiments.core import RESULTS_DIR, read_table
+
+    reg = read_registry()
+    lines = [
+        f"Beside the law's held-out error above ({law_ratio:.2f} x the floor), the axes it never "
+        "varied, each forecast before its runs (`experiments/catalog/law_axes_forecasts.csv`); "
+        "errors are medians over each axis's points, x the median of their seed floors.",
+        "",
+        "| axis | points | forecast | median abs log error | x floor |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for name, axis in AXES.items():
+        path = Path(results or RESULTS_DIR) / f"{name}.csv"
+        if not path.exists():
+            continue
+        rows = read_table(path)
+        s = scores(rows, reg, name)
+        s = s[s["abs_log_error"].notna()]
+        for hyp, g in s.groupby("hypothesis", sort=False):
+            said = f"{hyp} (registered)"
+            if hyp == "law":
+                said = "the stored law, at its own value" if name in REFITTED else "the stored law"
+            floor = g["floor"].median()
+            lines.append(
+                f"| [{name}]({name}.md) | {len(g)} | {said} | {g['abs_log_error'].median():.3f} "
+                f"| {g['abs_log_error'].median() / floor:.2f} |"
+            )
+        if name in REFITTED:
+            h = held_out(axis, rows, reg)
+            if len(h):
+                floor = h["floor"].median()
+                lines.append(
+                    f"| [{name}]({name}.md) | {len(h)} | the law refitted with the axis, held out "
+                    f"| {h['refitted_error'].median():.3f} | "
+                    f"{h['refitted_error'].median() / floor:.2f} |"
+                )
+    lines += [
+        "",
+        "The goal for the refitted law is at most 1.2 x the floor on configurations it was not "
+        "fitted on. `forecast` uses the refitted batch-size and width terms "
+        "(`phenomenology/law_axes.json`); p_C is one of the law's own inputs, and its interior "
+        "points are not yet in the law's data.",
+    ]
+    return lines
+
+
 def notes(axis: Axis, rows: pd.DataFrame) -> str:
     lines = _axis_lines(axis, rows)
     lines += score_lines(axis.name, rows)

@@ -346,6 +346,15 @@ def _loo_lines(rows: pd.DataFrame, loo: pd.DataFrame) -> list[str]:
     return lines
 
 
+def _new_axes(rows: pd.DataFrame, loo: pd.DataFrame) -> list[str]:
+    from experiments.catalog.law_axes import new_axes_lines
+
+    s = loo_summary(loo)
+    law = s[s["model"] == "law"]
+    ratio = float(law["median"].iloc[0]) / floor_median(rows) if len(law) else math.nan
+    return new_axes_lines(ratio)
+
+
 def _later_lines(rows: pd.DataFrame, later: tuple[str, ...], subject: str) -> list[str]:
     """The points declared after the law named ``subject``, forecast by every model fitted on
     the points declared before them (``rows`` holds no point declared later still)."""
@@ -738,6 +747,7 @@ def render_page(experiment, rows: pd.DataFrame, companions: dict) -> str:
         lines += ["## The law", "", *_law_form(), "", *_law_lines(rows), ""]
         lines += ["## Held out: one configuration at a time", "", *_loo_lines(rows, loo), ""]
         lines += _declared_after_sections(rows)
+        lines += ["## The axes the law never varied", "", *_new_axes(rows, loo), ""]
         paired = _pair_lines(rows)
         if paired:
             lines += ["## L, and N at a fixed number of classes", "", *paired, ""]

@@ -175,10 +175,10 @@ def test_each_registered_forecast_is_scored_against_its_runs():
 
 
 def test_the_refitted_law_held_out_carries_the_registered_step_by_the_others_exponent():
-    """Steps exactly 1000 x c x (batch / 128)^-0.2 (c per configuration) with a seed scatter
-    of x1.02^-1, 1, 1.02; the law registered exactly at batch 128. Each configuration held out, the others'
-    exponent is -0.2, so the refitted law misses only by the scatter; Aoyama's -1/2 misses by
-    0.3 x log 4 = 0.416."""
+    """Steps exactly 1000 x c x (batch / 128)^-0.2 (c per configuration) times 1.02^-1, 1 and
+    1.02 over three seeds; the law registered exactly at batch 128. Each configuration held out,
+    the others' exponent is -0.2, so the refitted law's median is exact; Aoyama's -1/2 misses
+    by 0.3 x log 4 = 0.416."""
     from experiments.catalog.law_axes import held_out
 
     axis = AXES["batch-size"]
