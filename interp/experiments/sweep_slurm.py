@@ -3,7 +3,10 @@
 The points (the units of :func:`interp.experiments.sweep_backends.stack_jobs`) are packed into
 jobs of ``points_per_job`` points, submitted as one job array (at most ``array_parallelism`` of
 them running at once). A job trains its points in turn into their run directories, skipping the
-finished ones and resuming the partial ones, and returns one result per point it trained.
+finished ones and resuming the partial ones, and writes one result per point it trained as JSON,
+``SWEEP/slurm-jobs/results/POINT.json`` (:func:`write_result`). The sweep reads those through the
+toolkit's bounded JSON reader (:func:`read_result`) and never unpickles what a job returns:
+submitit's result pickles in that folder are left unread.
 
 - **Time limit.** SLURM sends SIGUSR2 ``signal_delay_s`` seconds before a job's limit
   (``--signal``, set by submitit). The running point stops at its step boundary and saves its
@@ -55,6 +58,10 @@ SUBMITIT_HINT = (
 )
 JOBS_DIR = "slurm-jobs"
 """The submitit folder inside the sweep folder: job scripts, pickles and logs."""
+RESULTS_DIR = "results"
+"""Inside :data:`JOBS_DIR`: each point's result, ``POINT.json``, written by its job."""
+RESULT_KEYS = ("name", "status", "action", "error", "seconds", "steps_done")
+"""What a point's result holds (:func:`interp.experiments.sweep_backends.run_point`)."""
 MAX_RESUBMITS = 3
 """How many times the sweep resubmits a point whose job ended before it finished."""
 PREEMPTED_GRACE_S = 60.0
@@ -167,7 +174,9 @@ class SweepJob:
         stops, its running point saved, when that process is gone, as a pool's workers die with
         their parent. None on a cluster, whose jobs are the scheduler's and outlive the command."""
 
-    def __call__(self) -> list[dict]:
+    def __call__(self) -> int:
+        """Train the units; each point's result goes to :func:`write_result`. Returns how many
+        results were written (the sweep reads the files, never this value)."""
         import torch
 
         from interp.io.plugins import load_plugins
@@ -187,10 +196,14 @@ class SweepJob:
                         start = "starts at step 0" if _fresh(out / p.name) else "resumes"
                         print(f"point {p.name}: {start}", flush=True)
                     try:
-                        results.extend(run_job(unit, out, self.threads) if unit else [])
+                        done = run_job(unit, out, self.threads) if unit else []
                     except KeyboardInterrupt as err:  # its runs saved their state
-                        results.extend(_interrupted(p, out / p.name) for p in unit)
+                        done = [_interrupted(p, out / p.name) for p in unit]
                         stopped = signal_of(err)
+                    for r in done:  # as each unit ends: a job killed later keeps them
+                        write_result(out, r)
+                    results.extend(done)
+                    if stopped:
                         break
             except KeyboardInterrupt as err:
                 stopped = signal_of(err)
@@ -200,13 +213,63 @@ class SweepJob:
             print(f"stopped by {signal.Signals(stopped).name}, state saved", flush=True)
         if stopped in (signal.SIGUSR1, signal.SIGUSR2) and requeue is not None:
             requeue(stopped, None)  # submitit: checkpoint() and requeue this job, then exit
-        return results
+        return len(results)
 
     def checkpoint(self):
         """The job itself, to be requeued (submitit calls it on the time-limit signal)."""
         from submitit.helpers import DelayedSubmission
 
         return DelayedSubmission(self)
+
+
+def _result_path(out: Path, name: str) -> Path:
+    return Path(out) / JOBS_DIR / RESULTS_DIR / f"{name}.json"
+
+
+def write_result(out: Path, result: dict) -> None:
+    """Write one point's result (a job's side) through the toolkit's atomic writer."""
+    import json
+
+    from interp.io.atomic import write_text_atomic
+
+    path = _result_path(out, result["name"])
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_text_atomic(path, json.dumps({k: result[k] for k in RESULT_KEYS}))
+
+
+def read_result(out: Path, name: str) -> dict | None:
+    """A point's result as its job wrote it (None: none written). A file that is not a result
+    (damaged, over the reader's limits, a link, keys missing or of the wrong kind) reads as a
+    failed result naming it, never as a crash of the sweep."""
+    from interp.io.errors import DamagedFileError, UnsafePathError
+    from interp.io.inputs import read_json_object
+
+    path = _result_path(out, name)
+    try:
+        r = read_json_object(path, missing=None, follow_links=False)
+    except (DamagedFileError, UnsafePathError) as err:
+        return _bad_result(out, name, str(err).splitlines()[0])
+    if r is None:
+        return None
+    if (
+        set(r) != set(RESULT_KEYS)
+        or r["name"] != name
+        or r["status"] not in ("done", "failed", "interrupted")
+        or not isinstance(r["error"], str)
+    ):
+        return _bad_result(out, name, f"{path} is not a result of point {name}")
+    return r
+
+
+def _bad_result(out: Path, name: str, why: str) -> dict:
+    return {
+        "name": name,
+        "status": "failed",
+        "action": "failed",
+        "error": why,
+        "seconds": float("nan"),
+        "steps_done": steps_done(Path(out) / name),
+    }
 
 
 def _stop_when_gone(pid: int, every_s: float = 1.0) -> None:
@@ -259,18 +322,19 @@ def _state(job) -> str:
     return "UNKNOWN"
 
 
-def _outcome(job, seen_preempted: dict) -> list[dict] | None:
-    """The job's results once it is over ([] when it left none), None while it runs."""
-    if job.paths.result_pickle.exists() or job.done():
-        if job.paths.result_pickle.exists():
-            with contextlib.suppress(Exception):
-                return list(job.result())
-        return []
-    if _state(job) == "PREEMPTED":
+def _outcome(job, units, out: Path, seen_preempted: dict, local: bool) -> list[dict] | None:
+    """The results its points' files hold once the job is over (those it wrote; none for a
+    point it did not finish), None while it runs. Its own return value, a pickle, is not read.
+    A local job is over once its process has ended (and is reaped: ``done`` polls it); a
+    cluster job once it left its result or the scheduler says it is done."""
+    over = job.done() if local else job.paths.result_pickle.exists() or job.done()
+    if not over and _state(job) == "PREEMPTED":
         first = seen_preempted.setdefault(job.job_id, time.monotonic())
-        if time.monotonic() - first > PREEMPTED_GRACE_S:
-            return []
-    return None
+        over = time.monotonic() - first > PREEMPTED_GRACE_S
+    if not over:
+        return None
+    found = (read_result(out, p.name) for unit in units for p in unit)
+    return [r for r in found if r is not None]
 
 
 def _make_gone(job, local: bool, timeout: float = 300.0) -> None:
@@ -320,6 +384,8 @@ def run_submitit(
         n = min(len(queue), max(0, limit - len(active)))
         if n:
             groups, queue[:n] = queue[:n], []
+            for p in (p for g in groups for unit in g for p in unit):
+                _result_path(out, p.name).unlink(missing_ok=True)  # an earlier job's
             jobs = executor.submit_array(
                 [SweepJob(g, str(out), threads, plugins, driver) for g in groups]
             )
@@ -358,7 +424,7 @@ def run_submitit(
             submit()
             while active or queue:
                 for job, units in list(active.items()):
-                    results = _outcome(job, seen_preempted)
+                    results = _outcome(job, units, out, seen_preempted, opts.local)
                     if results is not None:
                         del active[job]
                         settle(job, units, results)
@@ -370,9 +436,12 @@ def run_submitit(
                 job.cancel(check=False)  # SIGTERM: the running points save their state
             for job, units in active.items():
                 end = time.monotonic() + 300.0
-                while _outcome(job, seen_preempted) is None and time.monotonic() < end:
+                while _outcome(job, units, out, seen_preempted, opts.local) is None:
+                    if time.monotonic() > end:
+                        break
                     time.sleep(POLL_S)
-                by_name = {r["name"]: r for r in (_outcome(job, seen_preempted) or [])}
+                done = _outcome(job, units, out, seen_preempted, opts.local) or []
+                by_name = {r["name"]: r for r in done}
                 for p in (p for unit in units for p in unit):
                     on_result(by_name.get(p.name) or _interrupted(p, out / p.name))
             return signal_of(err)

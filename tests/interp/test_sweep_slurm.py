@@ -2,6 +2,7 @@
 LocalExecutor) and through a fake SLURM (``tests/interp/fake_slurm.py``) that requeues a job sent
 SIGUSR2 and preempts another; the runs equal the serial and process backends' byte for byte."""
 
+import json
 import os
 import re
 import threading
@@ -193,3 +194,47 @@ def test_local_jobs_end_with_the_sweep_command_even_killed(tmp_path):
         driver.wait()
     wait_for(lambda: not _jobs_of(out / sweep_slurm.JOBS_DIR), "the local jobs ending", 30)
     assert list(out.glob("*/checkpoints/resume.pt"))  # the point saved its state on the way out
+
+
+class _OverJob:
+    """A job that is over, whose own return value must never be read (a pickle)."""
+
+    job_id = "7"
+
+    def done(self):
+        return True
+
+    def result(self):
+        raise AssertionError("the sweep unpickled a job's return value")
+
+
+def test_a_jobs_results_are_read_from_json_never_from_its_pickle(tmp_path):
+    """The results come from the points' JSON files; a damaged one, one over the reader's limits
+    and a link to a file elsewhere each read as a failed result naming the file, and a point
+    without a file (its job ended before it finished) has none."""
+    points = spec(ks=(16, 32, 48, 64), seeds=(0, 1)).points()
+    good = {
+        "name": points[0].name,
+        "status": "done",
+        "action": "trained",
+        "error": "",
+        "seconds": 1.5,
+        "steps_done": 0,
+    }
+    sweep_slurm.write_result(tmp_path, good)
+    folder = tmp_path / sweep_slurm.JOBS_DIR / sweep_slurm.RESULTS_DIR
+    (folder / f"{points[1].name}.json").write_text("{not json")
+    (folder / f"{points[2].name}.json").write_text("[" * 10_000 + "]" * 10_000)
+    elsewhere = tmp_path / "elsewhere.json"
+    elsewhere.write_text('{"name": "x"}')
+    (folder / f"{points[3].name}.json").symlink_to(elsewhere)
+    (folder / f"{points[4].name}.json").write_text(json.dumps({"name": points[4].name}))
+    units = [[p] for p in points[:6]]
+    got = {r["name"]: r for r in sweep_slurm._outcome(_OverJob(), units, tmp_path, {}, True)}
+    assert got[points[0].name] == good
+    for p in points[1:5]:
+        assert got[p.name]["status"] == "failed" and p.name in got[p.name]["error"]
+    assert "symbolic link" in got[points[3].name]["error"]
+    assert f"is not a result of point {points[4].name}" in got[points[4].name]["error"]
+    assert points[5].name not in got  # no file: its job ended before it finished
+    assert elsewhere.read_text() == '{"name": "x"}'
