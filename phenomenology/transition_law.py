@@ -405,12 +405,23 @@ class StoredLaw:
 
     def problems(self, config: Mapping[str, float], settings: Mapping[str, str]) -> tuple:
         """``(refusals, notes)``: one line per field outside the data (a value beyond its range,
-        or a fixed field set otherwise), and one per field in :data:`WARNED` set otherwise."""
+        or beyond the range of the configurations it was fitted on, those with a transitioned
+        run, unless the data trained this very configuration; or a fixed field set otherwise),
+        and one per field in :data:`WARNED` set otherwise."""
         refusals, notes = [], []
+        # a configuration of the data is forecast (and what its runs did said) even where none
+        # of them transitioned; elsewhere, beyond the fitted configurations is refused
+        fitted = self.fitted_ranges() if self.observed_at(config) is None else {}
         for f, (lo, hi) in self.ranges.items():
             v = float(config[f])
             if not lo <= v <= hi:
                 refusals.append(f"{f}={v:g} is outside the law's data ({lo:g} to {hi:g})")
+            elif f in fitted and not fitted[f][0] <= v <= fitted[f][1]:
+                flo, fhi = fitted[f]
+                refusals.append(
+                    f"{f}={v:g} is outside the configurations the law was fitted on ({flo:g} "
+                    f"to {fhi:g}; its data beyond them did not transition)"
+                )
         for key, value in self.fixed.items():
             have = settings.get(key)
             if have is None or str(have) == str(value):
@@ -419,6 +430,18 @@ class StoredLaw:
             line = f"{field_name}={have} is not the law's ({value})"
             (notes if field_name in WARNED else refusals).append(line)
         return refusals, notes
+
+    def fitted_ranges(self) -> dict[str, tuple[float, float]]:
+        """Each field's range over the configurations with a transitioned run (those the law
+        was fitted on; :attr:`ranges` also spans the ones that never transitioned); empty when
+        the law keeps no record of its configurations."""
+        fitted = [rec for rec in self.observed if rec["transitioned"]]
+        if not fitted:
+            return {}
+        return {
+            f: (min(float(r[f]) for r in fitted), max(float(r[f]) for r in fitted))
+            for f in self.ranges
+        }
 
     def forecast(self, config: Mapping[str, float]) -> Prediction:
         return self.fitted.predict(config)

@@ -209,6 +209,11 @@ def test_a_configuration_the_data_trained_says_what_its_runs_did(tmp_path, capsy
             "budget": 16000,
             "median_step": 10858.0,
         },
+        # the learning rates the law was fitted over (0.01 to 0.2)
+        *(
+            {**fields, "lr": lr, "runs": 3, "transitioned": 3, "budget": 16000, "median_step": 1.0}
+            for lr in (0.01, 0.2)
+        ),
     ]
     law = write_law(tmp_path / "law.json", observed=observed)
     # the law says 35,000 steps at N 24 too (no N term here); its own runs said otherwise
@@ -462,3 +467,23 @@ def test_the_packaged_axis_terms_are_those_of_the_committed_rows():
     from phenomenology.law_axes import AxisTerms
 
     assert AxisTerms.load() == fitted_terms(), "run `python experiments/fit_law_axes.py`"
+
+
+def test_beyond_the_configurations_the_law_was_fitted_on_is_refused(capsys):
+    """The packaged law's data reach p_C 0 and lr 0.003 only through configurations that never
+    transitioned: it was fitted on p_C 0.5 to 0.95 (docs/results/p-c-interior.md measured it
+    five times early at p_C 0.1) and lr 0.01 to 0.2; a configuration its data trained is still
+    forecast, with what its runs did."""
+    base = ["forecast", "--preset", "paper-fig3", "--set", "hidden_bias=per_unit"]
+    assert main([*base, "--set", "p_C=0.1"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == (
+        "error: p_C=0.1 is outside the configurations the law was fitted on (0.5 to 0.95; its "
+        "data beyond them did not transition): no forecast outside the data"
+    )
+    assert main([*base, "--set", "lr=0.005"]) == 2
+    assert "lr=0.005 is outside the configurations the law was fitted on (0.01 to 0.2" in (
+        capsys.readouterr().err
+    )
+    assert main([*base, "--set", "lr=0.003", "--set", "steps=8000"]) == 0
+    assert "none of its 6 runs transitioned within 8,000 steps" in capsys.readouterr().out
