@@ -1,4 +1,4 @@
-"""The transition law refitted with the axes it never varied: batch size and width.
+"""The transition law refitted with the axes it never varied: batch size, width, weight decay.
 
 The stored law (:mod:`phenomenology.transition_law`) was fitted on runs at batch 128 and
 classifier width (``d_mlp``) 128. The declared experiments ``batch-size`` and ``width``
@@ -8,7 +8,9 @@ configurations. :func:`fit_terms` fits, per axis, the exponent of the transition
 transitioned runs), and :class:`AxisTerms` carries the law from its value of the axis to another
 within the values trained: ``log T = law(config) + slope x log(value / law's value)``, the
 slope's standard error added to the law's predictive spread (the product of the two for a
-change on both axes).
+change on both axes). Weight decay is a level term (:class:`LevelTerm`): the shift of ``log
+step`` at each weight decay the ``transience`` experiment trained against the author's 1e-6
+(each K its own intercept), with how often in-context accuracy faded in those long runs.
 
 ``phenomenology/law_axes.json`` holds the terms fitted on the committed rows
 (``python experiments/fit_law_axes.py`` writes it; a test keeps it equal to the rows).
@@ -18,17 +20,30 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from phenomenology.law_forms import Z80, Prediction
 
-__all__ = ["AXIS_FIELDS", "TERMS_FILE", "AxisTerm", "AxisTerms", "fit_term"]
+__all__ = [
+    "AXIS_FIELDS",
+    "TERMS_FILE",
+    "AxisTerm",
+    "AxisTerms",
+    "Level",
+    "LevelTerm",
+    "fit_levels",
+    "fit_term",
+]
 
 TERMS_FILE = Path(__file__).with_name("law_axes.json")
-AXIS_FIELDS = {"batch_size": ("train.batch_size", 128), "d_mlp": ("model.d_mlp", 128)}
+AXIS_FIELDS = {
+    "batch_size": ("train.batch_size", 128),
+    "d_mlp": ("model.d_mlp", 128),
+    "weight_decay": ("train.weight_decay", 1e-6),
+}
 """Each axis: the setting the law reads it as, and its value in every run of the law's data."""
 
 
@@ -71,10 +86,74 @@ def fit_term(field: str, configs, values, steps) -> AxisTerm:
 
 
 @dataclass(frozen=True)
+class Level:
+    """One trained value of a level term: the shift of ``log step`` from the reference value and
+    its standard error; of its long runs (``steps`` long), how many, and in how many in-context
+    accuracy faded."""
+
+    value: float
+    shift: float
+    se: float
+    runs: int
+    faded: int
+    steps: int
+
+
+@dataclass(frozen=True)
+class LevelTerm:
+    """A field the law never varied, trained at a few values only (forecast at those alone)."""
+
+    field: str
+    levels: tuple[Level, ...]
+
+    def at(self, value: float) -> Level | None:
+        return next((lv for lv in self.levels if math.isclose(lv.value, value)), None)
+
+
+def fit_levels(field: str, reference: float, groups, values, steps, faded, budget: int):
+    """The shift of ``log steps`` at each value of ``field`` against ``reference`` (each group,
+    e.g. K, its own intercept; runs with a finite step, those that transitioned), with standard
+    errors, and each value's runs and fades (``faded``: per run, whether in-context accuracy
+    faded within ``budget``), over every run given."""
+    all_values, faded = np.asarray(values, float), np.asarray(faded, bool)
+    steps = np.asarray(steps, float)
+    ok = np.isfinite(steps)
+    groups, values, y = np.asarray(groups, str)[ok], all_values[ok], np.log(steps[ok])
+    names, others = sorted(set(groups)), sorted(set(values) - {reference})
+    X = np.column_stack(
+        [*(groups == g for g in names), *(np.isclose(values, v) for v in others)]
+    ).astype(float)
+    beta, *_ = np.linalg.lstsq(X, y, rcond=None)
+    dof = len(y) - X.shape[1]
+    if dof < 1:
+        raise ValueError(f"{field}: too few transitioned runs to fit its levels")
+    resid = y - X @ beta
+    se = np.sqrt(np.diag((resid @ resid / dof) * np.linalg.inv(X.T @ X)))
+    shift = dict(zip(others, beta[len(names) :], strict=True))
+    err = dict(zip(others, se[len(names) :], strict=True))
+    levels = []
+    for v in sorted(set(all_values)):
+        at = np.isclose(all_values, v)
+        levels.append(
+            Level(
+                value=float(v),
+                shift=round(float(shift.get(v, 0.0)), 6),
+                se=round(float(err.get(v, 0.0)), 6),
+                runs=int(at.sum()),
+                faded=int(faded[at].sum()),
+                steps=int(budget),
+            )
+        )
+    return LevelTerm(field, tuple(levels))
+
+
+@dataclass(frozen=True)
 class AxisTerms:
-    """The terms of every fitted axis, by field."""
+    """The terms of every fitted axis, by field: exponents (:class:`AxisTerm`) and level terms
+    (:class:`LevelTerm`)."""
 
     terms: Mapping[str, AxisTerm]
+    levels: Mapping[str, LevelTerm] = field(default_factory=dict)
 
     @staticmethod
     def load(path=None) -> AxisTerms:
@@ -82,12 +161,24 @@ class AxisTerms:
 
         d = read_json_object(Path(path) if path is not None else TERMS_FILE)
         try:
-            return AxisTerms({f: AxisTerm(**t) for f, t in d["terms"].items()})
+            return AxisTerms(
+                {f: AxisTerm(**t) for f, t in d["terms"].items()},
+                {
+                    f: LevelTerm(f, tuple(Level(**lv) for lv in t))
+                    for f, t in d.get("levels", {}).items()
+                },
+            )
         except (KeyError, TypeError) as err:
             raise ValueError(f"{path or TERMS_FILE}: damaged axis terms ({err})") from None
 
     def as_dict(self) -> dict:
-        return {"terms": {f: vars(t) for f, t in sorted(self.terms.items())}}
+        return {
+            "terms": {f: vars(t) for f, t in sorted(self.terms.items())},
+            "levels": {f: [vars(lv) for lv in t.levels] for f, t in sorted(self.levels.items())},
+        }
+
+    def _fitted(self, f: str) -> bool:
+        return f in self.terms or f in self.levels
 
     def values_of(self, settings: Mapping[str, str]) -> dict[str, float]:
         """The value of each axis in a run's settings (the law's ``settings`` text)."""
@@ -100,7 +191,7 @@ class AxisTerms:
         law's value."""
         fields, settings = dict(fields), dict(settings)
         for f, (key, value) in AXIS_FIELDS.items():
-            if f in self.terms:
+            if self._fitted(f):
                 if key in settings:
                     settings[key] = str(value)
                 if f in fields:
@@ -111,9 +202,12 @@ class AxisTerms:
         """One line per axis set outside the values its experiment trained."""
         out = []
         for f, v in self.values_of(settings).items():
-            t = self.terms.get(f)
+            t, lv = self.terms.get(f), self.levels.get(f)
             if t is not None and not t.low <= v <= t.high:
                 out.append(f"{f}={v:g} is outside the values trained ({t.low:g} to {t.high:g})")
+            if lv is not None and lv.at(v) is None:
+                trained = ", ".join(f"{x.value:g}" for x in lv.levels)
+                out.append(f"{f}={v:g} is not among the values trained ({trained})")
         return out
 
     def moved(self, settings: Mapping[str, str]) -> dict[str, float]:
@@ -121,7 +215,7 @@ class AxisTerms:
         return {
             f: v
             for f, v in self.values_of(settings).items()
-            if f in self.terms and v != AXIS_FIELDS[f][1]
+            if self._fitted(f) and not math.isclose(v, AXIS_FIELDS[f][1])
         }
 
     def apply(self, pred: Prediction, settings: Mapping[str, str]) -> Prediction:
@@ -130,6 +224,11 @@ class AxisTerms:
             return pred
         shift, var = 0.0, pred.log_sd**2
         for f, v in self.moved(settings).items():
+            if f in self.levels:
+                lv = self.levels[f].at(v)
+                shift += lv.shift
+                var += lv.se**2
+                continue
             t, x = self.terms[f], math.log(v / AXIS_FIELDS[f][1])
             shift += t.slope * x
             var += (t.se * x) ** 2

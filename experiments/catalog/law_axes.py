@@ -152,7 +152,7 @@ AXES = {
         budget=32_000,
     ),
 }
-LAW_VALUE = {"batch_size": LAW_BATCH, "d_mlp": LAW_WIDTH, "p_C": 0.8}
+LAW_VALUE = {"batch_size": LAW_BATCH, "d_mlp": LAW_WIDTH, "p_C": 0.8, "weight_decay": 1e-6}
 """The value of each axis at the law's centre (batch and width: at every run of its data)."""
 
 
@@ -435,19 +435,34 @@ def _transitioned(rows: pd.DataFrame) -> pd.DataFrame:
 
 
 def fitted_terms(results: Path | None = None):
-    """The axis terms fitted on the committed rows of :data:`REFITTED` (what
-    ``phenomenology/law_axes.json`` holds: ``python experiments/fit_law_axes.py`` writes it)."""
+    """The axis terms fitted on the committed rows of :data:`REFITTED`, and the weight decay's
+    levels on those of ``transience`` once committed (what ``phenomenology/law_axes.json``
+    holds: ``python experiments/fit_law_axes.py`` writes it)."""
     from interp.experiments.core import RESULTS_DIR, read_table
-    from phenomenology.law_axes import AxisTerms, fit_term
+    from phenomenology.law_axes import AxisTerms, fit_levels, fit_term
 
-    terms = {}
+    terms, levels = {}, {}
     for name in REFITTED:
         axis = AXES[name]
         ok = _transitioned(read_table(Path(results or RESULTS_DIR) / f"{name}.csv"))
         terms[axis.field] = fit_term(
             axis.field, ok["config"], ok[axis.field], ok["transition_step"]
         )
-    return AxisTerms(terms)
+    long_runs = Path(results or RESULTS_DIR) / "transience.csv"
+    if long_runs.exists():
+        rows = read_table(long_runs)
+        jumped = rows["transitioned"].astype(str) == "True"
+        steps = pd.to_numeric(rows["transition_step"]).where(jumped)
+        levels["weight_decay"] = fit_levels(
+            "weight_decay",
+            LAW_VALUE["weight_decay"],
+            rows["K"],
+            rows["weight_decay"],
+            steps,
+            rows["faded"].astype(str) == "True",
+            int(rows["budget"].max()),
+        )
+    return AxisTerms(terms, levels)
 
 
 def held_out(axis: Axis, rows: pd.DataFrame, registry: pd.DataFrame) -> pd.DataFrame:

@@ -397,11 +397,19 @@ def test_the_live_forecast_starts_from_the_law(tmp_path):
 
 
 def write_axes(path, slope=-0.5, se=0.0, low=32, high=512):
-    """Axis terms with known exponents: batch_size^slope (se), the width's exponent +1."""
+    """Axis terms with known exponents: batch_size^slope (se), the width's exponent +1; weight
+    decay 1e-4 doubles the step (3 of 10 long runs faded), 1e-6 is the law's."""
     term = {"dof": 10, "configurations": 2}
+    level = {"se": 0.0, "runs": 10, "steps": 20000}
     path.write_text(
         json.dumps(
             {
+                "levels": {
+                    "weight_decay": [
+                        {"value": 1e-6, "shift": 0.0, "faded": 0, **level},
+                        {"value": 1e-4, "shift": math.log(2), "faded": 3, **level},
+                    ]
+                },
                 "terms": {
                     "batch_size": {
                         "field": "batch_size",
@@ -419,7 +427,7 @@ def write_axes(path, slope=-0.5, se=0.0, low=32, high=512):
                         "high": 256,
                         **term,
                     },
-                }
+                },
             }
         )
     )
@@ -487,3 +495,56 @@ def test_beyond_the_configurations_the_law_was_fitted_on_is_refused(capsys):
     )
     assert main([*base, "--set", "lr=0.003", "--set", "steps=8000"]) == 0
     assert "none of its 6 runs transitioned within 8,000 steps" in capsys.readouterr().out
+
+
+def test_a_weight_decay_trained_long_is_forecast_with_how_often_in_context_learning_faded(
+    tmp_path, capsys
+):
+    law = write_law(tmp_path / "law.json")
+    axes = write_axes(tmp_path / "axes.json")
+    base = ["forecast", "--preset", "paper-fig3", "--set", "hidden_bias=per_unit"]
+    base += ["--law", str(law), "--axes", axes]
+    assert main([*base, "--set", "weight_decay=1e-4"]) == 0
+    out = capsys.readouterr().out
+    assert "transition step given a transition: 70,000" in out
+    assert "carried to weight_decay=0.0001 by its measured factor 2.00" in out
+    assert (
+        "long runs: at weight_decay=0.0001 in-context accuracy faded in 3 of 10 runs of 20,000 "
+        "steps (transience.md); beyond 20,000 steps it was not measured" in out
+    )
+    assert main([*base, "--set", "steps=20000"]) == 0  # the author's 1e-6, within the runs
+    out = capsys.readouterr().out
+    assert "faded in 0 of 10 runs of 20,000 steps (transience.md)\n" in out
+    assert main([*base, "--set", "weight_decay=3e-5"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "error: weight_decay=3e-05 is not among the values trained (1e-06, 0.0001): no forecast "
+        "outside the data"
+    )
+
+
+def test_levels_are_the_log_shift_against_the_reference_each_group_its_own_intercept():
+    """Steps 1000 and 3000 (two K) at the reference, twice that at 1e-4, each times 1.02^-1, 1
+    and 1.02 over three seeds; one run at 1e-4 never transitioned (NaN), counted, not fitted."""
+    from phenomenology.law_axes import fit_levels
+
+    groups, values, steps, faded = [], [], [], []
+    for k, base in (("64", 1000.0), ("256", 3000.0)):
+        for wd, factor in ((1e-6, 1.0), (1e-4, 2.0)):
+            for s in (-1, 0, 1):
+                groups.append(k)
+                values.append(wd)
+                steps.append(base * factor * 1.02**s)
+                faded.append(wd == 1e-4 and s == 1)
+    groups.append("64")
+    values.append(1e-4)
+    steps.append(math.nan)
+    faded.append(False)
+    term = fit_levels("weight_decay", 1e-6, groups, values, steps, faded, 20000)
+    ref, high = term.at(1e-6), term.at(1e-4)
+    assert ref.shift == 0.0 and ref.runs == 6 and ref.faded == 0
+    assert high.shift == pytest.approx(math.log(2), abs=1e-6)
+    assert high.runs == 7 and high.faded == 2 and high.steps == 20000
+    # residuals +-log 1.02 on 12 runs, 3 parameters: se = sd x sqrt(1/6 + 1/6)
+    sd = math.sqrt(8 * math.log(1.02) ** 2 / 9)
+    assert high.se == pytest.approx(sd * math.sqrt(1 / 3), abs=1e-6)
+    assert term.at(3e-5) is None

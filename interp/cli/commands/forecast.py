@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import sys
 
 NAME = "forecast"
@@ -94,13 +95,10 @@ def run(args) -> int:
     )
     _say_within(budget, chance, *_collapse_risk(args.rates, task, model, train))
     moved = terms.moved(settings)
-    carried = "".join(
-        f"; carried to {f}={v:g} by its exponent {terms.terms[f].slope:+.3f} "
-        f"(se {terms.terms[f].se:.3f}, {'batch-size' if f == 'batch_size' else 'width'}.md)"
-        for f, v in moved.items()
-    )
+    carried = "".join(_carried(terms, f, v) for f, v in moved.items())
     print(f"law: {law.source or 'the stored law'}{carried}; nothing was trained")
     _say_observed(None if moved else law.observed_at(fields))
+    _say_fading(terms, settings, budget)
     for line in notes:
         print(
             f"note: {line}; the law's data are per-unit runs, and with scalar hidden biases "
@@ -108,6 +106,35 @@ def run(args) -> int:
             file=sys.stderr,
         )
     return 0
+
+
+PAGES = {"batch_size": "batch-size.md", "d_mlp": "width.md", "weight_decay": "transience.md"}
+"""The page that measured each axis the law is carried along."""
+
+
+def _carried(terms, f: str, v: float) -> str:
+    if f in terms.levels:
+        lv = terms.levels[f].at(v)
+        return (
+            f"; carried to {f}={v:g} by its measured factor {math.exp(lv.shift):.2f} "
+            f"(se of log {lv.se:.3f}, {PAGES[f]})"
+        )
+    t = terms.terms[f]
+    return f"; carried to {f}={v:g} by its exponent {t.slope:+.3f} (se {t.se:.3f}, {PAGES[f]})"
+
+
+def _say_fading(terms, settings, budget: int) -> None:
+    """Whether in-context accuracy faded in the long runs at this weight decay."""
+    term = terms.levels.get("weight_decay")
+    value = terms.values_of(settings).get("weight_decay")
+    lv = term.at(value) if term is not None and value is not None else None
+    if lv is None:
+        return
+    beyond = f"; beyond {_k(lv.steps)} steps it was not measured" if budget > lv.steps else ""
+    print(
+        f"long runs: at weight_decay={value:g} in-context accuracy faded in {lv.faded} of "
+        f"{lv.runs} runs of {_k(lv.steps)} steps ({PAGES['weight_decay']}){beyond}"
+    )
 
 
 def _collapse_risk(path, task, model, train):
