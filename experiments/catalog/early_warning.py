@@ -280,7 +280,9 @@ def notes(rows: pd.DataFrame, signals: pd.DataFrame) -> str:
     lines += ["", "## Signal families", ""]
     for family, names in FAMILIES.items():
         best = au[(au["signal"].isin(names)) & np.isclose(au["at"], 0.1)]
+        best = best[best["auroc"].notna()]
         if not len(best):
+            lines.append(f"- **{family}**: no value at 10% of the budget on these runs")
             continue
         b = best.loc[best["auroc"].idxmax()]
         lines.append(

@@ -408,11 +408,14 @@ def run_submitit(
                 else:
                     on_result(
                         _result(
-                            p, out / p.name, "failed", "failed",
+                            p,
+                            out / p.name,
+                            "failed",
+                            "failed",
                             f"its job {job.job_id} ended unfinished {MAX_RESUBMITS + 1} times "
                             f"(last state {_state(job)}); see {out / JOBS_DIR}",
                         )
-                    )  # fmt: skip
+                    )
             if left:
                 again.append(left)
         if again:

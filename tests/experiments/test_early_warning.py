@@ -84,3 +84,47 @@ def test_signals_are_read_at_fractions_of_the_budget_and_stop_at_the_transition(
     # at 15% (step 150) the last three tila2 values (0.105, 0.11, 0.115) average 0.11, against
     # 0.1 at the start: progress 0.1
     assert never.set_index("fraction").loc[0.15, "progress"] == pytest.approx(0.1)
+
+
+def test_the_page_scores_every_family_on_held_out_configurations():
+    """Three configurations, four runs each, half jumping; repetition bias separates them at
+    every fraction, the other signals carry nothing (NaN): the page scores it 1.0 held out,
+    names every family and says why the LLC is not among them."""
+    from experiments.catalog.early_warning import FAMILIES, FRACTIONS, SIGNAL_NAMES, notes
+
+    rows, signals = [], []
+    for c in ("A", "B", "C"):
+        for seed in range(4):
+            jumped = seed % 2 == 0
+            rows.append(
+                {
+                    "config": c,
+                    "point": c,
+                    "seed": seed,
+                    "budget": 1000,
+                    "positive": str(jumped),
+                    "tier": "full",
+                }
+            )
+            for f in FRACTIONS:
+                signals.append(
+                    {
+                        "config": c,
+                        "point": c,
+                        "seed": seed,
+                        "step": 1000 * f,
+                        "fraction": f,
+                        "positive": jumped,
+                        "transition_step": 900.0 if jumped else math.inf,
+                        **dict.fromkeys(SIGNAL_NAMES, math.nan),
+                        "repetition_bias": (1.0 if jumped else 0.0) + 0.01 * seed,
+                    }
+                )
+    text = notes(pd.DataFrame(rows), pd.DataFrame(signals))
+    assert "6 runs jumped within their budget and 6 did not, over 3 configurations" in text
+    assert "| repetition_bias | 1.00 | [1.00, 1.00] | 6 | 6 | 3 |" in text
+    assert "best at 10% of the budget `repetition_bias`, AUROC 1.00" in text
+    for family in FAMILIES:
+        assert family in text
+    assert "**heat capacity (after Corlouer and Hennick)**: no value at 10% of the budget" in text
+    assert "**local learning coefficient**: not scored" in text
