@@ -562,7 +562,8 @@ def new_axes_lines(law_ratio: float, results: Path | None = None) -> list[str]:
         "| axis | points | forecast | median abs log error | x floor |",
         "| --- | --- | --- | --- | --- |",
     ]
-    for name, axis in AXES.items():
+    for name in (*AXES, "transience"):
+        axis = AXES.get(name)
         path = Path(results or RESULTS_DIR) / f"{name}.csv"
         if not path.exists():
             continue
@@ -572,7 +573,11 @@ def new_axes_lines(law_ratio: float, results: Path | None = None) -> list[str]:
         for hyp, g in s.groupby("hypothesis", sort=False):
             said = f"{hyp} (registered)"
             if hyp == "law":
-                said = "the stored law, at its own value" if name in REFITTED else "the stored law"
+                said = (
+                    "the stored law"
+                    if name == "p-c-interior"
+                    else ("the stored law, at its own value")
+                )
             floor = g["floor"].median()
             lines.append(
                 f"| [{name}]({name}.md) | {len(g)} | {said} | {g['abs_log_error'].median():.3f} "
@@ -590,9 +595,9 @@ def new_axes_lines(law_ratio: float, results: Path | None = None) -> list[str]:
     lines += [
         "",
         "The goal for the refitted law is at most 1.2 x the floor on configurations it was not "
-        "fitted on. `forecast` uses the refitted batch-size and width terms "
-        "(`phenomenology/law_axes.json`); p_C is one of the law's own inputs, and its interior "
-        "points are not yet in the law's data.",
+        "fitted on. `forecast` uses the refitted batch-size and width terms and the weight "
+        "decay's measured factors (`phenomenology/law_axes.json`); p_C is one of the law's own "
+        "inputs, and its interior points are not yet in the law's data.",
     ]
     return lines
 
