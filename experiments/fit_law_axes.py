@@ -1,7 +1,9 @@
-"""Write ``phenomenology/law_axes.json``: the transition law's terms for the axes it never varied
-(batch size, width), fitted on the committed rows of ``docs/results/batch-size.csv`` and
-``width.csv``: ``python experiments/fit_law_axes.py`` (then commit it; a test keeps it equal to
-what this writes)."""
+"""Write the package's measured tables from the committed rows: ``phenomenology/law_axes.json``
+(the transition law's terms for the axes it never varied: batch size and width fitted on
+``docs/results/batch-size.csv`` and ``width.csv``, weight decay on ``transience.csv``) and
+``phenomenology/early_warning.json`` (the forecasters' measured AUROC, from
+``transition-law-warning.csv``): ``python experiments/fit_law_axes.py``, then commit them; tests
+keep them equal to what this writes."""
 
 from __future__ import annotations
 
@@ -25,6 +27,13 @@ def main() -> int:
     for t in terms.terms.values():
         print(f"{t.field}: exponent {t.slope:+.4f} (se {t.se:.4f}), values {t.low:g} to {t.high:g}")
     print(f"wrote {TERMS_FILE}")
+    from interp.experiments.core import RESULTS_DIR, read_table
+    from phenomenology.warning import WARNING_FILE, MeasuredWarning
+
+    table = read_table(RESULTS_DIR / "transition-law-warning.csv")
+    rows = MeasuredWarning.rows_from(table)
+    write_text_atomic(WARNING_FILE, json.dumps(rows, indent=1, sort_keys=True) + "\n")
+    print(f"wrote {WARNING_FILE}")
     return 0
 
 

@@ -314,6 +314,7 @@ def _add_forecast(
         out["forecast_from"] = calibrated.detail.get("method", "template")
         if out["forecast_from"] == "combined":
             d = calibrated.detail
+            out["forecast_update"] = d["update"]  # the partial curve's forecaster, or "none"
             out["forecast_method"] = (
                 f"the transition law's forecast of this configuration ({d['prior_step']:.0f}, "
                 f"80% {d['prior_interval'][0]:.0f}-{d['prior_interval'][1]:.0f}) updated by the "

@@ -158,8 +158,16 @@ class LiveForecast:
     """The live forecast as a callback of the training loop
     (:class:`interp.train.training.EvalCallback`): at each evaluation the forecast columns of
     :func:`live_forecast` from the IC loss so far, refitted every :func:`live_every` evaluations,
-    calibrated for the run's optimiser; the progress bar shows it (``cliff ~``). Holds no state, so
-    one instance serves every run of a stacked training."""
+    calibrated for the run's optimiser; the progress bar shows it (``cliff ~``) and whether it
+    falls within the run's budget (``in budget``), with the AUROC measured for the law's forecast
+    at that fraction of the budget where the law gives the prior (:mod:`phenomenology.warning`).
+    It keeps only the budget and the step of its last call, which every run of a stacked training
+    shares, so one instance serves them all."""
+
+    def __init__(self) -> None:
+        self.budget: int | None = None
+        self.seen = 0.0
+        self.with_law = False
 
     def __call__(self, run, row: Mapping[str, float]) -> dict:
         if "ic_loss" not in row:
@@ -168,6 +176,11 @@ class LiveForecast:
 
         task, cfg = run.task, run.cfg
         prior, calibration, _ = law_prior(task, getattr(run.model, "cfg", None), cfg)
+        self.budget, self.seen, self.with_law = (
+            int(cfg.steps),
+            float(row["step"]),
+            prior is not None,
+        )
         return live_forecast(
             [*run.rows, row],
             {"L": task.L, "N": task.N, "B": int(task.B_eval_effective)},
@@ -177,7 +190,26 @@ class LiveForecast:
             calibration=calibration,
         )
 
-    @staticmethod
-    def progress(row: Mapping[str, float]) -> dict[str, str]:
+    def progress(self, row: Mapping[str, float]) -> dict[str, str]:
         text = progress_text(row) if "forecast_step" in row else None
-        return {} if text is None else {"cliff ~": text}
+        if text is None:
+            return {}
+        out = {"cliff ~": text}
+        if self.budget:
+            out["in budget"] = within_text(
+                float(row["forecast_step"]), self.seen, self.budget, self.with_law
+            )
+        return out
+
+
+def within_text(step: float, seen: float, budget: int, with_law: bool) -> str:
+    """``"yes (AUROC 0.83)"``: whether the forecast falls within the budget, with the AUROC
+    measured for the law's forecast at the fraction of the budget seen (only where the law gives
+    the prior; none before the first fraction measured)."""
+    said = "yes" if step <= budget else "no"
+    if not with_law:
+        return said
+    from phenomenology.warning import MeasuredWarning
+
+    got = MeasuredWarning.load().at("law", seen / budget)
+    return said if got is None else f"{said} (AUROC {got[1][0]:.2f})"

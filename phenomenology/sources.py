@@ -33,6 +33,7 @@ class FitSource:
         prior: the transition law's forecast of a run directory's configuration, when it lies
             inside the law's data (:func:`phenomenology.transition_law.law_prior`), else None.
         calibration: the combination's calibration that goes with ``prior``.
+        budget: a run directory's step budget (its ``steps``), None for a CSV.
     """
 
     source: str
@@ -44,6 +45,7 @@ class FitSource:
     optimizer: str
     prior: object = None
     calibration: dict = dataclasses.field(default_factory=dict)
+    budget: int | None = None
 
 
 def parse_number(flag: str, value: str | None, *, integer: bool = False):
@@ -107,6 +109,7 @@ def _run_source(path: Path, task_set: Mapping[str, str], optimizer: str | None) 
         optimizer=run.train_config.optimizer,
         prior=prior,
         calibration=dict(calibration),
+        budget=int(run.train_config.steps),
     )
 
 

@@ -107,14 +107,35 @@ def test_live_forecast_can_be_switched_off(tmp_path):
 
 
 def test_the_progress_bar_text():
-    assert LiveForecast.progress({"ic_acc": 0.5}) == {}
-    assert LiveForecast.progress(dict.fromkeys(FORECAST_COLUMNS, math.nan)) == {}
+    assert LiveForecast().progress({"ic_acc": 0.5}) == {}
+    assert LiveForecast().progress(dict.fromkeys(FORECAST_COLUMNS, math.nan)) == {}
     row = {"forecast_step": 30200.0, "forecast_low": 29100.0, "forecast_high": 31300.0}
-    assert LiveForecast.progress(row) == {"cliff ~": "30.2k ± 1.1k"}
+    assert LiveForecast().progress(row) == {"cliff ~": "30.2k ± 1.1k"}
     # the ± is half the interval, also when the interval is not centred on the forecast
     row = {"forecast_step": 850.0, "forecast_low": 500.0, "forecast_high": 1300.0}
-    assert LiveForecast.progress(row) == {"cliff ~": "850 ± 400"}
+    assert LiveForecast().progress(row) == {"cliff ~": "850 ± 400"}
     row = {"forecast_step": 12345.0, "forecast_low": 11000.0, "forecast_high": 15000.0}
-    assert LiveForecast.progress(row) == {"cliff ~": "12.3k ± 2.0k"}
+    assert LiveForecast().progress(row) == {"cliff ~": "12.3k ± 2.0k"}
     row = {"forecast_step": math.inf, "forecast_low": 1.0, "forecast_high": 2.0}
-    assert LiveForecast.progress(row) == {}
+    assert LiveForecast().progress(row) == {}
+
+
+def test_the_progress_bar_says_whether_the_forecast_is_within_the_budget_and_its_auroc():
+    """Budget 10,000: a forecast at 12,300 is not within it. With the law's prior, the bar adds
+    the AUROC measured for the law at the latest fraction reached (10% at step 1,500, from
+    phenomenology/early_warning.json); before 5% it has none, nor without the law."""
+    from phenomenology.warning import MeasuredWarning
+
+    law_at_10 = MeasuredWarning.load().auroc["law"][0.1][0]
+    live = LiveForecast()
+    live.budget, live.seen, live.with_law = 10_000, 1500.0, True
+    row = {"forecast_step": 12345.0, "forecast_low": 11000.0, "forecast_high": 15000.0}
+    assert live.progress(row) == {
+        "cliff ~": "12.3k ± 2.0k",
+        "in budget": f"no (AUROC {law_at_10:.2f})",
+    }
+    row = {"forecast_step": 8000.0, "forecast_low": 7000.0, "forecast_high": 9000.0}
+    live.seen = 400.0
+    assert live.progress(row)["in budget"] == "yes"
+    live.seen, live.with_law = 1500.0, False
+    assert live.progress(row)["in budget"] == "yes"

@@ -129,9 +129,35 @@ def _print_fit(result: dict, src) -> None:
     )
     # one name per number (interp.viz.vocabulary): a fit to the whole curve is not a forecast
     print(f"  {_forecast_line(result)}")
+    warning = _warning_line(result, src)
+    if warning:
+        print(f"  {warning}")
     obs = result["observed"]
     seen = _fmt(obs["transition_step"]) if obs["transitioned"] else f"none ({obs['reason']})"
     print(f"  {observed_name(result['column'])} ({obs['method']}, whole curve): {seen}")
+
+
+def _warning_line(result: dict, src) -> str | None:
+    """For a run fitted on part of its curve: will it jump within its budget, and the AUROC
+    measured for the forecaster that says so (:mod:`phenomenology.warning`)."""
+    seen = result.get("fitted_until")
+    if (
+        src.budget is None
+        or result.get("until_step") is None
+        or result["forecast"] != "ok"
+        or seen is None
+        or seen >= src.budget
+    ):
+        return None
+    from phenomenology.warning import MeasuredWarning, signals_of, verdict
+
+    return verdict(
+        signals_of(result.get("forecast_from", ""), result.get("forecast_update")),
+        float(result["forecast_transition_step"]),
+        float(seen),
+        int(src.budget),
+        MeasuredWarning.load(),
+    )
 
 
 def _forecast_line(result: dict) -> str:
