@@ -1,7 +1,7 @@
 """Early warning as a benchmark: the field's signal families scored on the same runs.
 
 "Will this run make the jump within its budget?", asked at 5, 10, 20 and 30% of the budget. The
-runs: twelve of the transition law's configurations (:data:`transition_law.BASE`: paper-fig3's
+runs: twelve of the transition law's configurations (:data:`transition_law_base.BASE`: paper-fig3's
 task, per-unit hidden biases, plain SGD), each with its budget set to the stored law's median
 transition step, so that about half its runs jump within it (classes balanced by design), eight
 new seeds each (100-107: the law was fitted on seeds 0-5). Every run logs, at each evaluation
@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from experiments.catalog.transition_law import BASE
+from experiments.catalog.transition_law_base import BASE
 from experiments.transition_grid import CURVE_COLUMNS, GridPoint, TransitionGrid
 from interp.experiments import register_experiment
 from interp.experiments.core import Column, Experiment, Tier

@@ -1,7 +1,8 @@
 """The transition law's open axes, each forecast before its runs: batch size, width and p_C.
 
-Three declared experiments on the law's network and task (:data:`transition_law.BASE`: paper-fig3's
-task with per-unit hidden biases, plain SGD at lr 0.1, the fast path), each a
+Three declared experiments on the law's network and task
+(:data:`transition_law_base.BASE`: paper-fig3's task with per-unit hidden biases, plain SGD at
+lr 0.1, the fast path), each a
 :class:`~experiments.transition_grid.TransitionGrid` of configurations of the law's data times
 values of an axis the law never varied, five seeds a point, each run trained until its transition
 (with a margin) or its budget:
@@ -42,7 +43,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from experiments.catalog.transition_law import BASE
+from experiments.catalog.transition_law_base import BASE
 from experiments.transition_grid import GridPoint, TransitionGrid
 from interp.experiments import register_experiment
 from interp.experiments.core import Column, Experiment, Tier

@@ -3,7 +3,7 @@
 Singh et al. (2023) found in-context (IC) accuracy rising and then fading in favour of in-weight
 (IW) learning on long training, and weight decay changing that; Wurgaft et al. (2025) predict the
 time to fade growing faster than linearly in the task diversity K. The toolkit trains to a budget
-and stops; this experiment trains the transition law's network (:data:`transition_law.BASE`:
+and stops; this experiment trains the transition law's network (:data:`transition_law_base.BASE`:
 paper-fig3's task, per-unit hidden biases, plain SGD lr 0.1) at two values of K, 64 (few classes,
 where the classifier can learn labels in its weights) and the centre's 256, under four weight
 decays (none, the author's 1e-6 and two stronger, 1e-5 and 1e-4, all the author's multiplicative
@@ -26,7 +26,7 @@ from pathlib import Path
 import pandas as pd
 
 from experiments.catalog import law_axes
-from experiments.catalog.transition_law import BASE
+from experiments.catalog.transition_law_base import BASE
 from experiments.transition_grid import CURVE_COLUMNS, GridPoint, TransitionGrid
 from interp.experiments import register_experiment
 from interp.experiments.core import Column, Experiment, Tier

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from experiments.catalog.transition_law_base import BASE
 from experiments.catalog.transition_law_page import DECLARED_AFTER
 from experiments.transition_grid import GridPoint, TransitionGrid
 from interp.experiments import register_experiment
@@ -32,22 +33,6 @@ COMBINED = f"{NAME}-combined.csv"
 WARNING = f"{NAME}-warning.csv"
 COMPANIONS = (CURVES, LOO, COMBINED, WARNING)
 LAW_JSON = f"{NAME}-law.json"
-
-BASE = {
-    "hidden_bias": "per_unit",
-    "lr": 0.1,
-    "n_eval": 1024,
-    "eval_every": 100,
-    "live_forecast": False,
-    "num_threads": 1,
-    "sample_on": "host",
-    "backend": "fast",
-}
-"""What every point shares: paper-fig3's task and plain SGD (batch 128, the author's weight decay),
-with per-unit hidden biases (the author's scalar biases collapse at these learning rates) and
-lr 0.1 at the centre. The sampler and the backend are pinned (the host sampler and the fast path,
-what the grid began with), so that a change of the toolkit's defaults never stops a run from
-resuming and a run trained again equals its committed row."""
 
 _P = GridPoint
 GRID = TransitionGrid(
