@@ -147,6 +147,29 @@ def fit_levels(field: str, reference: float, groups, values, steps, faded, budge
     return LevelTerm(field, tuple(levels))
 
 
+def _checked(record: dict, kind) -> dict:
+    """``record``'s fields for ``kind``, each number finite (a field that is text must be text,
+    a count a whole number, a standard error not negative); raises ValueError naming the field."""
+    import dataclasses
+
+    out = {}
+    for f in dataclasses.fields(kind):
+        v = record[f.name]
+        if f.type == "str":
+            if not isinstance(v, str):
+                raise ValueError(f"{f.name}={v!r} is not text")
+        elif isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+            raise ValueError(f"{f.name}={v!r} is not a finite number")
+        elif f.type == "int" and v != int(v):
+            raise ValueError(f"{f.name}={v!r} is not a whole number")
+        out[f.name] = v
+    if out.get("se", 0) < 0 or out.get("low", 0) > out.get("high", 0):
+        raise ValueError("a negative standard error or low above high")
+    if set(record) - set(out):
+        raise ValueError(f"unknown field {sorted(set(record) - set(out))[0]!r}")
+    return out
+
+
 @dataclass(frozen=True)
 class AxisTerms:
     """The terms of every fitted axis, by field: exponents (:class:`AxisTerm`) and level terms
@@ -157,19 +180,23 @@ class AxisTerms:
 
     @staticmethod
     def load(path=None) -> AxisTerms:
+        from interp.io.errors import DamagedFileError
         from interp.io.inputs import read_json_object
 
-        d = read_json_object(Path(path) if path is not None else TERMS_FILE)
+        where = Path(path) if path is not None else TERMS_FILE
+        d = read_json_object(where)
         try:
-            return AxisTerms(
-                {f: AxisTerm(**t) for f, t in d["terms"].items()},
-                {
-                    f: LevelTerm(f, tuple(Level(**lv) for lv in t))
-                    for f, t in d.get("levels", {}).items()
-                },
-            )
-        except (KeyError, TypeError) as err:
-            raise ValueError(f"{path or TERMS_FILE}: damaged axis terms ({err})") from None
+            terms = {f: AxisTerm(**_checked(t, AxisTerm)) for f, t in d["terms"].items()}
+            levels = {
+                f: LevelTerm(f, tuple(Level(**_checked(lv, Level)) for lv in t))
+                for f, t in d.get("levels", {}).items()
+            }
+        except (KeyError, TypeError, ValueError, AttributeError) as err:
+            raise DamagedFileError(f"{where}: damaged axis terms ({err})") from None
+        unknown = sorted((set(terms) | set(levels)) - set(AXIS_FIELDS))
+        if unknown:
+            raise DamagedFileError(f"{where}: damaged axis terms (no axis {unknown[0]!r})")
+        return AxisTerms(terms, levels)
 
     def as_dict(self) -> dict:
         return {

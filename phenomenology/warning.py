@@ -12,6 +12,7 @@ it at the latest fraction measured that the run has reached.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +21,7 @@ __all__ = ["MEASURED", "WARNING_FILE", "MeasuredWarning", "signals_of", "verdict
 
 WARNING_FILE = Path(__file__).with_name("early_warning.json")
 SOURCE = "transition-law.md"
+_LOADED: dict = {}
 MEASURED = ("template", "progress", "law")
 """The forecasters whose AUROC was measured: the calibrated template and progress forecasts of the
 curve, and the law's probability of a jump by the budget."""
@@ -35,24 +37,29 @@ class MeasuredWarning:
 
     @staticmethod
     def load(path=None) -> MeasuredWarning:
+        """The rows of ``path`` (default: the package's), read once per process."""
+        key = str(path)
+        if key not in _LOADED:
+            _LOADED[key] = MeasuredWarning._read(Path(path) if path is not None else WARNING_FILE)
+        return _LOADED[key]
+
+    @staticmethod
+    def _read(path: Path) -> MeasuredWarning:
+        from interp.io.errors import DamagedFileError
         from interp.io.inputs import read_json_object
 
-        d = read_json_object(Path(path) if path is not None else WARNING_FILE)
+        d = read_json_object(path)
         try:
             auroc: dict = {}
             for r in d["auroc"]:
-                auroc.setdefault(str(r["signal"]), {})[float(r["at"])] = (
-                    float(r["auroc"]),
-                    float(r["low"]),
-                    float(r["high"]),
-                    int(r["positives"]),
-                    int(r["negatives"]),
-                )
+                values = [float(r[k]) for k in ("at", "auroc", "low", "high")]
+                counts = [int(r[k]) for k in ("positives", "negatives")]
+                if not all(math.isfinite(v) and 0 <= v <= 1 for v in values) or min(counts) < 0:
+                    raise ValueError(f"a row of {r['signal']!r} out of range")
+                auroc.setdefault(str(r["signal"]), {})[values[0]] = (*values[1:], *counts)
             return MeasuredWarning(auroc)
         except (KeyError, TypeError, ValueError) as err:
-            raise ValueError(
-                f"{path or WARNING_FILE}: damaged early-warning rows ({err})"
-            ) from None
+            raise DamagedFileError(f"{path}: damaged early-warning rows ({err})") from None
 
     @staticmethod
     def rows_from(table) -> dict:

@@ -548,3 +548,28 @@ def test_levels_are_the_log_shift_against_the_reference_each_group_its_own_inter
     sd = math.sqrt(8 * math.log(1.02) ** 2 / 9)
     assert high.se == pytest.approx(sd * math.sqrt(1 / 3), abs=1e-6)
     assert term.at(3e-5) is None
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ('{"terms": {"d_mlp": {"field": 3}}}', "damaged axis terms (field=3 is not text)"),
+        (
+            '{"terms": {"d_mlp": {"field": "d_mlp", "slope": "x", "se": 0, "dof": 1, "low": 1, '
+            '"high": 2, "configurations": 1}}}',
+            "damaged axis terms (slope='x' is not a finite number)",
+        ),
+        (
+            '{"terms": {"lr": {"field": "lr", "slope": 1, "se": 0, "dof": 1, "low": 1, '
+            '"high": 2, "configurations": 1}}}',
+            "damaged axis terms (no axis 'lr')",
+        ),
+        ("[1, 2", "is not valid JSON"),
+    ],
+)
+def test_damaged_axis_terms_are_one_line_naming_the_file(tmp_path, capsys, text, words):
+    path = tmp_path / "axes.json"
+    path.write_text(text)
+    assert main(["forecast", "--axes", str(path), "--set", "d_mlp=64"]) == 3
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and str(path) in err and words in err
