@@ -124,14 +124,14 @@ def fading(curve: pd.DataFrame, labels: int) -> dict:
     """What one run's IC and IW accuracy did: the peak of IC accuracy and its step, the first step
     after it where IC accuracy is at most chance (``1 / labels``) plus half the peak's excess over
     chance (``fade_step``, NaN where it never is: ``faded`` False), IC accuracy at the end, and
-    IW accuracy's peak, its step and its last value."""
+    IW accuracy's peak, its step, its last value and whether it faded by the same rule
+    (``iw_faded``)."""
     chance = 1.0 / labels
     step = curve["step"].to_numpy(float)
     ic = curve["ic_acc"].to_numpy(float)
     iw = curve["iw_acc"].to_numpy(float)
     top = int(ic.argmax())
-    half = chance + 0.5 * (ic[top] - chance)
-    after = [i for i in range(top + 1, len(ic)) if ic[i] <= half]
+    after = _fades(ic, top, chance)
     iw_top = int(iw.argmax())
     return {
         "peak_ic_acc": round(float(ic[top]), 4),
@@ -142,7 +142,14 @@ def fading(curve: pd.DataFrame, labels: int) -> dict:
         "peak_iw_acc": round(float(iw[iw_top]), 4),
         "peak_iw_step": float(step[iw_top]),
         "final_iw_acc": round(float(iw[-1]), 4),
+        "iw_faded": bool(_fades(iw, iw_top, chance)),
     }
+
+
+def _fades(acc, top: int, chance: float) -> list[int]:
+    """The evaluations after the peak ``top`` at or below half its excess over chance."""
+    half = chance + 0.5 * (acc[top] - chance)
+    return [i for i in range(top + 1, len(acc)) if acc[i] <= half]
 
 
 def _produce(experiment, tier: str, runs: Path, workers, log, out: Path | None = None):
@@ -209,8 +216,9 @@ def notes(rows: pd.DataFrame) -> str:
     lines = ["## In-context and in-weight accuracy over long training", ""]
     lines += [
         "| K | weight decay | runs | transitioned | median transition step | peak IC acc "
-        "(median) | faded | median fade step | final IC acc | peak IW acc | final IW acc |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "(median) | IC faded | median fade step | final IC acc | peak IW acc (median step) | "
+        "final IW acc | IW faded |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for (k, wd), g in rows.groupby(["K", "weight_decay"], sort=True):
         ok = g[g["transitioned"].astype(str) == "True"]
@@ -219,12 +227,36 @@ def notes(rows: pd.DataFrame) -> str:
             f"{_fmt(ok['transition_step'].astype(float).median())} | "
             f"{g['peak_ic_acc'].median():.3f} | {int(g['faded'].astype(bool).sum())} | "
             f"{_fmt(g['fade_step'].astype(float).median())} | {g['final_ic_acc'].median():.3f} | "
-            f"{g['peak_iw_acc'].median():.3f} | {g['final_iw_acc'].median():.3f} |"
+            f"{g['peak_iw_acc'].median():.3f} ({g['peak_iw_step'].median():.0f}) | "
+            f"{g['final_iw_acc'].median():.3f} | {int(g['iw_faded'].astype(bool).sum())} |"
         )
-    lines += ["", *_wurgaft(rows), ""]
+    lines += [
+        "",
+        "Medians over seeds; `faded`: runs whose accuracy fell, after its peak, to half its "
+        "excess over chance (1 / L) within the budget.",
+        "",
+        *_reverse(rows),
+        "",
+        *_wurgaft(rows),
+        "",
+    ]
     lines += law_axes.score_lines(NAME, rows)
     lines.append(directions_table(DIRECTIONS, rows))
     return "\n".join(lines)
+
+
+def _reverse(rows: pd.DataFrame) -> list[str]:
+    """How often the fading went the other way: IW accuracy peaking before the IC transition and
+    fading after it, while IC accuracy held."""
+    jumped = rows["transitioned"].astype(str) == "True"
+    before = pd.to_numeric(rows["peak_iw_step"]) < pd.to_numeric(rows["transition_step"])
+    iw = rows["iw_faded"].astype(bool) & before & jumped & ~rows["faded"].astype(bool)
+    ic = int(rows["faded"].astype(bool).sum())
+    return [
+        f"**Which learning was transient.** In-context accuracy faded in {ic} of {len(rows)} "
+        f"runs. In-weight accuracy peaked before the in-context transition and faded after it, "
+        f"with in-context accuracy holding, in {int(iw.sum())} of {len(rows)}."
+    ]
 
 
 def _wurgaft(rows: pd.DataFrame) -> list[str]:
@@ -260,8 +292,12 @@ def _wurgaft(rows: pd.DataFrame) -> list[str]:
 
 def headline(rows: pd.DataFrame) -> str:
     faded = int(rows["faded"].astype(bool).sum())
+    iw = int(rows["iw_faded"].astype(bool).sum())
     jumped = int((rows["transitioned"].astype(str) == "True").sum())
-    return f"{jumped} of {len(rows)} runs transitioned; IC accuracy faded in {faded}"
+    return (
+        f"{jumped} of {len(rows)} runs transitioned; IC accuracy faded in {faded}, IW accuracy "
+        f"in {iw}"
+    )
 
 
 EXPERIMENT = register_experiment(
@@ -301,6 +337,7 @@ EXPERIMENT = register_experiment(
             Column(key="final_ic_acc", header="final IC acc", fmt="{:.3f}"),
             Column(key="peak_iw_acc", header="peak IW acc", fmt="{:.3f}"),
             Column(key="final_iw_acc", header="final IW acc", fmt="{:.3f}"),
+            Column(key="iw_faded", header="IW faded"),
         ),
         notes=notes,
         deviations=(

@@ -14,6 +14,7 @@ from experiments.catalog.transience import (
     KS,
     NAME,
     WEIGHT_DECAYS,
+    _reverse,
     _wurgaft,
     fading,
     point_name,
@@ -34,6 +35,24 @@ def test_a_fade_is_the_first_step_after_the_peak_at_half_its_excess_over_chance(
     assert f["faded"] and f["fade_step"] == 2500.0  # 0.46 <= 0.4656 (0.5 is above it)
     assert f["final_ic_acc"] == 0.6
     assert (f["peak_iw_acc"], f["peak_iw_step"], f["final_iw_acc"]) == (0.9, 3000.0, 0.6)
+    assert not f["iw_faded"]  # 0.6 after its peak 0.9 is above 0.4656
+
+
+def test_in_weight_accuracy_that_falls_after_the_in_context_jump_is_the_reverse_transience():
+    # IW peaks at 0.7 (step 500), then falls to 0.2 <= 0.03125 + 0.334375 once IC has jumped
+    c = _curve([0.03, 0.05, 0.95, 0.99], [0.03, 0.7, 0.6, 0.2])
+    f = fading(c, labels=32)
+    assert f["iw_faded"] and not f["faded"]
+    rows = pd.DataFrame(
+        [
+            {**f, "transitioned": "True", "transition_step": 800.0},
+            {**f, "transitioned": "True", "transition_step": 400.0},  # IW peaked after it
+            {**f, "transitioned": "False", "transition_step": math.nan},
+        ]
+    )
+    line = _reverse(rows)[0]
+    assert "In-context accuracy faded in 0 of 3 runs" in line
+    assert "faded after it, with in-context accuracy holding, in 1 of 3" in line
 
 
 def test_a_curve_that_holds_its_peak_has_no_fade_and_a_dip_before_the_peak_is_not_one():
