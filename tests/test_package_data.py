@@ -8,7 +8,9 @@ from pathlib import Path
 
 from interp.cli import main
 from interp.experiments.core import RESULTS_DIR
+from phenomenology.law_axes import TERMS_FILE
 from phenomenology.transition_law import LAW_FILE, RATES_FILE
+from phenomenology.warning import WARNING_FILE
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -20,7 +22,7 @@ def test_the_packaged_collapse_rates_are_the_committed_ones():
 
 def test_the_forecasts_tables_are_package_data():
     data = (ROOT / "pyproject.toml").read_text().split("[tool.setuptools.package-data]")[1]
-    for path in (LAW_FILE, RATES_FILE):
+    for path in (LAW_FILE, RATES_FILE, TERMS_FILE, WARNING_FILE):
         listed = re.search(rf"^{path.parent.name} = \[(.*)\]", data, re.MULTILINE)
         assert listed and f'"{path.name}"' in listed.group(1), f"{path.name} is not package data"
 
