@@ -122,7 +122,9 @@ def test_fake_slurm_sweep_survives_sigusr2_and_preemption(tmp_path, monkeypatch)
     assert len({t.split("_")[0] for t in runs}) >= 2, (runs, logs)  # job 1's points resubmitted
     assert starts_at_zero(out) == dict.fromkeys(names, 1)
     assert "stopped by SIGUSR2, state saved" in logs and "stopped by SIGTERM" in logs
-    assert f"point {names[0]}: resumes" in logs
+    # the requeued job resumed the point SIGUSR2 stopped: the first of job 0's points, or (on a
+    # loaded machine, where the signal can land after that 40-step point ended) a later one
+    assert any(f"point {n}: resumes" in logs for n in names[0:3]), logs
     run_sweep(s, tmp_path / "pool", backend="process", workers=2, figures=False, log=silent)
     same_metrics(out, tmp_path / "pool", names)
 

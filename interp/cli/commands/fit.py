@@ -140,13 +140,13 @@ def _print_fit(result: dict, src) -> None:
 def _warning_line(result: dict, src) -> str | None:
     """For a run fitted on part of its curve: will it jump within its budget, and the AUROC
     measured for the forecaster that says so (:mod:`phenomenology.warning`)."""
-    seen = result.get("fitted_until")
+    seen, budget = result.get("fitted_until"), getattr(src, "budget", None)
     if (
-        src.budget is None
+        budget is None
         or result.get("until_step") is None
         or result["forecast"] != "ok"
         or seen is None
-        or seen >= src.budget
+        or seen >= budget
     ):
         return None
     from phenomenology.warning import MeasuredWarning, signals_of, verdict
@@ -155,7 +155,7 @@ def _warning_line(result: dict, src) -> str | None:
         signals_of(result.get("forecast_from", ""), result.get("forecast_update")),
         float(result["forecast_transition_step"]),
         float(seen),
-        int(src.budget),
+        int(budget),
         MeasuredWarning.load(),
     )
 
