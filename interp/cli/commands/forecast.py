@@ -18,9 +18,9 @@ examples:
   induction-cliff forecast --preset paper-fig3 --set lr=0.03 --set steps=20000
   induction-cliff forecast --preset paper-fig3 --set hidden_bias=per_unit --set batch_size=512
 
-A batch size or classifier width (d_mlp) other than the law's 128 is forecast by the law carried
-along that axis by its exponent measured in docs/results/batch-size.md and width.md, within the
-values those experiments trained.
+A batch size or classifier width (d_mlp) other than the law's 128, or a weight decay other than
+its 1e-6, is forecast by the law carried along that axis by what docs/results/batch-size.md,
+width.md and transience.md measured, within the values they trained.
 """
 
 
@@ -50,8 +50,8 @@ def add_arguments(p) -> None:
         "--axes",
         default=None,
         metavar="PATH",
-        help="the law's batch-size and width exponents (default: the toolkit's, "
-        "phenomenology/law_axes.json)",
+        help="the law's batch-size and width exponents and weight-decay factors (default: the "
+        "toolkit's, phenomenology/law_axes.json)",
     )
 
 
