@@ -196,20 +196,10 @@ class LiveForecast:
             return {}
         out = {"cliff ~": text}
         if self.budget:
-            out["in budget"] = within_text(
-                float(row["forecast_step"]), self.seen, self.budget, self.with_law
+            from phenomenology.warning import short_verdict
+
+            signals = ("law",) if self.with_law else ()
+            out["in budget"] = short_verdict(
+                float(row["forecast_step"]), self.seen, self.budget, signals
             )
         return out
-
-
-def within_text(step: float, seen: float, budget: int, with_law: bool) -> str:
-    """``"yes (AUROC 0.83)"``: whether the forecast falls within the budget, with the AUROC
-    measured for the law's forecast at the fraction of the budget seen (only where the law gives
-    the prior; none before the first fraction measured)."""
-    said = "yes" if step <= budget else "no"
-    if not with_law:
-        return said
-    from phenomenology.warning import MeasuredWarning
-
-    got = MeasuredWarning.load().at("law", seen / budget)
-    return said if got is None else f"{said} (AUROC {got[1][0]:.2f})"

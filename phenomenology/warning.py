@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["MEASURED", "WARNING_FILE", "MeasuredWarning", "signals_of", "verdict"]
+__all__ = ["MEASURED", "WARNING_FILE", "MeasuredWarning", "short_verdict", "signals_of", "verdict"]
 
 WARNING_FILE = Path(__file__).with_name("early_warning.json")
 SOURCE = "transition-law.md"
@@ -126,3 +126,12 @@ def verdict(
     else:
         trust = "unmeasured for this forecast (the fitted model's own transition)"
     return f"early warning at {fraction:.0%} of the budget: {said}; {trust}"
+
+
+def short_verdict(step: float, seen: float, budget: int, signals: tuple[str, ...]) -> str:
+    """:func:`verdict` for a progress bar: ``"yes (AUROC 0.83)"``, the AUROC of the first of
+    ``signals`` at the latest fraction of the budget reached (none before the first measured,
+    nor without a measured forecaster)."""
+    said = "yes" if step <= budget else "no"
+    got = MeasuredWarning.load().at(signals[0], seen / budget) if signals else None
+    return said if got is None else f"{said} (AUROC {got[1][0]:.2f})"

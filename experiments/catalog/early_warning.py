@@ -123,15 +123,10 @@ def grid(tier: str) -> TransitionGrid:
 
 def budgets() -> dict[str, int]:
     """The stored law's median transition step at each configuration, rounded."""
-    from interp.train.overrides import build_configs
-    from phenomenology.transition_law import StoredLaw, law_inputs
+    from phenomenology.transition_law import StoredLaw
 
-    law, out = StoredLaw.load(), {}
-    for name, o in CONFIGS.items():
-        over = {k: str(v) for k, v in {**BASE, **o}.items()}
-        fields, _ = law_inputs(*build_configs("paper-fig3", over, 0)[:3])
-        out[name] = round(law.forecast(fields).step)
-    return out
+    law = StoredLaw.load()
+    return {name: round(law.forecast(_fields(name)).step) for name in CONFIGS}
 
 
 # ---- the signals of every run at each observation ----
@@ -142,7 +137,7 @@ def signal_table(rows: pd.DataFrame, curves: pd.DataFrame, law=None) -> pd.DataF
     transition: ``config, point, seed, step, fraction, positive, transition_step`` and the
     signals (higher or lower may warn: the scoring orients each on other configurations)."""
     from experiments.transition_scores import _signals
-    from phenomenology.transition_law import StoredLaw, law_inputs
+    from phenomenology.transition_law import StoredLaw
 
     law = law if law is not None else StoredLaw.load()
     out = []
@@ -152,7 +147,7 @@ def signal_table(rows: pd.DataFrame, curves: pd.DataFrame, law=None) -> pd.DataF
         budget = float(r["budget"])
         jumped = str(r["transitioned"]) == "True" and float(r["transition_step"]) <= budget
         t_step = float(r["transition_step"]) if jumped else math.inf
-        prior = law.forecast(_fields(r, law_inputs))
+        prior = law.forecast(_fields(str(r["point"])))
         first = c.iloc[0]
         for f in OBSERVE:
             t = f * budget
@@ -178,10 +173,13 @@ def signal_table(rows: pd.DataFrame, curves: pd.DataFrame, law=None) -> pd.DataF
     return pd.DataFrame(out)
 
 
-def _fields(r, law_inputs) -> dict:
+def _fields(name: str) -> dict:
+    """Configuration ``name``'s fields as the law reads them (a name not in :data:`CONFIGS`,
+    as in the quick tier, reads as the centre's; its law is a stand-in there)."""
     from interp.train.overrides import build_configs
+    from phenomenology.transition_law import law_inputs
 
-    over = {k: str(v) for k, v in {**BASE, **CONFIGS.get(str(r["point"]), {})}.items()}
+    over = {k: str(v) for k, v in {**BASE, **CONFIGS.get(name, {})}.items()}
     return law_inputs(*build_configs("paper-fig3", over, 0)[:3])[0]
 
 
